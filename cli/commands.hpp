@@ -1,0 +1,38 @@
+#pragma once
+// Registration of subcommands. Each cli/<name>.cpp defines setup_<name>(), which adds its
+// CLI::App, stores its options struct, and returns the function that runs it.
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/exit_status.hpp"
+
+namespace ncclsweep::cli {
+
+/// Flags shared by every subcommand.
+struct GlobalOptions {
+    int verbose = 0;
+    bool quiet = false;
+};
+
+/// One registered subcommand.
+struct Command {
+    CLI::App* app = nullptr;
+    std::function<ExitStatus()> run;
+};
+using CommandList = std::vector<Command>;
+
+void setup_global_options(CLI::App& app, GlobalOptions& globals);
+void apply_global_options(const GlobalOptions& globals);
+void register_commands(CLI::App& app, const GlobalOptions& globals, CommandList& out);
+
+/// Prints an Error to stderr and returns its exit status.
+ExitStatus report_error(const Error& error);
+
+// One per subcommand file.
+Command setup_plan(CLI::App& app);
+
+}  // namespace ncclsweep::cli

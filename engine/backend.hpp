@@ -1,0 +1,20 @@
+#pragma once
+// A backend runs the verify pass and reports through the Reporter.
+#include "engine/model.hpp"
+#include "engine/options.hpp"
+#include "engine/report.hpp"
+
+namespace tpverify {
+
+/// Exit codes of tpverify.
+enum class Exit : int { ok = 0, failure = 1, usage = 2 };
+
+/// Runs the simulation backend (always available).
+int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter);
+
+/// True when the CUDA backend was compiled in and at least one GPU is visible.
+bool cuda_available();
+/// Runs the CUDA backend (returns failure with a message if it was not compiled in).
+int run_cuda(const Options& options, const PassPlan& plan, Reporter& reporter);
+
+}  // namespace tpverify

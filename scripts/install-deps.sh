@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ncclsweep needs to build and test. Idempotent: does nothing
+# when everything is already installed.
+set -euo pipefail
+packages=(
+  cmake ninja-build g++ pkg-config git python3
+  libcli11-dev libyaml-cpp-dev libfmt-dev libsqlite3-dev libssh-dev catch2
+  nlohmann-json3-dev libre2-dev openssh-server openssh-client sqlite3
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+sudo_cmd=()
+[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -q
+"${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,44 @@
+#pragma once
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace ncclsweep::test {
+
+/// A fresh directory under $TMPDIR, removed (recursively) when the object goes away.
+class TempDir {
+public:
+    TempDir();
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    /// The directory's path.
+    [[nodiscard]] const std::filesystem::path& path() const { return m_path; }
+    /// Writes `text` to `name` inside the directory and returns the full path.
+    std::filesystem::path write(const std::string& name, const std::string& text) const;
+
+private:
+    std::filesystem::path m_path;
+};
+
+/// Reads a whole file; empty string when it cannot be read.
+std::string read_file(const std::filesystem::path& path);
+
+/// Output and exit status of a command run through fork/exec (no shell unless argv says so).
+struct CommandResult {
+    int exit_code = -1;       ///< exit status, or 128+signal
+    std::string out;          ///< stdout
+    std::string err;          ///< stderr
+};
+
+/// Runs argv (argv[0] looked up in PATH), optionally feeding `input` on stdin and adding
+/// `env` (NAME=value entries) to the inherited environment.
+CommandResult run_command(const std::vector<std::string>& argv, const std::string& input = {},
+                          const std::vector<std::string>& env = {});
+
+/// Path of a built binary (e.g. "cli/ncclsweep", "engine/tpverify") in the build tree.
+std::filesystem::path binary_path(const std::string& relative);
+/// Path of a file in the source tree.
+std::filesystem::path source_path(const std::string& relative);
+
+}  // namespace ncclsweep::test
