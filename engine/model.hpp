@@ -44,7 +44,11 @@ struct Gemm {
     [[nodiscard]] double flops() const { return 2.0 * m * n * k; }
 };
 
-/// One step of the pass, in order.
+/// One step of the pass, in order. A collective with fused_norm == true is followed by
+/// residual add + RMSNorm (the next layer's input norm; after the last layer, the final norm):
+/// with --fusion off a backend runs it as a separate kernel, with --fusion on it is part of the
+/// fused all-reduce. There are no separate norm steps for those; the only Kind::norm step is
+/// layer 0's input norm after the embedding all-reduce (bytes = its activation size).
 struct Step {
     enum class Kind { gemm, collective, norm } kind = Kind::gemm;
     Gemm gemm;                        ///< kind == gemm
@@ -64,6 +68,8 @@ struct PassPlan {
     [[nodiscard]] int all_reduce_count() const;
     [[nodiscard]] std::uint64_t weight_bytes() const;   ///< bytes of weights read per pass per rank
     [[nodiscard]] double flops() const;
+    [[nodiscard]] std::uint64_t all_reduce_bytes() const;  ///< bytes per rank of one all-reduce (0: none)
+    [[nodiscard]] std::uint64_t all_gather_bytes() const;  ///< bytes per rank input of the logits all-gather
 };
 
 /// Builds the per-rank plan for `tokens` tokens at tensor-parallel degree `tp`.

@@ -19,6 +19,8 @@ public:
     JsonLine& add(const std::string& key, bool value);
     JsonLine& add_raw(const std::string& key, const std::string& json);  ///< value already JSON
     [[nodiscard]] std::string str() const;  ///< "{...}" (no newline)
+    /// The fields so far: key and already-encoded JSON value, in insertion order.
+    [[nodiscard]] const std::vector<std::pair<std::string, std::string>>& fields() const;
 
 private:
     std::vector<std::pair<std::string, std::string>> m_fields;
@@ -45,6 +47,10 @@ struct RunResult {
     double comm_pass_us = 0;       ///< whole comm-only pass
     long long check_wrong = -1;    ///< --check: wrong elements (-1: not checked)
 };
+
+/// The standard fields of the `result` event (tok_s, verify_us_p50, ..., check_wrong: null
+/// when not checked), in contract order.
+JsonLine result_fields(const RunResult& r);
 
 /// Where events go. One instance per process; thread-safe (one line at a time).
 class Reporter {

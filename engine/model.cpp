@@ -1,0 +1,242 @@
+// Model presets (real shapes, NCCL-FACTS §1) and the per-rank verify-pass plan.
+#include "engine/model.hpp"
+
+#include <algorithm>
+
+namespace tpverify {
+namespace {
+
+ModelShape kimi_k25() {
+    ModelShape m;  // the struct's defaults are Kimi-K2.5's text backbone
+    m.name = "kimi-k2.5";
+    return m;
+}
+
+ModelShape deepseek_v3() {
+    ModelShape m = kimi_k25();
+    m.name = "deepseek-v3";
+    m.dense_layers = 3;
+    m.heads = 128;
+    m.experts = 256;
+    m.vocab = 129280;
+    return m;
+}
+
+ModelShape llama_70b() {
+    ModelShape m;
+    m.name = "llama-70b";
+    m.layers = 80;
+    m.dense_layers = 80;
+    m.hidden = 8192;
+    m.dense_intermediate = 28672;
+    m.moe_intermediate = 0;
+    m.heads = 64;
+    m.kv_heads = 8;
+    m.head_dim = 128;
+    m.experts = 0;
+    m.active_experts = 0;
+    m.shared_experts = 0;
+    m.mla = false;
+    m.vocab = 128256;
+    m.rms_eps = 1e-5;
+    return m;
+}
+
+std::string not_divisible(const char* what, int value, int tp, const char* flag) {
+    return "--tp " + std::to_string(tp) + ": " + what + " (" + std::to_string(value) +
+           ") does not split evenly over " + std::to_string(tp) + " ranks; pick a --tp that divides it" +
+           (flag[0] ? std::string(" or override ") + flag : std::string());
+}
+
+void add_gemm(PassPlan& plan, std::string name, int k, int n) {
+    Step s;
+    s.kind = Step::Kind::gemm;
+    s.gemm.name = name;
+    s.gemm.m = plan.tokens;
+    s.gemm.k = k;
+    s.gemm.n = n;
+    s.label = std::move(name);
+    plan.steps.push_back(std::move(s));
+}
+
+void add_collective(PassPlan& plan, CollectiveKind kind, std::uint64_t bytes, bool fused_norm, std::string label) {
+    Step s;
+    s.kind = Step::Kind::collective;
+    s.collective = kind;
+    s.bytes = bytes;
+    s.fused_norm = fused_norm;
+    s.label = std::move(label);
+    plan.steps.push_back(std::move(s));
+}
+
+}  // namespace
+
+bool find_preset(const std::string& name, ModelShape& out) {
+    if (name == "kimi-k2.5") out = kimi_k25();
+    else if (name == "deepseek-v3") out = deepseek_v3();
+    else if (name == "llama-70b") out = llama_70b();
+    else return false;
+    return true;
+}
+
+std::vector<std::string> preset_names() { return {"kimi-k2.5", "deepseek-v3", "llama-70b"}; }
+
+bool resolve_model(const Options& options, ModelShape& out, std::string& error) {
+    ModelShape m;
+    if (!find_preset(options.model, m)) {
+        error = "--model '" + options.model + "' is not a preset (use kimi-k2.5, deepseek-v3 or llama-70b)";
+        return false;
+    }
+    const bool dense_preset = m.experts == 0;
+    if (options.layers) m.layers = *options.layers;
+    if (options.hidden) m.hidden = *options.hidden;
+    if (options.heads) m.heads = *options.heads;
+    if (options.experts) m.experts = *options.experts;
+    if (options.active_experts) m.active_experts = *options.active_experts;
+    if (options.moe_intermediate) m.moe_intermediate = *options.moe_intermediate;
+    if (options.dense_intermediate) m.dense_intermediate = *options.dense_intermediate;
+    if (options.vocab) m.vocab = *options.vocab;
+    if (dense_preset && !options.experts) m.dense_layers = m.layers;
+    if (options.dense_layers) m.dense_layers = *options.dense_layers;
+    if (dense_preset && options.experts) {
+        // A dense preset given experts becomes MoE after its dense layers.
+        if (!options.dense_layers) m.dense_layers = 0;
+        if (!options.active_experts) m.active_experts = std::min(8, m.experts);
+        if (!options.moe_intermediate) m.moe_intermediate = m.dense_intermediate / 8;
+        m.shared_experts = 1;
+    }
+
+    if (m.dense_layers > m.layers) {
+        error = "--dense-layers " + std::to_string(m.dense_layers) + " exceeds --layers " + std::to_string(m.layers);
+        return false;
+    }
+    const bool has_moe = m.dense_layers < m.layers;
+    if (has_moe && (m.experts < 1 || m.active_experts < 1 || m.active_experts > m.experts)) {
+        error = "MoE layers need 1 <= --active-experts <= --experts (got " + std::to_string(m.active_experts) +
+                " of " + std::to_string(m.experts) + ")";
+        return false;
+    }
+    if (has_moe && m.moe_intermediate < 1) {
+        error = "MoE layers need --moe-intermediate >= 1";
+        return false;
+    }
+    if (!m.mla) {
+        if (m.hidden % m.heads != 0) {
+            error = "--hidden " + std::to_string(m.hidden) + " is not a multiple of --heads " + std::to_string(m.heads);
+            return false;
+        }
+        m.head_dim = m.hidden / m.heads;
+        if (m.heads % m.kv_heads != 0) m.kv_heads = m.heads;  // overridden heads: fall back to MHA
+    }
+
+    const int tp = options.nranks > 0 ? options.nranks : options.tp;
+    if (m.heads % tp != 0) error = not_divisible("the attention heads", m.heads, tp, "--heads");
+    else if (m.dense_layers > 0 && m.dense_intermediate % tp != 0)
+        error = not_divisible("the dense MLP intermediate size", m.dense_intermediate, tp, "--dense-intermediate");
+    else if (has_moe && m.moe_intermediate % tp != 0)
+        error = not_divisible("the MoE intermediate size", m.moe_intermediate, tp, "--moe-intermediate");
+    else if (m.vocab % tp != 0) error = not_divisible("the vocabulary", m.vocab, tp, "--vocab");
+    else if (!m.mla && m.kv_heads % tp != 0 && tp % m.kv_heads != 0)
+        error = not_divisible("the KV heads", m.kv_heads, tp, "");
+    if (!error.empty()) return false;
+    out = m;
+    return true;
+}
+
+int PassPlan::collective_count() const {
+    return static_cast<int>(std::count_if(steps.begin(), steps.end(),
+                                          [](const Step& s) { return s.kind == Step::Kind::collective; }));
+}
+
+int PassPlan::all_reduce_count() const {
+    return static_cast<int>(std::count_if(steps.begin(), steps.end(), [](const Step& s) {
+        return s.kind == Step::Kind::collective && s.collective == CollectiveKind::all_reduce;
+    }));
+}
+
+std::uint64_t PassPlan::weight_bytes() const {
+    std::uint64_t total = 0;
+    for (const Step& s : steps)
+        if (s.kind == Step::Kind::gemm) total += s.gemm.weight_bytes();
+    return total;
+}
+
+double PassPlan::flops() const {
+    double total = 0;
+    for (const Step& s : steps)
+        if (s.kind == Step::Kind::gemm) total += s.gemm.flops();
+    return total;
+}
+
+std::uint64_t PassPlan::all_reduce_bytes() const {
+    for (const Step& s : steps)
+        if (s.kind == Step::Kind::collective && s.collective == CollectiveKind::all_reduce) return s.bytes;
+    return 0;
+}
+
+std::uint64_t PassPlan::all_gather_bytes() const {
+    for (const Step& s : steps)
+        if (s.kind == Step::Kind::collective && s.collective == CollectiveKind::all_gather) return s.bytes;
+    return 0;
+}
+
+PassPlan build_pass(const ModelShape& model, int tp, int tokens) {
+    PassPlan plan;
+    plan.model = model;
+    plan.tp = tp;
+    plan.tokens = tokens;
+    const ModelShape& m = model;
+    const std::uint64_t act_bytes = std::uint64_t(tokens) * m.hidden * 2;  // bf16 activations
+    const int heads = m.heads / tp;
+
+    // Vocab-parallel embedding: each rank looks up its vocab slice, the partial rows are summed.
+    add_collective(plan, CollectiveKind::all_reduce, act_bytes, false, "embed");
+    Step norm;
+    norm.kind = Step::Kind::norm;
+    norm.bytes = act_bytes;
+    norm.label = "L0.input_norm";
+    plan.steps.push_back(norm);
+
+    for (int l = 0; l < m.layers; ++l) {
+        const std::string p = "L" + std::to_string(l) + ".";
+        if (m.mla) {
+            add_gemm(plan, p + "q_a", m.hidden, m.q_lora_rank);                      // replicated
+            add_gemm(plan, p + "kv_a", m.hidden, m.kv_lora_rank + m.qk_rope);         // replicated
+            add_gemm(plan, p + "q_b", m.q_lora_rank, heads * (m.qk_nope + m.qk_rope));
+            add_gemm(plan, p + "kv_b", m.kv_lora_rank, heads * (m.qk_nope + m.v_head));
+            add_gemm(plan, p + "o_proj", heads * m.v_head, m.hidden);
+        } else {
+            const int kv = m.kv_heads >= tp ? m.kv_heads / tp : 1;  // KV heads replicate when tp > kv_heads
+            add_gemm(plan, p + "qkv", m.hidden, (heads + 2 * kv) * m.head_dim);
+            add_gemm(plan, p + "o_proj", heads * m.head_dim, m.hidden);
+        }
+        add_collective(plan, CollectiveKind::all_reduce, act_bytes, true, p + "attn");
+
+        if (l < m.dense_layers) {
+            const int inter = m.dense_intermediate / tp;
+            add_gemm(plan, p + "gate_up", m.hidden, 2 * inter);
+            add_gemm(plan, p + "down", inter, m.hidden);
+        } else {
+            const int inter = m.moe_intermediate / tp;
+            add_gemm(plan, p + "router", m.hidden, m.experts);  // replicated
+            for (int e = 0; e < m.shared_experts; ++e) {
+                const std::string q = p + "shared" + std::to_string(e) + ".";
+                add_gemm(plan, q + "gate_up", m.hidden, 2 * inter);
+                add_gemm(plan, q + "down", inter, m.hidden);
+            }
+            for (int e = 0; e < m.active_experts; ++e) {
+                const std::string q = p + "expert" + std::to_string(e) + ".";
+                add_gemm(plan, q + "gate_up", m.hidden, 2 * inter);
+                add_gemm(plan, q + "down", inter, m.hidden);
+            }
+        }
+        add_collective(plan, CollectiveKind::all_reduce, act_bytes, true, p + "mlp");
+    }
+
+    // The last fused_norm all-reduce's RMSNorm is the final norm; then the lm_head shard.
+    add_gemm(plan, "lm_head", m.hidden, m.vocab / tp);
+    add_collective(plan, CollectiveKind::all_gather, std::uint64_t(tokens) * (m.vocab / tp) * 2, false, "logits");
+    return plan;
+}
+
+}  // namespace tpverify

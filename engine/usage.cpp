@@ -1,0 +1,69 @@
+// tpverify --help: a usage text that also explains what is being measured.
+#include "engine/options.hpp"
+
+namespace tpverify {
+
+std::string usage() {
+    return R"(tpverify - replays the verify step of tensor-parallel speculative decoding
+
+One "verify pass" is what an LLM server runs to check a batch of draft tokens: per rank
+(TP = N GPUs), an embedding all-reduce, then for every layer the attention projections at
+their TP-sharded shapes, an all-reduce, residual + RMSNorm, the MLP or MoE (shared expert +
+active routed experts), another all-reduce + residual + RMSNorm, and finally the lm_head
+shard and a logits all-gather. For Kimi-K2.5 that is 124 collectives of tokens x 14336 bytes
+(57344 B at 4 tokens). tpverify times that pass so NCCL settings can be judged in seconds.
+
+Usage: tpverify [flags]          (flags take `--flag value` or `--flag=value`)
+
+Model
+  --model NAME             kimi-k2.5 (default), deepseek-v3, llama-70b
+  --layers N --hidden N --heads N --experts N --active-experts N --moe-intermediate N
+  --dense-intermediate N --dense-layers N --vocab N
+                           override one shape of the preset
+Parallelism and workload
+  --tp N                   tensor-parallel ranks, one GPU each (default 1)
+  --tokens T               tokens per verify pass = batch x draft tokens (default 4)
+  --rank R --nranks N      one process per rank (NCCL_COMM_ID rendezvous); --nranks is TP
+  --graph on|off           capture the pass in a CUDA graph and replay it (default on)
+  --capture-mode M         thread-local (default), global or relaxed
+  --no-warmup-before-capture
+                           capture without warming every collective eagerly first
+                           (reproduces lazy-connect failures inside a capture)
+  --fusion on|off          fused all-reduce + residual + RMSNorm (default off)
+  --check                  compare collective results with a host reference; any wrong
+                           element is a failure (exit 1)
+Measurement
+  --warmup N               passes before measuring (default 5)
+  --iters N                measured passes (default 50)
+  --target-rsd X           instead of --iters: stop when the relative spread of the median
+                           (half-width of its 95% interval / median) is below X, or at
+  --max-seconds S          this time cap (default 20)
+  --accept-len A           accepted tokens per verify cycle (default 3.2)
+  --draft-us U             draft model time per cycle in microseconds (default 2000)
+                           tok/s = A / (verify pass + draft) ; baseline = 1 / (1-token pass)
+  --timeout S              a hung collective fails after S seconds (default 60, 0 = never)
+Backend
+  --backend B              auto (CUDA when a GPU is visible, else sim), cuda, sim
+  --topology T             sim: pcie-gen4, pcie-gen5 (default), nvlink
+  --seed N                 sim: seed for the noise (same seed, same numbers)
+  --noise X                sim: relative noise per pass, e.g. 0.02 (default 0, or 0.02
+                           when --seed is given)
+  --inject KIND[@PHASE][:SECONDS]
+                           sim: inject a fault (repeatable). KIND: capture-fail, nccl-error,
+                           cuda-oom, hang, segv, exit. PHASE: init, warmup, capture, replay
+                           (default capture for capture-fail, replay for the rest).
+                           SECONDS: delay before the fault; for hang, how long it hangs
+                           (0 = until --timeout, or forever with --timeout 0).
+Output
+  --json                   one JSON event per line on stdout: start, capture (begin/end),
+                           ready, result. Without it: a readable summary.
+  --help                   this text
+
+The NCCL environment (NCCL_ALGO, NCCL_PROTO, NCCL_MIN/MAX_CTAS, NCCL_NTHREADS, ...) is taken
+as inherited and never overridden; the sim backend models how NCCL would react to it.
+Exit status: 0 ok, 1 a failure (the failing API and its error on stderr), 2 bad usage.
+See docs/engine.md for the model and its constants.
+)";
+}
+
+}  // namespace tpverify
