@@ -1,0 +1,150 @@
+#pragma once
+// Statistics for results and diff: descriptive summaries, a distribution-free confidence
+// interval for the median, the Mann–Whitney U test and the benchstat-like comparison that
+// `ncclsweep diff` uses. Pure functions of their inputs (std only); docs/statistics.md says
+// exactly what is computed and why.
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "core/result.hpp"
+
+namespace ncclsweep::stats {
+
+// ---- descriptive statistics ------------------------------------------------------------
+// All of these return NaN for an empty input or when any sample is NaN; infinities are
+// ordered like numbers. None of them modifies or requires sorted input.
+
+/// Median: the middle order statistic (odd n) or the mean of the two middle ones (even n).
+[[nodiscard]] double median(std::span<const double> samples);
+
+/// Quantile q in [0, 1] by linear interpolation between order statistics (Hyndman & Fan
+/// type 7, the default of R and numpy): h = (n-1)q, result = x[floor h] + (h - floor h) *
+/// (x[floor h + 1] - x[floor h]) on the sorted samples. NaN when q is outside [0, 1].
+[[nodiscard]] double quantile(std::span<const double> samples, double q);
+
+/// Arithmetic mean.
+[[nodiscard]] double mean(std::span<const double> samples);
+
+/// Sample standard deviation (divisor n - 1). NaN when fewer than 2 samples.
+[[nodiscard]] double stddev(std::span<const double> samples);
+
+/// Relative spread of the median: max(median - min, max - median) / |median| (0.05 = ±5%).
+/// NaN when the median is 0. Descriptive only; the confidence interval is the inference.
+[[nodiscard]] double relative_spread(std::span<const double> samples);
+
+/// Geometric mean of positive values (e.g. new/base ratios for a diff summary row):
+/// exp(mean(log x)). NaN when empty or when any value is <= 0 or NaN.
+[[nodiscard]] double geometric_mean(std::span<const double> values);
+
+// ---- confidence interval for the median --------------------------------------------------
+
+/// A distribution-free interval [x(k), x(n+1-k)] for the population median.
+struct ConfidenceInterval {
+    double low = 0;            ///< x(lower_rank), the k-th smallest sample
+    double high = 0;           ///< x(upper_rank), the k-th largest sample
+    std::size_t lower_rank{};  ///< k, 1-based rank into the sorted samples
+    std::size_t upper_rank{};  ///< n + 1 - k, 1-based
+    double coverage = 0;       ///< exact coverage 1 - 2 P(Binomial(n, 1/2) <= k - 1), >= requested
+};
+
+/// The narrowest symmetric order-statistic interval whose exact binomial coverage is at least
+/// `confidence` (default 95%). nullopt when no such interval exists — for 95% that is n < 6
+/// (with n = 5 even [min, max] covers only 93.75%) — or on NaN samples or a confidence
+/// outside (0, 1). An absent interval means "too few samples", never "zero width".
+[[nodiscard]] std::optional<ConfidenceInterval> median_confidence_interval(std::span<const double> samples,
+                                                                           double confidence = 0.95);
+
+/// Smallest n for which median_confidence_interval(…, confidence) exists (6 for 95%).
+[[nodiscard]] std::size_t min_samples_for_interval(double confidence = 0.95);
+
+/// One sample set described at once (sorts once; for `results show`).
+struct Summary {
+    std::size_t n = 0;                      ///< number of samples
+    double median = 0;                      ///< see median()
+    double mean = 0;                        ///< see mean()
+    double stddev = 0;                      ///< see stddev() (NaN for n < 2)
+    double min = 0;                         ///< smallest sample
+    double max = 0;                         ///< largest sample
+    double relative_spread = 0;             ///< see relative_spread()
+    std::optional<ConfidenceInterval> ci;   ///< 95% interval of the median, absent for n < 6
+};
+
+/// Summarize samples; every field is NaN (n = 0, no interval) for empty input.
+[[nodiscard]] Summary summarize(std::span<const double> samples);
+
+// ---- Mann–Whitney U test -----------------------------------------------------------------
+
+/// How the p-value of mann_whitney_u is computed.
+enum class UTestMethod {
+    automatic,  ///< exact when there are no ties and n_a + n_b <= k_exact_limit, else normal
+    exact,      ///< exact null distribution (any size; falls back to normal when there are ties)
+    normal,     ///< normal approximation with tie and continuity correction
+};
+
+/// automatic uses the exact distribution up to this many samples in total (without ties).
+inline constexpr std::size_t k_exact_limit = 50;
+
+/// Outcome of a two-sided Mann–Whitney U test of samples a against b.
+struct UTestResult {
+    double u = 0;                 ///< U of sample a: pairs (x in a, y in b) with x > y, ties count 1/2
+    double p_value = 1;           ///< two-sided p; NaN when a side is empty or a sample is NaN
+    bool exact = false;           ///< p comes from the exact distribution (else normal approximation)
+    bool too_few = false;         ///< a side has < 4 samples or min_possible_p > alpha: say "too few"
+    double min_possible_p = 1;    ///< smallest two-sided p these sizes can give: 2 / C(n_a+n_b, n_a)
+    std::size_t needed_per_side = 4;  ///< samples per side (equal sizes) at which alpha becomes reachable
+};
+
+/// Two-sided Mann–Whitney U (Wilcoxon rank-sum) test with mid-ranks for ties. `alpha` only
+/// decides `too_few`; the p-value does not depend on it.
+[[nodiscard]] UTestResult mann_whitney_u(std::span<const double> a, std::span<const double> b, double alpha = 0.05,
+                                         UTestMethod method = UTestMethod::automatic);
+
+/// Exact two-sided p for U = u with sizes n_a, n_b and no ties: min(1, 2 P(U <= min(u, n_a n_b - u))).
+/// NaN when a size is 0.
+[[nodiscard]] double mann_whitney_exact_p(double u, std::size_t n_a, std::size_t n_b);
+
+// ---- comparison for diff -----------------------------------------------------------------
+
+/// Which way a metric is good (tok_s: higher; latency: lower).
+enum class Direction { higher_is_better, lower_is_better };
+
+/// What a comparison concludes.
+enum class Verdict {
+    improvement,           ///< significant and |delta| > threshold, in the good direction
+    regression,            ///< significant and |delta| > threshold, in the bad direction
+    no_change,             ///< "~": not significant, or not larger than the threshold
+    insufficient_samples,  ///< the test cannot reach alpha with these sample counts
+};
+
+/// Stable lower-case name for JSON and tables: "improvement", "regression", "no_change",
+/// "insufficient_samples".
+[[nodiscard]] std::string_view verdict_name(Verdict verdict);
+
+/// Settings of compare().
+struct CompareOptions {
+    double alpha = 0.05;                           ///< significance level, in (0, 1)
+    double threshold = 0.0;                        ///< minimum |delta| fraction that counts (0.03 = 3%)
+    Direction direction = Direction::higher_is_better;  ///< which sign of delta is good
+};
+
+/// One metric of one experiment, base versus new.
+struct Comparison {
+    Summary base;          ///< summary of the base samples (base.median is the base median)
+    Summary candidate;     ///< summary of the new samples
+    double delta = 0;      ///< (new median - base median) / |base median|; ±inf when base median is 0
+    double p_value = 1;    ///< two-sided Mann–Whitney p (NaN when a side is empty)
+    UTestResult test;      ///< the full test result
+    Verdict verdict = Verdict::no_change;  ///< the conclusion
+    std::string reason;    ///< one line for people, e.g. "not significant (p=0.310 > alpha 0.05)"
+};
+
+/// Compare base and new samples of one metric the way `ncclsweep diff` reports it: a change
+/// counts only if the U test is significant (p <= alpha) AND |delta| > threshold. Fails
+/// (bad_input) on a non-finite sample, alpha outside (0, 1) or a negative/non-finite threshold.
+[[nodiscard]] Result<Comparison> compare(std::span<const double> base, std::span<const double> candidate,
+                                         const CompareOptions& options = {});
+
+}  // namespace ncclsweep::stats
