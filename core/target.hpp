@@ -53,6 +53,9 @@ public:
     [[nodiscard]] virtual std::optional<ExitInfo> exit_info() const = 0;
     /// Diagnostic text when poll() returned `lost`.
     [[nodiscard]] virtual std::string lost_reason() const { return {}; }
+    /// Process group id of the command on its host (for checking that nothing of it still
+    /// holds a GPU); nullopt when unknown.
+    [[nodiscard]] virtual std::optional<long> process_group() const { return std::nullopt; }
 };
 
 /// What to start.
@@ -60,6 +63,9 @@ struct Command {
     std::vector<std::string> argv;            ///< argv[0] = program (looked up in PATH)
     std::vector<Assignment> env;              ///< added to / overriding the target's environment
     std::string workdir;                      ///< working directory ("" = the sweep work dir)
+    /// Directory put first on PYTHONPATH for this command (env_delivery sitecustomize/both);
+    /// the PYTHONPATH it would otherwise have is kept after it. "" = leave PYTHONPATH alone.
+    std::string pythonpath_prepend;
 };
 
 /// A host that runs experiments.
@@ -76,6 +82,9 @@ public:
     virtual Result<std::unique_ptr<Process>> start(const Command& command) = 0;
     /// Runs a short command to completion and returns its stdout (for preflight).
     virtual Result<std::string> capture(const std::vector<std::string>& argv, std::chrono::seconds timeout) = 0;
+    /// After a Process reported `lost`: drops the connection and opens a new one, so the sweep
+    /// can retry that experiment. Fails (infrastructure) when the host is still unreachable.
+    virtual Result<void> reconnect() { return success(); }
 };
 
 }  // namespace ncclsweep
