@@ -1,0 +1,281 @@
+// The simulation backend: the same phases, events and failures as the CUDA backend, with times
+// from the NCCL α-β model and a GEMM roofline instead of a GPU (docs/engine.md).
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <random>
+
+#include "engine/backend.hpp"
+#include "engine/inject.hpp"
+#include "engine/sim_check.hpp"
+#include "engine/sim_model.hpp"
+#include "engine/stats.hpp"
+
+namespace tpverify {
+namespace {
+
+using sim::Choice;
+using sim::Func;
+
+constexpr const char* k_modeled_nccl_version = "2.28.3";
+constexpr const char* k_invalid_usage = "invalid usage (run with NCCL_DEBUG=WARN for details)";
+constexpr const char* k_unhandled_cuda = "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+
+Func func_of(const Step& s) { return s.collective == CollectiveKind::all_gather ? Func::all_gather : Func::all_reduce; }
+const char* api_of(Func f) { return f == Func::all_gather ? "ncclAllGather" : "ncclAllReduce"; }
+
+/// The communicator as the run sees it: remembers first uses (when NCCL prints its TUNING
+/// line and, with lazy connection, sets up the algorithm's connections).
+class SimComm {
+public:
+    SimComm(const sim::Comm& comm, const sim::NcclEnv& env, int rank) : m_comm(comm), m_env(env), m_rank(rank) {}
+
+    /// Choice for a collective; prints NCCL's TUNING line on first use. `new_connection` is set
+    /// when this use is the first of its algorithm/protocol (a lazy connect would happen here).
+    Choice use(Func f, std::uint64_t bytes, bool* new_connection = nullptr) {
+        auto key = std::make_pair(static_cast<int>(f), bytes);
+        if (auto it = m_seen.find(key); it != m_seen.end()) return it->second;
+        Choice c = m_comm.choose(f, bytes);
+        if (!c.ok) return c;
+        m_seen.emplace(key, c);
+        const int conn = static_cast<int>(c.algo) * 8 + static_cast<int>(c.proto);
+        const bool fresh = m_comm.nranks() > 1 && m_connected.emplace(conn, true).second;
+        if (new_connection) *new_connection = fresh;
+        if (m_env.info("TUNING"))
+            sim::print_nccl_line(m_rank, "INFO",
+                                 std::string(sim::func_name(f)) + ": " + std::to_string(bytes) + " Bytes -> Algo " +
+                                     sim::algo_upper(c.algo) + " proto " + sim::proto_name(c.proto) +
+                                     " channel{Lo..Hi}={0.." + std::to_string(c.channels - 1) + "}");
+        return c;
+    }
+    [[nodiscard]] const sim::Comm& comm() const { return m_comm; }
+
+private:
+    const sim::Comm& m_comm;
+    const sim::NcclEnv& m_env;
+    int m_rank;
+    std::map<std::pair<int, std::uint64_t>, Choice> m_seen;
+    std::map<int, bool> m_connected;
+};
+
+/// Modeled cost of one pass.
+struct PassCost {
+    double pass_us = 0;   ///< whole pass
+    double comm_us = 0;   ///< its collectives alone (comm-only pass)
+    int kernels = 0;
+    bool ll128 = false;   ///< some NCCL collective ran LL128
+};
+
+PassCost cost_pass(const PassPlan& plan, const sim::Comm& comm, const sim::GpuModel& gpu, bool graph, bool fusion) {
+    PassCost c;
+    const double launch = graph ? gpu.launch_graph_us : gpu.launch_eager_us;
+    auto kernel = [&](double us) {
+        c.pass_us += us + launch;
+        ++c.kernels;
+        return us + launch;
+    };
+    for (const Step& s : plan.steps) {
+        switch (s.kind) {
+        case Step::Kind::gemm: kernel(gpu.gemm_us(s.gemm.weight_bytes(), s.gemm.flops())); break;
+        case Step::Kind::norm: kernel(gpu.norm_us(s.bytes)); break;
+        case Step::Kind::collective:
+            if (fusion && s.fused_norm) {  // one kernel: all-reduce + residual + RMSNorm
+                c.comm_us += kernel(comm.one_shot_us(s.bytes) + gpu.norm_us(s.bytes));
+            } else {
+                const Choice ch = comm.choose(func_of(s), s.bytes);
+                c.ll128 = c.ll128 || (comm.nranks() > 1 && ch.proto == sim::Proto::ll128);
+                c.comm_us += kernel(ch.time_us);
+                if (s.fused_norm) kernel(gpu.norm_us(s.bytes));
+            }
+            break;
+        }
+    }
+    return c;
+}
+
+JsonLine start_fields(const Options& o, const PassPlan& plan, const sim::TopologyModel& topo, double noise) {
+    JsonLine f;
+    f.add("backend", "sim")
+        .add("model", plan.model.name)
+        .add("tp", plan.tp)
+        .add("tokens", plan.tokens)
+        .add("layers", plan.model.layers)
+        .add("hidden", plan.model.hidden)
+        .add("collectives", plan.collective_count())
+        .add("all_reduces", plan.all_reduce_count())
+        .add("all_reduce_bytes", static_cast<std::int64_t>(plan.all_reduce_bytes()))
+        .add("all_gather_bytes", static_cast<std::int64_t>(plan.all_gather_bytes()))
+        .add("weight_bytes", static_cast<std::int64_t>(plan.weight_bytes()))
+        .add("nccl_version", std::string(k_modeled_nccl_version) + " (modeled by sim)")
+        .add("graph", o.graph)
+        .add("capture_mode", o.capture_mode == CaptureMode::global    ? "global"
+                             : o.capture_mode == CaptureMode::relaxed ? "relaxed"
+                                                                       : "thread-local")
+        .add("fusion", o.fusion)
+        .add("check", o.check)
+        .add("topology", topo.name)
+        .add("rank", o.rank >= 0 ? o.rank : 0)
+        .add("noise", noise);
+    if (o.seed) f.add("seed", static_cast<std::int64_t>(*o.seed));
+    return f;
+}
+
+/// Reports NCCL's "no algorithm" failure the way NCCL and tpverify show it.
+void report_no_algo(const SimComm& comm, const sim::NcclEnv& env, int rank, Func f, const char* phase,
+                    Reporter& reporter) {
+    if (env.debug_level >= 2) sim::print_nccl_line(rank, "WARN", comm.comm().no_algo_warning(f));
+    reporter.error(phase, api_of(f), k_invalid_usage);
+}
+
+}  // namespace
+
+int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter) {
+    const int fail = static_cast<int>(Exit::failure);
+    sim::NcclEnv env;
+    std::string warn;
+    const bool env_ok = sim::parse_nccl_env([](const char* name) { return std::getenv(name); }, env, warn);
+    const int rank = options.rank >= 0 ? options.rank : 0;
+    const sim::TopologyModel topo = sim::topology_model(options.topology);
+    const sim::GpuModel gpu;
+    const double noise = options.noise > 0 ? options.noise : (options.seed ? 0.02 : 0.0);
+    const Injector injector(options.inject, options.timeout_s, env.debug_level >= 2, rank);
+
+    reporter.event("start", start_fields(options, plan, topo, noise));
+
+    // init: NCCL reads its environment and builds the communicator.
+    if (env.debug_level >= 1)
+        sim::print_nccl_line(rank, "INFO",
+                             std::string("NCCL version ") + k_modeled_nccl_version + "+sim (modeled by tpverify)");
+    if (env.info("ENV"))
+        for (const std::string& line : env.env_lines) sim::print_nccl_line(rank, "INFO", line);
+    if (!env_ok) {
+        if (env.debug_level >= 2) sim::print_nccl_line(rank, "WARN", warn);
+        reporter.error("init", "ncclCommInitRank", k_invalid_usage);
+        return fail;
+    }
+    if (auto rc = injector.at_phase(Phase::init, reporter)) return *rc;
+    const sim::Comm base_comm(topo, env, plan.tp);
+    SimComm comm(base_comm, env, rank);
+    if (env.info("INIT")) {
+        for (int ch = 0; ch < base_comm.channels() && plan.tp > 1; ++ch)
+            sim::print_nccl_line(rank, "INFO",
+                                 "Channel " + std::string(ch < 10 ? "0" : "") + std::to_string(ch) + "/0 : " +
+                                     std::to_string(rank) + "[" + std::to_string(rank) + "] -> " +
+                                     std::to_string((rank + 1) % plan.tp) + "[" + std::to_string((rank + 1) % plan.tp) +
+                                     "] via " + sim::transport_name(base_comm.transport()));
+        sim::print_nccl_line(rank, "INFO",
+                             "comm rank " + std::to_string(rank) + " nRanks " + std::to_string(plan.tp) +
+                                 " nNodes 1 localRanks " + std::to_string(plan.tp) + " - Init COMPLETE");
+    }
+
+    // warmup: every collective and size once, eagerly, so NCCL connects outside any capture.
+    const bool eager_warmup = options.graph ? options.warmup_before_capture : options.warmup > 0;
+    if (auto rc = injector.at_phase(Phase::warmup, reporter)) return *rc;
+    if (eager_warmup) {
+        for (const Step& s : plan.steps) {
+            if (s.kind != Step::Kind::collective || (options.fusion && s.fused_norm)) continue;
+            if (!comm.use(func_of(s), s.bytes).ok) {
+                report_no_algo(comm, env, rank, func_of(s), "warmup", reporter);
+                return fail;
+            }
+        }
+    }
+
+    PassCost cost = cost_pass(plan, base_comm, gpu, options.graph, options.fusion);
+    double capture_s = 0;
+    if (options.graph) {
+        reporter.event("capture", JsonLine().add("phase", "begin"));
+        if (auto rc = injector.at_phase(Phase::capture, reporter)) return *rc;
+        for (const Step& s : plan.steps) {  // first uses inside the capture (no eager warm-up)
+            if (s.kind != Step::Kind::collective || (options.fusion && s.fused_norm)) continue;
+            bool new_connection = false;
+            const Choice c = comm.use(func_of(s), s.bytes, &new_connection);
+            const bool lazy_alloc_in_global_capture =
+                c.ok && new_connection && env.runtime_connect && options.capture_mode == CaptureMode::global;
+            if (!c.ok || lazy_alloc_in_global_capture) {
+                if (!c.ok) {
+                    report_no_algo(comm, env, rank, func_of(s), "capture", reporter);
+                } else {
+                    if (env.debug_level >= 2)
+                        sim::print_nccl_line(rank, "WARN", "Cuda failure 'operation not permitted when stream is capturing'");
+                    reporter.error("capture", api_of(func_of(s)), k_unhandled_cuda);
+                }
+                reporter.error("capture", "cudaStreamEndCapture",
+                               "operation failed due to a previous error during capture (cudaErrorStreamCaptureInvalidated)");
+                return fail;
+            }
+        }
+        capture_s = 0.005 + cost.kernels * 25e-6;  // estimate: ~25 µs per captured kernel
+        reporter.event("capture", JsonLine().add("phase", "end").add("seconds", capture_s));
+    }
+    reporter.event("ready", JsonLine());
+
+    // replay: measure.
+    if (auto rc = injector.at_phase(Phase::replay, reporter)) return *rc;
+    for (const Step& s : plan.steps) {  // eager runs without warm-up meet their collectives here
+        if (s.kind != Step::Kind::collective || (options.fusion && s.fused_norm)) continue;
+        if (!comm.use(func_of(s), s.bytes).ok) {
+            report_no_algo(comm, env, rank, func_of(s), "replay", reporter);
+            return fail;
+        }
+    }
+    std::mt19937 rng(options.seed ? *options.seed : std::random_device{}());
+    std::normal_distribution<double> normal(0.0, 1.0);
+    std::uniform_real_distribution<double> uniform(0.0, 1.0);
+    StopRule stop(options);
+    std::vector<double> samples;
+    double elapsed_s = 0;
+    while (!stop.done(samples, elapsed_s)) {
+        double factor = 1.0;
+        if (noise > 0) {
+            factor = std::max(0.5, 1.0 + noise * normal(rng));
+            if (uniform(rng) < 0.03) factor += noise * 4.0 * std::fabs(normal(rng));  // occasional straggler
+        }
+        samples.push_back(cost.pass_us * factor);
+        elapsed_s += samples.back() * 1e-6;
+    }
+
+    RunResult r;
+    if (options.check) {
+        const bool corrupt = cost.ll128 && base_comm.ll128_unsafe();
+        const sim::CheckOutcome chk =
+            sim::host_check(plan.tp, plan.tokens, plan.model.hidden, plan.model.rms_eps,
+                            options.fusion && plan.tp > 1, corrupt ? 0.002 : 0.0, options.seed.value_or(1234));
+        r.check_wrong = chk.wrong;
+        if (chk.wrong > 0) {
+            reporter.error("replay", "ncclAllReduce",
+                           "result check: " + std::to_string(chk.wrong) + " of " + std::to_string(chk.elements) +
+                               " elements differ from the host reference (LL128 on a path NCCL does not enable it "
+                               "for by default)");
+            return fail;
+        }
+    }
+    const PassPlan one = build_pass(plan.model, plan.tp, 1);
+    const PassCost baseline = cost_pass(one, base_comm, gpu, options.graph, options.fusion);
+    const PassCost comm_only = cost;
+    r.verify = summarize(samples);
+    r.baseline_pass_us = baseline.pass_us;
+    r.tok_s = options.accept_len / (r.verify.p50_us + options.draft_us) * 1e6;
+    r.baseline_tok_s = 1e6 / baseline.pass_us;
+    r.init_s = 0.25 + 0.05 * plan.tp + static_cast<double>(plan.weight_bytes()) / 200e9;  // estimate
+    r.capture_s = capture_s;
+    r.comm_pass_us = comm_only.comm_us;
+    r.collective_us = plan.collective_count() > 0 ? comm_only.comm_us / plan.collective_count() : 0;
+
+    JsonLine extra;
+    extra.add("backend", "sim");
+    for (auto [f, bytes] : {std::make_pair(Func::all_reduce, plan.all_reduce_bytes()),
+                            std::make_pair(Func::all_gather, plan.all_gather_bytes())}) {
+        const Choice c = base_comm.choose(f, bytes);
+        const std::string p = f == Func::all_reduce ? "all_reduce_" : "all_gather_";
+        extra.add(p + "algo", plan.tp > 1 ? sim::algo_upper(c.algo) : "LOCAL")
+            .add(p + "proto", plan.tp > 1 ? sim::proto_name(c.proto) : "COPY")
+            .add(p + "channels", c.channels);
+    }
+    extra.add("transport", plan.tp > 1 ? sim::transport_name(base_comm.transport()) : "none");
+    if (options.target_rsd) extra.add("stopped_by", stop.hit_time_cap() ? "max-seconds" : "target-rsd");
+    reporter.result(r, extra);
+    return static_cast<int>(Exit::ok);
+}
+
+}  // namespace tpverify
