@@ -62,21 +62,21 @@ std::optional<ParsedList> parse_list(std::string_view value, const std::vector<s
             prefix = entry.substr(0, colon);
             list = entry.substr(colon + 1);
             if (prefix.empty()) {
-                error = "entry \"" + std::string(entry) + "\" has nothing before ':'; write collective:elements, e.g. allreduce:" +
+                error = "entry \"" + shown(entry) + "\" has nothing before ':'; write collective:elements, e.g. allreduce:" +
                         std::string(elements.front());
                 return std::nullopt;
             }
             if (list.find(':') != std::string_view::npos) {
-                error = "entry \"" + std::string(entry) + "\" has more than one ':'; separate entries with ';'";
+                error = "entry \"" + shown(entry) + "\" has more than one ':'; separate entries with ';'";
                 return std::nullopt;
             }
             if (list.empty()) {
-                error = "entry \"" + std::string(entry) + "\" names no elements after ':'; accepted elements: " +
+                error = "entry \"" + shown(entry) + "\" names no elements after ':'; accepted elements: " +
                         join(elements);
                 return std::nullopt;
             }
         } else if (index > 0) {
-            error = "entry \"" + std::string(entry) +
+            error = "entry \"" + shown(entry) +
                     "\" has no collective prefix; only the first entry may lack one (NCCL rejects this), "
                     "e.g. \"ring;allreduce:tree\"";
             return std::nullopt;
@@ -90,7 +90,7 @@ std::optional<ParsedList> parse_list(std::string_view value, const std::vector<s
             for (std::size_t f = 0; f < collectives.size(); ++f)
                 if (iequals(prefix, collectives[f])) targets.push_back(f);
             if (targets.empty()) {
-                error = "unknown collective \"" + std::string(prefix) + "\"";
+                error = "unknown collective \"" + shown(prefix) + "\"";
                 if (has_space(prefix)) error += " (NCCL does not strip spaces)";
                 if (iequals(prefix, "sendrecv") || iequals(prefix, "send") || iequals(prefix, "recv") ||
                     iequals(prefix, "alltoall"))
@@ -108,7 +108,7 @@ std::optional<ParsedList> parse_list(std::string_view value, const std::vector<s
         for (std::string_view token : split_nonempty(list, ',')) {
             auto it = std::find_if(elements.begin(), elements.end(), [&](std::string_view e) { return iequals(token, e); });
             if (it == elements.end()) {
-                error = "unknown element \"" + std::string(token) + "\"";
+                error = "unknown element \"" + shown(token) + "\"";
                 if (has_space(token)) error += " (NCCL does not strip spaces)";
                 else if (token.find('^') != std::string_view::npos)
                     error += " ('^' is allowed only at the start of a list)";
