@@ -156,7 +156,11 @@ Choice Comm::choose(Func f, std::uint64_t bytes) const {
     const bool ring = c.algo == Algo::ring;
     const int steps = ring ? (f == Func::all_reduce ? 2 * (m_nranks - 1) : m_nranks - 1) : 2 * (m_nranks - 1);
     const int ti = static_cast<int>(m_transport);
-    double bw = m_bw[fi][a][pr] * std::min(1.0, double(nc) / m_topo.default_channels) * k_transport_bw[ti];
+    // Channels only matter once a message is big enough to keep several busy: up to 64 KB per
+    // channel the graph's bandwidth is reached with one, so the cut (or any knob) changes nothing.
+    const double useful = std::min<double>(m_topo.default_channels, std::ceil(static_cast<double>(bytes) / 65536.0));
+    const double channel_share = std::min(1.0, double(nc) / std::max(1.0, useful));
+    double bw = m_bw[fi][a][pr] * channel_share * k_transport_bw[ti];
     if (!ring) bw *= tree_correction(c.proto, bytes);
     double t = m_lat[fi][a][pr] + steps * k_step_extra_us[ti] + static_cast<double>(bytes) / (1000.0 * bw);
     if (c.proto == Proto::simple) {  // Simple moves the data in NCCL_BUFFSIZE/8 chunks per step

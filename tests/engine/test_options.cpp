@@ -1,0 +1,113 @@
+#include <string>
+#include <vector>
+
+#include "engine/options.hpp"
+#include "tests/support/catch.hpp"
+
+using namespace tpverify;
+
+namespace {
+ParseOutcome parse(std::vector<std::string> args) {
+    args.insert(args.begin(), "tpverify");
+    std::vector<const char*> argv;
+    for (const auto& a : args) argv.push_back(a.c_str());
+    return parse_options(static_cast<int>(argv.size()), argv.data());
+}
+}  // namespace
+
+TEST_CASE("options: defaults") {
+    ParseOutcome p = parse({});
+    REQUIRE(p.error.empty());
+    CHECK(p.options.model == "kimi-k2.5");
+    CHECK(p.options.tp == 1);
+    CHECK(p.options.tokens == 4);
+    CHECK(p.options.graph);
+    CHECK_FALSE(p.options.fusion);
+    CHECK(p.options.backend == BackendKind::automatic);
+}
+
+TEST_CASE("options: both value spellings and planner-style flags") {
+    ParseOutcome p = parse({"--tp", "8", "--tokens=16", "--graph", "off", "--fusion", "on", "--check", "--json",
+                            "--capture_mode", "global", "--target-rsd=0.01", "--inject", "hang@warmup:3",
+                            "--inject=segv", "--topology", "nvlink", "--backend", "sim", "--seed", "7"});
+    REQUIRE(p.error.empty());
+    const Options& o = p.options;
+    CHECK(o.tp == 8);
+    CHECK(o.tokens == 16);
+    CHECK_FALSE(o.graph);
+    CHECK(o.fusion);
+    CHECK(o.check);
+    CHECK(o.json);
+    CHECK(o.capture_mode == CaptureMode::global);
+    REQUIRE(o.target_rsd);
+    CHECK(*o.target_rsd == Approx(0.01));
+    REQUIRE(o.inject.size() == 2);
+    CHECK(o.inject[0].kind == "hang");
+    CHECK(o.inject[0].phase == "warmup");
+    CHECK(o.inject[0].seconds == Approx(3));
+    CHECK(o.inject[1].kind == "segv");
+    CHECK(o.inject[1].phase.empty());
+    CHECK(o.topology == Topology::nvlink);
+    CHECK(o.backend == BackendKind::sim);
+    REQUIRE(o.seed);
+    CHECK(*o.seed == 7u);
+}
+
+TEST_CASE("options: bare booleans and explicit true/false") {
+    ParseOutcome p = parse({"--fusion", "--check", "true", "--graph=false", "--no-warmup-before-capture"});
+    REQUIRE(p.error.empty());
+    CHECK(p.options.fusion);
+    CHECK(p.options.check);
+    CHECK_FALSE(p.options.graph);
+    CHECK_FALSE(p.options.warmup_before_capture);
+}
+
+TEST_CASE("options: model overrides") {
+    ParseOutcome p = parse({"--model", "deepseek-v3", "--layers", "4", "--active-experts", "2", "--dense-layers", "0"});
+    REQUIRE(p.error.empty());
+    CHECK(p.options.model == "deepseek-v3");
+    CHECK(*p.options.layers == 4);
+    CHECK(*p.options.active_experts == 2);
+    CHECK(*p.options.dense_layers == 0);
+}
+
+TEST_CASE("options: bad values say what is wrong") {
+    struct Case {
+        std::vector<std::string> args;
+        std::string needle;
+    };
+    const std::vector<Case> cases = {
+        {{"--tp", "0"}, "--tp"},
+        {{"--tp", "eight"}, "--tp"},
+        {{"--tokens"}, "needs a value"},
+        {{"--graph", "maybe"}, "unexpected argument 'maybe'"},
+        {{"--graph=maybe"}, "on or off"},
+        {{"--capture-mode", "local"}, "thread-local, global or relaxed"},
+        {{"--topology", "infiniband"}, "pcie-gen4"},
+        {{"--backend", "gpu"}, "auto, cuda or sim"},
+        {{"--inject", "explode"}, "unknown kind 'explode'"},
+        {{"--inject", "hang@later"}, "unknown phase 'later'"},
+        {{"--inject", "hang:soon"}, "SECONDS"},
+        {{"--inject", "capture-fail", "--graph", "off"}, "needs --graph on"},
+        {{"--frobnicate"}, "unknown flag --frobnicate"},
+        {{"--rank", "2"}, "--nranks"},
+        {{"--rank", "4", "--nranks", "4"}, "out of range"},
+        {{"--target-rsd", "2"}, "--target-rsd"},
+        {{"--seed", "-1"}, "--seed"},
+        {{"--json=yes", "extra"}, "unexpected argument"},
+    };
+    for (const Case& c : cases) {
+        INFO(c.args[0]);
+        ParseOutcome p = parse(c.args);
+        CHECK_FALSE(p.error.empty());
+        CHECK(p.error.find(c.needle) != std::string::npos);
+    }
+}
+
+TEST_CASE("options: --help and usage text") {
+    CHECK(parse({"--help"}).help);
+    const std::string u = usage();
+    for (const char* flag : {"--model", "--tp", "--tokens", "--graph", "--capture-mode", "--fusion", "--check",
+                             "--target-rsd", "--accept-len", "--draft-us", "--topology", "--inject", "--json"})
+        CHECK(u.find(flag) != std::string::npos);
+}

@@ -1,0 +1,218 @@
+// End-to-end: the real tpverify binary with the sim backend.
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/support/catch.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using ncclsweep::test::binary_path;
+using ncclsweep::test::CommandResult;
+using ncclsweep::test::run_command;
+
+namespace {
+CommandResult tpverify(std::vector<std::string> args, const std::vector<std::string>& env = {}) {
+    args.insert(args.begin(), binary_path("engine/tpverify").string());
+    args.insert(args.begin() + 1, "--backend=sim");
+    return run_command(args, {}, env);
+}
+std::vector<std::string> lines(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string l; std::getline(in, l);) out.push_back(l);
+    return out;
+}
+/// The value text after "key": in a JSON line ("" when absent).
+std::string field(const std::string& line, const std::string& key) {
+    const std::string k = "\"" + key + "\":";
+    auto at = line.find(k);
+    if (at == std::string::npos) return "";
+    auto start = at + k.size();
+    auto end = line.find_first_of(",}", start);
+    return line.substr(start, end - start);
+}
+std::string result_line(const CommandResult& r) {
+    for (const std::string& l : lines(r.out))
+        if (l.rfind("{\"event\":\"result\"", 0) == 0) return l;
+    return "";
+}
+bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+}  // namespace
+
+TEST_CASE("tpverify sim: events in order with the contract fields") {
+    CommandResult r = tpverify({"--json", "--tp", "8", "--seed", "3"});
+    REQUIRE(r.exit_code == 0);
+    const auto out = lines(r.out);
+    REQUIRE(out.size() == 5);
+    CHECK(field(out[0], "event") == "\"start\"");
+    CHECK(field(out[0], "backend") == "\"sim\"");
+    CHECK(field(out[0], "model") == "\"kimi-k2.5\"");
+    CHECK(field(out[0], "collectives") == "124");
+    CHECK(field(out[0], "all_reduce_bytes") == "57344");
+    CHECK(field(out[0], "all_gather_bytes") == "163840");
+    CHECK(field(out[0], "graph") == "true");
+    CHECK(field(out[0], "fusion") == "false");
+    CHECK(contains(field(out[0], "nccl_version"), "2.28"));
+    CHECK(out[1] == R"({"event":"capture","phase":"begin"})");
+    CHECK(field(out[2], "phase") == "\"end\"");
+    CHECK(!field(out[2], "seconds").empty());
+    CHECK(out[3] == R"({"event":"ready"})");
+    for (const char* key : {"tok_s", "verify_us_p50", "verify_us_p10", "verify_us_p90", "baseline_tok_s", "init_s",
+                            "capture_s", "collective_us", "samples", "check_wrong"})
+        CHECK(!field(out[4], key).empty());
+    CHECK(field(out[4], "samples") == "50");
+    CHECK(std::stod(field(out[4], "verify_us_p10")) <= std::stod(field(out[4], "verify_us_p90")));
+}
+
+TEST_CASE("tpverify sim: seeded noise is reproducible, different seeds differ") {
+    const std::string a = result_line(tpverify({"--json", "--seed", "11", "--noise", "0.05"}));
+    const std::string b = result_line(tpverify({"--json", "--seed", "11", "--noise", "0.05"}));
+    const std::string c = result_line(tpverify({"--json", "--seed", "12", "--noise", "0.05"}));
+    REQUIRE(!a.empty());
+    CHECK(field(a, "verify_us_p50") == field(b, "verify_us_p50"));
+    CHECK(field(a, "verify_us_p50") != field(c, "verify_us_p50"));
+}
+
+TEST_CASE("tpverify sim: --target-rsd stops on its own") {
+    const std::string r = result_line(tpverify({"--json", "--seed", "5", "--noise", "0.02", "--target-rsd", "0.002"}));
+    REQUIRE(!r.empty());
+    CHECK(std::stoi(field(r, "samples")) >= 10);
+    CHECK(field(r, "stopped_by") == "\"target-rsd\"");
+}
+
+TEST_CASE("tpverify sim: NCCL_ALGO changes the timing; channel knobs only at large sizes") {
+    const auto p50 = [](const CommandResult& r) { return field(result_line(r), "verify_us_p50"); };
+    const std::vector<std::string> small = {"--json", "--tp", "8", "--tokens", "1"};
+    const std::string base = p50(tpverify(small));
+    REQUIRE(!base.empty());
+    CHECK(p50(tpverify(small, {"NCCL_ALGO=allreduce:tree"})) != base);
+    CHECK(p50(tpverify(small, {"NCCL_MAX_CTAS=1"})) == base);
+    CHECK(p50(tpverify(small, {"NCCL_MIN_CTAS=16", "NCCL_NTHREADS=256"})) == base);
+    const std::vector<std::string> large = {"--json", "--tp", "8", "--tokens", "300"};
+    CHECK(p50(tpverify(large, {"NCCL_MAX_CTAS=1"})) != p50(tpverify(large)));
+}
+
+TEST_CASE("tpverify sim: NCCL debug lines show the effective configuration") {
+    CommandResult r = tpverify({"--json", "--tp", "8"}, {"NCCL_DEBUG=INFO", "NCCL_DEBUG_SUBSYS=TUNING,ENV",
+                                                       "NCCL_ALGO=allreduce:tree"});
+    REQUIRE(r.exit_code == 0);
+    CHECK(contains(r.out, "NCCL INFO NCCL_ALGO set by environment to allreduce:tree"));
+    CHECK(contains(r.out, "NCCL INFO AllReduce: 57344 Bytes -> Algo TREE proto"));
+    CHECK(contains(r.out, "NCCL INFO AllGather: 163840 Bytes -> Algo RING proto"));
+}
+
+TEST_CASE("tpverify sim: bare NCCL_ALGO=Tree fails the first AllGather like NCCL") {
+    CommandResult warm = tpverify({"--json", "--tp", "8"}, {"NCCL_ALGO=Tree", "NCCL_DEBUG=WARN"});
+    CHECK(warm.exit_code == 1);
+    CHECK(contains(warm.out, "NCCL WARN Error : no algorithm/protocol available for function AllGather with datatype "
+                             "ncclBfloat16. NCCL_ALGO was set to Tree."));
+    CHECK(contains(warm.err, "tpverify: warmup: ncclAllGather failed: invalid usage"));
+    CHECK(result_line(warm).empty());
+
+    CommandResult capture = tpverify({"--json", "--tp", "8", "--no-warmup-before-capture"}, {"NCCL_ALGO=Tree"});
+    CHECK(capture.exit_code == 1);
+    CHECK(contains(capture.err, "tpverify: capture: ncclAllGather failed: invalid usage"));
+    CHECK(contains(capture.err, "operation failed due to a previous error during capture"));
+    CHECK(contains(capture.out, R"({"event":"capture","phase":"begin"})"));
+
+    CHECK(tpverify({"--json", "--tp", "8"}, {"NCCL_ALGO=allreduce:tree"}).exit_code == 0);
+    CommandResult bad = tpverify({"--tp", "8"}, {"NCCL_ALGO=ring,bogus"});
+    CHECK(bad.exit_code == 1);
+    CHECK(contains(bad.err, "tpverify: init: ncclCommInitRank failed: invalid usage"));
+}
+
+TEST_CASE("tpverify sim: lazy connect inside a global-mode capture fails") {
+    CommandResult r = tpverify({"--tp", "8", "--no-warmup-before-capture", "--capture-mode", "global"});
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.err, "unhandled cuda error"));
+    CHECK(tpverify({"--tp", "8", "--no-warmup-before-capture"}).exit_code == 0);  // thread-local is fine
+    CHECK(tpverify({"--tp", "8", "--no-warmup-before-capture", "--capture-mode", "global"},
+                   {"NCCL_RUNTIME_CONNECT=0"}).exit_code == 0);
+}
+
+TEST_CASE("tpverify sim: --check catches LL128 corruption over PCIe, passes fused and unfused") {
+    CommandResult corrupt = tpverify({"--json", "--tp", "8", "--check"}, {"NCCL_PROTO=LL128"});
+    CHECK(corrupt.exit_code == 1);
+    CHECK(contains(corrupt.err, "elements differ from the host reference"));
+    CHECK(result_line(corrupt).empty());
+    CHECK(field(result_line(tpverify({"--json", "--tp", "8", "--check"})), "check_wrong") == "0");
+    CHECK(field(result_line(tpverify({"--json", "--tp", "8", "--check", "--fusion", "on"})), "check_wrong") == "0");
+    CHECK(tpverify({"--json", "--tp", "8", "--check", "--topology", "nvlink"}, {"NCCL_PROTO=LL128"}).exit_code == 0);
+}
+
+TEST_CASE("tpverify sim: graphs and fusion make the pass faster") {
+    const auto p50 = [](const CommandResult& r) { return std::stod(field(result_line(r), "verify_us_p50")); };
+    const double eager = p50(tpverify({"--json", "--tp", "8", "--graph", "off"}));
+    const double graph = p50(tpverify({"--json", "--tp", "8"}));
+    const double fused = p50(tpverify({"--json", "--tp", "8", "--fusion", "on"}));
+    CHECK(graph < eager);
+    CHECK(fused < graph);
+}
+
+TEST_CASE("tpverify sim: bad usage exits 2 with a message") {
+    CommandResult r = tpverify({"--tp", "3"});
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.err, "attention heads"));
+    CommandResult u = tpverify({"--graph=sometimes"});
+    CHECK(u.exit_code == 2);
+    CHECK(contains(u.err, "--graph"));
+    CommandResult h = tpverify({"--help"});
+    CHECK(h.exit_code == 0);
+    CHECK(contains(h.out, "verify pass"));
+}
+
+TEST_CASE("tpverify sim: readable summary without --json") {
+    CommandResult r = tpverify({"--tp", "8"});
+    REQUIRE(r.exit_code == 0);
+    CHECK(contains(r.out, "tok/s"));
+    CHECK(contains(r.out, "verify pass"));
+    CHECK_FALSE(contains(r.out, "{\"event\""));
+}
+
+TEST_CASE("tpverify sim: injected capture-fail, nccl-error, cuda-oom, exit") {
+    CommandResult cap = tpverify({"--json", "--inject", "capture-fail"});
+    CHECK(cap.exit_code == 1);
+    CHECK(contains(cap.err, "operation not permitted when stream is capturing"));
+    CHECK(contains(cap.err, "tpverify: capture:"));
+    CHECK(contains(cap.out, R"({"event":"capture","phase":"begin"})"));
+    CHECK_FALSE(contains(cap.out, "\"ready\""));
+
+    CommandResult nccl = tpverify({"--json", "--inject", "nccl-error"}, {"NCCL_DEBUG=WARN"});
+    CHECK(nccl.exit_code == 1);
+    CHECK(contains(nccl.out, "NCCL WARN"));
+    CHECK(contains(nccl.err, "tpverify: replay: ncclAllReduce failed: unhandled cuda error"));
+    CHECK(contains(nccl.out, R"({"event":"ready"})"));
+
+    CommandResult oom = tpverify({"--json", "--inject", "cuda-oom@init"});
+    CHECK(oom.exit_code == 1);
+    CHECK(contains(oom.err, "tpverify: init: cudaMalloc failed: out of memory"));
+    CHECK(contains(oom.err, "CUDA out of memory"));
+    CHECK_FALSE(contains(oom.out, "\"event\":\"capture\""));
+
+    CommandResult ex = tpverify({"--json", "--inject", "exit@warmup"});
+    CHECK(ex.exit_code == 1);
+    CHECK(ex.err.empty());
+    CHECK(lines(ex.out).size() == 1);  // only the start event
+}
+
+TEST_CASE("tpverify sim: injected segv really crashes") {
+    CommandResult r = tpverify({"--json", "--inject", "segv"});
+    CHECK(r.exit_code == 128 + 11);
+    CHECK(contains(r.out, R"({"event":"ready"})"));
+}
+
+TEST_CASE("tpverify sim: injected hang really hangs until killed or the watchdog fires") {
+    const std::string bin = binary_path("engine/tpverify").string();
+    CommandResult killed = run_command({"timeout", "2", bin, "--backend", "sim", "--json", "--inject", "hang"});
+    CHECK(killed.exit_code == 124);
+    CHECK(contains(killed.out, R"({"event":"ready"})"));
+    CHECK_FALSE(contains(killed.out, "result"));
+
+    CommandResult watchdog = tpverify({"--json", "--inject", "hang@warmup", "--timeout", "0.3"});
+    CHECK(watchdog.exit_code == 1);
+    CHECK(contains(watchdog.err, "timed out after 0.3 s"));
+
+    CommandResult stall = tpverify({"--json", "--inject", "hang:0.2"});
+    CHECK(stall.exit_code == 0);
+    CHECK(!result_line(stall).empty());
+}
