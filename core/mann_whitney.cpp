@@ -112,13 +112,15 @@ UTestResult mann_whitney_u(std::span<const double> a, std::span<const double> b,
                            UTestMethod method) {
     UTestResult result;
     const std::size_t total = a.size() + b.size();
-    result.min_possible_p = (a.empty() || b.empty()) ? 1.0 : std::min(1.0, 2 / binomial_coefficient(total, a.size()));
+    result.min_possible_p =
+        (a.empty() || b.empty()) ? 1.0 : std::min(1.0, 2 / binomial_coefficient(total, a.size()));
     result.needed_per_side = needed_per_side(alpha);
     result.too_few = a.size() < k_min_per_side || b.size() < k_min_per_side || !(alpha > 0) ||
                      result.min_possible_p > alpha;
 
     const auto is_nan = [](double x) { return std::isnan(x); };
-    if (a.empty() || b.empty() || std::any_of(a.begin(), a.end(), is_nan) || std::any_of(b.begin(), b.end(), is_nan)) {
+    if (a.empty() || b.empty() || std::any_of(a.begin(), a.end(), is_nan) ||
+        std::any_of(b.begin(), b.end(), is_nan)) {
         result.u = k_nan;
         result.p_value = k_nan;
         return result;
@@ -127,8 +129,9 @@ UTestResult mann_whitney_u(std::span<const double> a, std::span<const double> b,
     const Ranking ranking = rank_samples(a, b);
     result.u = ranking.u;
     const bool ties = ranking.tie_term > 0;
-    const bool use_exact = !ties && (method == UTestMethod::exact ||
-                                     (method == UTestMethod::automatic && total <= k_exact_limit));
+    const bool use_exact =
+        !ties && ((method == UTestMethod::exact && a.size() * b.size() <= k_exact_max_pairs) ||
+                  (method == UTestMethod::automatic && total <= k_exact_limit));
     result.exact = use_exact;
     result.p_value = use_exact ? mann_whitney_exact_p(ranking.u, a.size(), b.size())
                                : normal_p(ranking.u, a.size(), b.size(), ranking.tie_term);

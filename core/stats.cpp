@@ -108,7 +108,8 @@ double geometric_mean(std::span<const double> values) {
     return std::exp(log_sum / static_cast<double>(values.size()));
 }
 
-std::optional<ConfidenceInterval> median_confidence_interval(std::span<const double> samples, double confidence) {
+std::optional<ConfidenceInterval> median_confidence_interval(std::span<const double> samples,
+                                                             double confidence) {
     return interval_of_sorted(sorted_copy(samples), confidence);
 }
 
@@ -125,7 +126,8 @@ Summary summarize(std::span<const double> samples) {
     summary.n = samples.size();
     const auto sorted = sorted_copy(samples);
     if (sorted.empty()) {
-        summary.median = summary.mean = summary.stddev = summary.min = summary.max = summary.relative_spread = k_nan;
+        summary.median = summary.mean = summary.stddev = summary.min = summary.max = summary.relative_spread =
+            k_nan;
         return summary;
     }
     summary.median = median_of_sorted(sorted);

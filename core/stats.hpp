@@ -57,19 +57,20 @@ struct ConfidenceInterval {
 [[nodiscard]] std::optional<ConfidenceInterval> median_confidence_interval(std::span<const double> samples,
                                                                            double confidence = 0.95);
 
-/// Smallest n for which median_confidence_interval(…, confidence) exists (6 for 95%).
+/// Smallest n for which median_confidence_interval(…, confidence) exists (6 for 95%); 0 when
+/// confidence is outside (0, 1).
 [[nodiscard]] std::size_t min_samples_for_interval(double confidence = 0.95);
 
 /// One sample set described at once (sorts once; for `results show`).
 struct Summary {
-    std::size_t n = 0;                      ///< number of samples
-    double median = 0;                      ///< see median()
-    double mean = 0;                        ///< see mean()
-    double stddev = 0;                      ///< see stddev() (NaN for n < 2)
-    double min = 0;                         ///< smallest sample
-    double max = 0;                         ///< largest sample
-    double relative_spread = 0;             ///< see relative_spread()
-    std::optional<ConfidenceInterval> ci;   ///< 95% interval of the median, absent for n < 6
+    std::size_t n = 0;                     ///< number of samples
+    double median = 0;                     ///< see median()
+    double mean = 0;                       ///< see mean()
+    double stddev = 0;                     ///< see stddev() (NaN for n < 2)
+    double min = 0;                        ///< smallest sample
+    double max = 0;                        ///< largest sample
+    double relative_spread = 0;            ///< see relative_spread()
+    std::optional<ConfidenceInterval> ci;  ///< 95% interval of the median, absent for n < 6
 };
 
 /// Summarize samples; every field is NaN (n = 0, no interval) for empty input.
@@ -80,30 +81,33 @@ struct Summary {
 /// How the p-value of mann_whitney_u is computed.
 enum class UTestMethod {
     automatic,  ///< exact when there are no ties and n_a + n_b <= k_exact_limit, else normal
-    exact,      ///< exact null distribution (any size; falls back to normal when there are ties)
+    exact,      ///< exact distribution up to k_exact_max_pairs; normal when larger or with ties
     normal,     ///< normal approximation with tie and continuity correction
 };
 
 /// automatic uses the exact distribution up to this many samples in total (without ties).
 inline constexpr std::size_t k_exact_limit = 50;
 
+/// UTestMethod::exact is honoured up to n_a * n_b pairs of this size (cost grows as pairs squared).
+inline constexpr std::size_t k_exact_max_pairs = 10000;
+
 /// Outcome of a two-sided Mann–Whitney U test of samples a against b.
 struct UTestResult {
-    double u = 0;                 ///< U of sample a: pairs (x in a, y in b) with x > y, ties count 1/2
-    double p_value = 1;           ///< two-sided p; NaN when a side is empty or a sample is NaN
-    bool exact = false;           ///< p comes from the exact distribution (else normal approximation)
-    bool too_few = false;         ///< a side has < 4 samples or min_possible_p > alpha: say "too few"
-    double min_possible_p = 1;    ///< smallest two-sided p these sizes can give: 2 / C(n_a+n_b, n_a)
+    double u = 0;                     ///< U of sample a: pairs (x in a, y in b) with x > y, ties count 1/2
+    double p_value = 1;               ///< two-sided p; NaN when a side is empty or a sample is NaN
+    bool exact = false;               ///< p comes from the exact distribution (else normal approximation)
+    bool too_few = false;             ///< a side has < 4 samples or min_possible_p > alpha: say "too few"
+    double min_possible_p = 1;        ///< smallest two-sided p these sizes can give: 2 / C(n_a+n_b, n_a)
     std::size_t needed_per_side = 4;  ///< samples per side (equal sizes) at which alpha becomes reachable
 };
 
 /// Two-sided Mann–Whitney U (Wilcoxon rank-sum) test with mid-ranks for ties. `alpha` only
 /// decides `too_few`; the p-value does not depend on it.
-[[nodiscard]] UTestResult mann_whitney_u(std::span<const double> a, std::span<const double> b, double alpha = 0.05,
-                                         UTestMethod method = UTestMethod::automatic);
+[[nodiscard]] UTestResult mann_whitney_u(std::span<const double> a, std::span<const double> b,
+                                         double alpha = 0.05, UTestMethod method = UTestMethod::automatic);
 
 /// Exact two-sided p for U = u with sizes n_a, n_b and no ties: min(1, 2 P(U <= min(u, n_a n_b - u))).
-/// NaN when a size is 0.
+/// NaN when a size is 0. Costs O((n_a n_b)^2) time; meant for n_a n_b <= k_exact_max_pairs.
 [[nodiscard]] double mann_whitney_exact_p(double u, std::size_t n_a, std::size_t n_b);
 
 // ---- comparison for diff -----------------------------------------------------------------
@@ -125,20 +129,20 @@ enum class Verdict {
 
 /// Settings of compare().
 struct CompareOptions {
-    double alpha = 0.05;                           ///< significance level, in (0, 1)
-    double threshold = 0.0;                        ///< minimum |delta| fraction that counts (0.03 = 3%)
+    double alpha = 0.05;                                ///< significance level, in (0, 1)
+    double threshold = 0.0;                             ///< minimum |delta| fraction that counts (0.03 = 3%)
     Direction direction = Direction::higher_is_better;  ///< which sign of delta is good
 };
 
 /// One metric of one experiment, base versus new.
 struct Comparison {
-    Summary base;          ///< summary of the base samples (base.median is the base median)
-    Summary candidate;     ///< summary of the new samples
-    double delta = 0;      ///< (new median - base median) / |base median|; ±inf when base median is 0
-    double p_value = 1;    ///< two-sided Mann–Whitney p (NaN when a side is empty)
-    UTestResult test;      ///< the full test result
+    Summary base;        ///< summary of the base samples (base.median is the base median)
+    Summary candidate;   ///< summary of the new samples
+    double delta = 0;    ///< (new median - base median) / |base median|; ±inf when base median is 0
+    double p_value = 1;  ///< two-sided Mann–Whitney p (NaN when a side is empty)
+    UTestResult test;    ///< the full test result
     Verdict verdict = Verdict::no_change;  ///< the conclusion
-    std::string reason;    ///< one line for people, e.g. "not significant (p=0.310 > alpha 0.05)"
+    std::string reason;  ///< one line for people, e.g. "not significant (p=0.310 > alpha 0.05)"
 };
 
 /// Compare base and new samples of one metric the way `ncclsweep diff` reports it: a change

@@ -56,7 +56,10 @@ TEST_CASE("median interval follows the binomial order-statistic table", "[stats]
     // n=6 [x(1),x(6)] 96.9%; n=9 [x(2),x(8)] 96.1%; n=10 [x(2),x(9)] 97.9%; n=17 [x(5),x(13)]
     // 95.1%; n=20 [x(6),x(15)] 95.9%; n=5 [x(1),x(5)] only 93.8%. Exact coverages from
     // 1 - 2*scipy.stats.binom.cdf(k-1, n, 0.5).
-    struct Row { std::size_t n, lower, upper; double coverage; };
+    struct Row {
+        std::size_t n, lower, upper;
+        double coverage;
+    };
     const Row rows[] = {{6, 1, 6, 0.96875},
                         {9, 2, 8, 0.9609375},
                         {10, 2, 9, 0.978515625},
@@ -74,7 +77,8 @@ TEST_CASE("median interval follows the binomial order-statistic table", "[stats]
         CHECK(ci->high == Approx(10.0 * static_cast<double>(row.upper)));
         CHECK(ci->coverage == Approx(row.coverage));
     }
-    for (std::size_t n = 0; n <= 5; ++n) CHECK_FALSE(st::median_confidence_interval(Samples(n, 1.0)).has_value());
+    for (std::size_t n = 0; n <= 5; ++n)
+        CHECK_FALSE(st::median_confidence_interval(Samples(n, 1.0)).has_value());
     CHECK(st::min_samples_for_interval() == 6);
     // A 90% interval exists already at n = 5 ([min, max], 93.75%).
     CHECK(st::median_confidence_interval(Samples{1, 2, 3, 4, 5}, 0.90)->coverage == Approx(0.9375));
@@ -85,15 +89,18 @@ TEST_CASE("exact U test matches published critical values", "[stats][utest]") {
     // Critical values of U, two-tailed alpha 0.05 (e.g. the classic table reproduced at
     // york.ac.uk / numeracy-bank.net): n1=n2=4: 0; 5,5: 2; 6,11: 13; 8,13: 24; 10,10: 23;
     // 20,20: 127. U <= critical is significant, critical + 1 is not.
-    struct Row { std::size_t n1, n2; double critical; };
-    for (const Row row : {Row{4, 4, 0}, Row{5, 5, 2}, Row{6, 11, 13}, Row{8, 13, 24}, Row{10, 10, 23},
-                          Row{20, 20, 127}}) {
+    struct Row {
+        std::size_t n1, n2;
+        double critical;
+    };
+    for (const Row row :
+         {Row{4, 4, 0}, Row{5, 5, 2}, Row{6, 11, 13}, Row{8, 13, 24}, Row{10, 10, 23}, Row{20, 20, 127}}) {
         INFO(row.n1 << "," << row.n2);
         CHECK(st::mann_whitney_exact_p(row.critical, row.n1, row.n2) <= 0.05);
         CHECK(st::mann_whitney_exact_p(row.critical + 1, row.n1, row.n2) > 0.05);
     }
     // Exact values: 2 * scipy.stats._mannwhitneyu._mwu_state.cdf(u, n1, n2).
-    CHECK(st::mann_whitney_exact_p(2, 5, 5) == Approx(0.031746031746031744));   // 8/252
+    CHECK(st::mann_whitney_exact_p(2, 5, 5) == Approx(0.031746031746031744));  // 8/252
     CHECK(st::mann_whitney_exact_p(3, 5, 5) == Approx(0.05555555555555555));
     CHECK(st::mann_whitney_exact_p(23, 10, 10) == Approx(0.04325705254497823));
     CHECK(st::mann_whitney_exact_p(127, 20, 20) == Approx(0.04909032518937244));
