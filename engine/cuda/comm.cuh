@@ -1,0 +1,55 @@
+#pragma once
+// NCCL communicator setup and the collectives of the pass (NCCL or fused one-shot).
+#include <string>
+#include <vector>
+
+#include "engine/cuda/common.cuh"
+#include "engine/cuda/kernels.cuh"
+
+namespace tpverify::cuda {
+
+/// Creates the shared unique id. With NCCL_COMM_ID set (one process per rank), every process
+/// gets the same id from ncclGetUniqueId and rank 0 hosts the bootstrap root.
+Status make_unique_id(ncclUniqueId& id);
+
+/// One rank's communicator and the peer buffers of the fused one-shot all-reduce.
+class RankComm {
+public:
+    RankComm() = default;
+    RankComm(const RankComm&) = delete;
+    RankComm& operator=(const RankComm&) = delete;
+    ~RankComm();
+    /// ncclCommInitRank on the current device (blocking; the caller's watchdog bounds it).
+    Status init(const ncclUniqueId& id, int nranks, int rank);
+    /// Allocates this rank's one-shot buffer ([3][nranks][max_rows*hidden] bf16, -0.0 filled)
+    /// and per-row counters. Peers are connected afterwards by connect_peers.
+    Status allocate_oneshot(int max_rows, int hidden, cudaStream_t stream);
+    /// Makes peer buffers addressable: `local` = every rank's buffer pointer in this process
+    /// (one thread per GPU), else exchanged as CUDA IPC handles through ncclAllGather.
+    /// Returns ok with `usable` false (and a reason) where peers cannot reach each other;
+    /// all ranks agree on `usable` (an all-reduce of the verdict).
+    Status connect_peers(const std::vector<bf16*>* local, const std::vector<int>* local_devices,
+                         cudaStream_t stream, bool& usable, std::string& reason);
+    /// This rank's one-shot buffer (for in-process peers).
+    [[nodiscard]] bf16* oneshot_buffer() const { return m_buffer; }
+    [[nodiscard]] const OneShotPeers& peers() const { return m_peers; }
+    [[nodiscard]] ncclComm_t comm() const { return m_comm; }
+    [[nodiscard]] int rank() const { return m_rank; }
+    [[nodiscard]] int nranks() const { return m_nranks; }
+    /// Max over ranks of `value` (an int all-reduce, never inside a capture); agrees on flags.
+    Status agree_max(int& value, cudaStream_t stream, const char* phase);
+    /// Aborts the communicator (unblocks hung collectives); safe from another thread.
+    void abort();
+
+private:
+    ncclComm_t m_comm = nullptr;
+    int m_rank = 0, m_nranks = 1;
+    bf16* m_buffer = nullptr;
+    std::uint64_t m_buffer_elems = 0;
+    unsigned* m_counters = nullptr;
+    int* m_flag = nullptr;
+    OneShotPeers m_peers;
+    std::vector<void*> m_opened;  ///< IPC-opened peer pointers to close
+};
+
+}  // namespace tpverify::cuda

@@ -1,0 +1,168 @@
+// bf16 GEMMs: cuBLAS (cublasGemmEx, fp32 accumulate) and a weight-streaming kernel for few tokens.
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "engine/cuda/gemm.cuh"
+#include "engine/cuda/kernels.cuh"
+
+namespace tpverify::cuda {
+namespace {
+
+constexpr int k_skinny_max_m = 8;
+constexpr int k_skinny_warps = 8;
+constexpr int k_unroll = 4;
+
+__device__ uint4 load_stream(const uint4* p) {
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+
+__device__ void fma8(float& acc, const uint4& w, const uint4& x) {
+    const __nv_bfloat162* wh = reinterpret_cast<const __nv_bfloat162*>(&w);
+    const __nv_bfloat162* xh = reinterpret_cast<const __nv_bfloat162*>(&x);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        float2 a = __bfloat1622float2(wh[j]);
+        float2 b = __bfloat1622float2(xh[j]);
+        acc = fmaf(a.x, b.x, acc);
+        acc = fmaf(a.y, b.y, acc);
+    }
+}
+
+// One warp per output column (weight row): streams W once, x comes from L1/L2.
+template <int M>
+__global__ void __launch_bounds__(k_skinny_warps * 32)
+    skinny_kernel(const uint4* w, const uint4* x, bf16* y, int n, int kvec, int accumulate) {
+    int row = blockIdx.x * k_skinny_warps + threadIdx.x / 32;
+    int lane = threadIdx.x % 32;
+    if (row >= n) return;
+    const uint4* wr = w + std::uint64_t(row) * kvec;
+    float acc[M];
+#pragma unroll
+    for (int m = 0; m < M; ++m) acc[m] = 0.0f;
+    int v = lane;
+    for (; v + 32 * (k_unroll - 1) < kvec; v += 32 * k_unroll) {
+        uint4 wv[k_unroll];
+#pragma unroll
+        for (int u = 0; u < k_unroll; ++u) wv[u] = load_stream(wr + v + 32 * u);
+#pragma unroll
+        for (int u = 0; u < k_unroll; ++u)
+#pragma unroll
+            for (int m = 0; m < M; ++m) fma8(acc[m], wv[u], __ldg(x + std::uint64_t(m) * kvec + v + 32 * u));
+    }
+    for (; v < kvec; v += 32) {
+        uint4 wv = load_stream(wr + v);
+#pragma unroll
+        for (int m = 0; m < M; ++m) fma8(acc[m], wv, __ldg(x + std::uint64_t(m) * kvec + v));
+    }
+#pragma unroll
+    for (int m = 0; m < M; ++m)
+        for (int o = 16; o > 0; o >>= 1) acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], o);
+    if (lane == 0) {
+#pragma unroll
+        for (int m = 0; m < M; ++m) {
+            bf16* out = y + std::uint64_t(m) * n + row;
+            float prior = accumulate ? __bfloat162float(*out) : 0.0f;
+            *out = __float2bfloat16(acc[m] + prior);
+        }
+    }
+}
+
+template <int M>
+cudaError_t launch_skinny(const Gemm& g, const bf16* w, const bf16* x, bf16* y, bool acc, cudaStream_t s) {
+    unsigned blocks = unsigned((g.n + k_skinny_warps - 1) / k_skinny_warps);
+    skinny_kernel<M><<<blocks, k_skinny_warps * 32, 0, s>>>(reinterpret_cast<const uint4*>(w),
+                                                             reinterpret_cast<const uint4*>(x), y, g.n,
+                                                             g.k / 8, acc ? 1 : 0);
+    return cudaGetLastError();
+}
+
+cudaError_t dispatch_skinny(const Gemm& g, const bf16* w, const bf16* x, bf16* y, bool acc, cudaStream_t s) {
+    switch (g.m) {
+        case 1: return launch_skinny<1>(g, w, x, y, acc, s);
+        case 2: return launch_skinny<2>(g, w, x, y, acc, s);
+        case 3: return launch_skinny<3>(g, w, x, y, acc, s);
+        case 4: return launch_skinny<4>(g, w, x, y, acc, s);
+        case 5: return launch_skinny<5>(g, w, x, y, acc, s);
+        case 6: return launch_skinny<6>(g, w, x, y, acc, s);
+        case 7: return launch_skinny<7>(g, w, x, y, acc, s);
+        default: return launch_skinny<8>(g, w, x, y, acc, s);
+    }
+}
+
+}  // namespace
+
+GemmPath gemm_path_from_env(bool& ok) {
+    ok = true;
+    const char* v = std::getenv("TPVERIFY_GEMM");
+    if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return GemmPath::automatic;
+    if (std::strcmp(v, "cublas") == 0) return GemmPath::cublas;
+    if (std::strcmp(v, "skinny") == 0) return GemmPath::skinny;
+    ok = false;
+    return GemmPath::automatic;
+}
+
+const char* gemm_path_name(GemmPath path) {
+    switch (path) {
+        case GemmPath::cublas: return "cublas";
+        case GemmPath::skinny: return "skinny";
+        default: return "auto";
+    }
+}
+
+WeightPool::~WeightPool() {
+    if (m_base != nullptr) cudaFree(m_base);
+}
+
+Status WeightPool::allocate(const PassPlan& plan, std::uint64_t seed, cudaStream_t stream) {
+    std::vector<std::uint64_t> offsets;
+    std::uint64_t total = 0;
+    for (const Step& step : plan.steps) {
+        if (step.kind != Step::Kind::gemm) continue;
+        offsets.push_back(total);
+        total += (step.gemm.weight_bytes() + 255) / 256 * 256;
+    }
+    std::size_t free_bytes = 0, total_bytes = 0;
+    TPV_CUDA("init", cudaMemGetInfo(&free_bytes, &total_bytes));
+    if (total + (std::uint64_t(1) << 30) > free_bytes) {
+        return Status::fail("init", "cudaMalloc",
+                            "weights of this pass need " + std::to_string(total >> 20) + " MiB but only " +
+                                std::to_string(free_bytes >> 20) +
+                                " MiB are free; shrink the model (--layers, --experts) or raise --tp");
+    }
+    TPV_CUDA("init", cudaMalloc(&m_base, total == 0 ? 256 : total));
+    m_bytes = total;
+    std::size_t i = 0;
+    for (const Step& step : plan.steps) {
+        if (step.kind != Step::Kind::gemm) continue;
+        auto* w = reinterpret_cast<bf16*>(static_cast<char*>(m_base) + offsets[i]);
+        // Scale 1/sqrt(k) keeps activations O(1) through the chain of GEMMs.
+        float scale = 1.0f / std::sqrt(float(step.gemm.k > 0 ? step.gemm.k : 1));
+        TPV_CUDA("init", fill_random(w, std::uint64_t(step.gemm.n) * step.gemm.k, scale, seed + i, stream));
+        m_weights.push_back(w);
+        ++i;
+    }
+    return {};
+}
+
+Status run_gemm(cublasHandle_t handle, GemmPath path, const Gemm& g, const bf16* w, const bf16* x,
+                bf16* y, bool accumulate, cudaStream_t stream, const char* phase) {
+    bool skinny_fits = g.m <= k_skinny_max_m && g.k % 8 == 0;
+    bool use_skinny = skinny_fits && path != GemmPath::cublas;
+    if (use_skinny) {
+        TPV_CUDA(phase, dispatch_skinny(g, w, x, y, accumulate, stream));
+        return {};
+    }
+    // Column-major view: y^T [n x m] = W [n x k] (stored k x n, transposed) * x^T [k x m].
+    float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+    TPV_CUBLAS(phase, cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, g.n, g.m, g.k, &alpha, w, CUDA_R_16BF,
+                                   g.k, x, CUDA_R_16BF, g.k, &beta, y, CUDA_R_16BF, g.n,
+                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return {};
+}
+
+}  // namespace tpverify::cuda

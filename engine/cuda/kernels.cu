@@ -1,0 +1,231 @@
+// Element-wise, residual + RMSNorm and fused one-shot all-reduce kernels.
+#include "engine/cuda/kernels.cuh"
+
+namespace tpverify::cuda {
+namespace {
+
+constexpr int k_vec = 8;              // bf16 per 16-byte vector
+constexpr int k_max_vec_per_thread = 4;
+constexpr unsigned short k_empty = 0x8000;  // bf16 -0.0: "slot not written yet"
+
+__device__ std::uint64_t mix(std::uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+__global__ void fill_random_kernel(bf16* data, std::uint64_t n, float scale, std::uint64_t seed) {
+    for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n;
+         i += std::uint64_t(gridDim.x) * blockDim.x) {
+        float u = float(mix(seed * 0x100000001b3ull + i) >> 40) * (1.0f / 16777216.0f);
+        data[i] = __float2bfloat16((2.0f * u - 1.0f) * scale);
+    }
+}
+
+__global__ void fill_pattern_kernel(bf16* data, std::uint64_t n, int rank) {
+    for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n;
+         i += std::uint64_t(gridDim.x) * blockDim.x)
+        data[i] = __float2bfloat16(float(int((i * 7 + std::uint64_t(rank) * 3) % 9) - 4) * 0.25f);
+}
+
+__global__ void fill_bits_kernel(unsigned short* data, std::uint64_t n, unsigned short bits) {
+    for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n;
+         i += std::uint64_t(gridDim.x) * blockDim.x)
+        data[i] = bits;
+}
+
+unsigned grid_for(std::uint64_t n) {
+    std::uint64_t blocks = (n + 255) / 256;
+    return unsigned(blocks > 8192 ? 8192 : (blocks == 0 ? 1 : blocks));
+}
+
+__device__ void unpack(const uint4& v, float (&f)[k_vec]) {
+    const bf16* h = reinterpret_cast<const bf16*>(&v);
+#pragma unroll
+    for (int j = 0; j < k_vec; ++j) f[j] = __bfloat162float(h[j]);
+}
+
+__device__ uint4 pack(const float (&f)[k_vec]) {
+    uint4 v;
+    bf16* h = reinterpret_cast<bf16*>(&v);
+#pragma unroll
+    for (int j = 0; j < k_vec; ++j) h[j] = __float2bfloat16(f[j]);
+    return v;
+}
+
+__device__ float block_sum(float v) {
+    __shared__ float partial[32];
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane == 0) partial[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < int(blockDim.x / 32) ? partial[lane] : 0.0f;
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+        if (lane == 0) partial[0] = v;
+    }
+    __syncthreads();
+    float total = partial[0];
+    __syncthreads();
+    return total;
+}
+
+// sum (already reduced, one row's vectors held by this thread) -> residual += sum; out = norm.
+__device__ void residual_norm(float (&sum)[k_max_vec_per_thread][k_vec], int nvec, uint4* residual,
+                              const uint4* gamma, uint4* out, int hidden, float eps) {
+    float squares = 0.0f;
+    for (int t = 0; t < k_max_vec_per_thread; ++t) {
+        int v = threadIdx.x + t * blockDim.x;
+        if (v >= nvec) break;
+        float r[k_vec];
+        unpack(residual[v], r);
+#pragma unroll
+        for (int j = 0; j < k_vec; ++j) {
+            // The all-reduce output is bf16, as NCCL's would be: round before the add.
+            float x = __bfloat162float(__float2bfloat16(sum[t][j]));
+            sum[t][j] = __bfloat162float(__float2bfloat16(x + r[j]));
+            squares += sum[t][j] * sum[t][j];
+        }
+        residual[v] = pack(sum[t]);
+    }
+    float inv = rsqrtf(block_sum(squares) / float(hidden) + eps);
+    for (int t = 0; t < k_max_vec_per_thread; ++t) {
+        int v = threadIdx.x + t * blockDim.x;
+        if (v >= nvec) break;
+        float g[k_vec];
+        unpack(gamma[v], g);
+#pragma unroll
+        for (int j = 0; j < k_vec; ++j) sum[t][j] = sum[t][j] * inv * g[j];
+        out[v] = pack(sum[t]);
+    }
+}
+
+__global__ void add_rmsnorm_kernel(const uint4* x, uint4* residual, const uint4* gamma, uint4* out,
+                                   int hidden, float eps) {
+    int nvec = hidden / k_vec;
+    std::uint64_t row = std::uint64_t(blockIdx.x) * nvec;
+    float sum[k_max_vec_per_thread][k_vec];
+    for (int t = 0; t < k_max_vec_per_thread; ++t) {
+        int v = threadIdx.x + t * blockDim.x;
+        if (v < nvec) unpack(x[row + v], sum[t]);
+    }
+    residual_norm(sum, nvec, residual + row, gamma, out + row, hidden, eps);
+}
+
+__device__ bool has_empty(const uint4& v) {
+    const unsigned* w = reinterpret_cast<const unsigned*>(&v);
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+        if ((w[j] & 0xffffu) == k_empty || (w[j] >> 16) == k_empty) return true;
+    return false;
+}
+
+__device__ uint4 load_volatile(const uint4* p) {
+    uint4 v;
+    asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+
+__global__ void oneshot_kernel(OneShotPeers peers, const uint4* x, uint4* residual,
+                               const uint4* gamma, uint4* out, int hidden, float eps) {
+    __shared__ unsigned rotation;
+    int nvec = hidden / k_vec;
+    int row = blockIdx.x;
+    if (threadIdx.x == 0) rotation = peers.counters[row] % 3;
+    __syncthreads();
+    unsigned b = rotation;
+    std::uint64_t row_vecs = std::uint64_t(peers.max_rows) * nvec;  // one slot
+    auto slot = [&](int rank_buffer, unsigned rot, int s) {
+        return reinterpret_cast<uint4*>(peers.buffers[rank_buffer]) +
+               (std::uint64_t(rot) * peers.nranks + s) * row_vecs + std::uint64_t(row) * nvec;
+    };
+    // Push this rank's row into slot `rank` of every rank's buffer (-0.0 becomes +0.0).
+    for (int v = threadIdx.x; v < nvec; v += blockDim.x) {
+        uint4 val = x[std::uint64_t(row) * nvec + v];
+        unsigned* w = reinterpret_cast<unsigned*>(&val);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            if ((w[j] & 0xffffu) == k_empty) w[j] &= 0xffff0000u;
+            if ((w[j] >> 16) == k_empty) w[j] &= 0x0000ffffu;
+        }
+        for (int p = 0; p < peers.nranks; ++p) slot(p, b, peers.rank)[v] = val;
+    }
+    // Poll own buffer until every slot is written; sum in rank order (same on every rank).
+    float sum[k_max_vec_per_thread][k_vec];
+    for (int t = 0; t < k_max_vec_per_thread; ++t) {
+        int v = threadIdx.x + t * blockDim.x;
+        if (v >= nvec) break;
+#pragma unroll
+        for (int j = 0; j < k_vec; ++j) sum[t][j] = 0.0f;
+        for (int p = 0; p < peers.nranks; ++p) {
+            const uint4* src = slot(peers.rank, b, p) + v;
+            uint4 val = load_volatile(src);
+            while (has_empty(val)) val = load_volatile(src);
+            float f[k_vec];
+            unpack(val, f);
+#pragma unroll
+            for (int j = 0; j < k_vec; ++j) sum[t][j] += f[j];
+        }
+    }
+    residual_norm(sum, nvec, residual + std::uint64_t(row) * nvec, gamma,
+                  out + std::uint64_t(row) * nvec, hidden, eps);
+    // Reset the rotation used by the previous call: every peer has finished writing it.
+    uint4 empty = make_uint4(0x80008000u, 0x80008000u, 0x80008000u, 0x80008000u);
+    for (int p = 0; p < peers.nranks; ++p)
+        for (int v = threadIdx.x; v < nvec; v += blockDim.x) slot(peers.rank, (b + 2) % 3, p)[v] = empty;
+    if (threadIdx.x == 0) peers.counters[row] = peers.counters[row] + 1;
+}
+
+int threads_for(int hidden) {
+    int nvec = hidden / k_vec;
+    int threads = ((nvec + 31) / 32) * 32;
+    return threads > 1024 ? 1024 : threads;
+}
+
+cudaError_t check_hidden(int hidden) {
+    if (hidden % k_vec != 0 || hidden / k_vec > 1024 * k_max_vec_per_thread)
+        return cudaErrorInvalidValue;
+    return cudaSuccess;
+}
+
+}  // namespace
+
+cudaError_t fill_random(bf16* data, std::uint64_t n, float scale, std::uint64_t seed, cudaStream_t s) {
+    fill_random_kernel<<<grid_for(n), 256, 0, s>>>(data, n, scale, seed);
+    return cudaGetLastError();
+}
+
+cudaError_t fill_pattern(bf16* data, std::uint64_t n, int rank, cudaStream_t s) {
+    fill_pattern_kernel<<<grid_for(n), 256, 0, s>>>(data, n, rank);
+    return cudaGetLastError();
+}
+
+cudaError_t fill_bits(bf16* data, std::uint64_t n, unsigned short bits, cudaStream_t s) {
+    fill_bits_kernel<<<grid_for(n), 256, 0, s>>>(reinterpret_cast<unsigned short*>(data), n, bits);
+    return cudaGetLastError();
+}
+
+cudaError_t add_rmsnorm(const bf16* x, bf16* residual, const bf16* gamma, bf16* out, int rows,
+                        int hidden, float eps, cudaStream_t s) {
+    if (cudaError_t e = check_hidden(hidden); e != cudaSuccess) return e;
+    add_rmsnorm_kernel<<<rows, threads_for(hidden), 0, s>>>(
+        reinterpret_cast<const uint4*>(x), reinterpret_cast<uint4*>(residual),
+        reinterpret_cast<const uint4*>(gamma), reinterpret_cast<uint4*>(out), hidden, eps);
+    return cudaGetLastError();
+}
+
+cudaError_t oneshot_allreduce_rmsnorm(const OneShotPeers& peers, const bf16* x, bf16* residual,
+                                      const bf16* gamma, bf16* out, int rows, int hidden,
+                                      float eps, cudaStream_t s) {
+    if (cudaError_t e = check_hidden(hidden); e != cudaSuccess) return e;
+    if (rows > peers.max_rows || peers.nranks > k_max_peers) return cudaErrorInvalidValue;
+    oneshot_kernel<<<rows, threads_for(hidden), 0, s>>>(
+        peers, reinterpret_cast<const uint4*>(x), reinterpret_cast<uint4*>(residual),
+        reinterpret_cast<const uint4*>(gamma), reinterpret_cast<uint4*>(out), hidden, eps);
+    return cudaGetLastError();
+}
+
+}  // namespace tpverify::cuda

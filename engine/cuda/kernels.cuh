@@ -1,0 +1,37 @@
+#pragma once
+// Element-wise and normalisation kernels of the verify pass (launch wrappers).
+#include "engine/cuda/common.cuh"
+
+namespace tpverify::cuda {
+
+/// Most ranks a one-shot fused all-reduce supports.
+constexpr int k_max_peers = 8;
+
+/// Fills `n` bf16 with uniform values in [-scale, scale] from `seed` (deterministic).
+cudaError_t fill_random(bf16* data, std::uint64_t n, float scale, std::uint64_t seed, cudaStream_t s);
+/// Fills `n` bf16 with value(rank, i) = ((i * 7 + rank * 3) % 9 - 4) * 0.25: exact sums in bf16.
+cudaError_t fill_pattern(bf16* data, std::uint64_t n, int rank, cudaStream_t s);
+/// Fills `n` 16-bit words with `bits` (e.g. 0x8000, bf16 -0.0, the one-shot "empty" mark).
+cudaError_t fill_bits(bf16* data, std::uint64_t n, unsigned short bits, cudaStream_t s);
+
+/// residual += x; out = RMSNorm(residual) * gamma, for `rows` rows of `hidden` (one block a row).
+cudaError_t add_rmsnorm(const bf16* x, bf16* residual, const bf16* gamma, bf16* out, int rows,
+                        int hidden, float eps, cudaStream_t s);
+
+/// Peer buffers of a one-shot all-reduce: [3 rotations][nranks slots][rows * hidden] per rank.
+struct OneShotPeers {
+    bf16* buffers[k_max_peers] = {};  ///< each rank's receive buffer, as this rank addresses it
+    int nranks = 0;
+    int rank = 0;
+    int max_rows = 0;                 ///< rows the buffers were sized for
+    unsigned* counters = nullptr;     ///< this rank's per-row call counters (device, max_rows)
+};
+
+/// One-shot all-reduce of x over all ranks fused with residual add + RMSNorm: each rank pushes
+/// its rows into every peer's buffer, polls its own buffer until all slots are written
+/// (bf16 -0.0 marks "not yet"), sums in rank order, then does residual += sum; out = norm.
+cudaError_t oneshot_allreduce_rmsnorm(const OneShotPeers& peers, const bf16* x, bf16* residual,
+                                      const bf16* gamma, bf16* out, int rows, int hidden,
+                                      float eps, cudaStream_t s);
+
+}  // namespace tpverify::cuda

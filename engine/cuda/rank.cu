@@ -1,0 +1,274 @@
+// One rank: buffers, the pass as stream work (GEMMs, collectives, norms), capture and timing.
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "engine/cuda/rank.cuh"
+
+namespace tpverify::cuda {
+namespace {
+
+constexpr std::uint64_t k_cublas_workspace = 32ull << 20;
+
+cudaStreamCaptureMode capture_mode(CaptureMode mode) {
+    switch (mode) {
+        case CaptureMode::global: return cudaStreamCaptureModeGlobal;
+        case CaptureMode::relaxed: return cudaStreamCaptureModeRelaxed;
+        default: return cudaStreamCaptureModeThreadLocal;
+    }
+}
+
+}  // namespace
+
+RankEngine::RankEngine(const Options& options, int rank, int nranks, int device, GemmPath gemm)
+    : m_options(options), m_rank(rank), m_nranks(nranks), m_device(device), m_gemm(gemm) {}
+
+RankEngine::~RankEngine() {
+    cudaSetDevice(m_device);
+    for (void* p : m_allocations) cudaFree(p);
+    if (m_cublas_workspace != nullptr) cudaFree(m_cublas_workspace);
+    if (m_cublas != nullptr) cublasDestroy(m_cublas);
+    if (m_begin != nullptr) cudaEventDestroy(m_begin);
+    if (m_end != nullptr) cudaEventDestroy(m_end);
+    if (m_stream != nullptr) cudaStreamDestroy(m_stream);
+}
+
+Status RankEngine::setup(const std::vector<const PassPlan*>& plans, const ncclUniqueId& id) {
+    const PassPlan& plan = *plans.front();
+    m_hidden = plan.model.hidden;
+    m_eps = float(plan.model.rms_eps);
+    std::uint64_t scratch = 1, send = 1, gather = 1;
+    for (const PassPlan* p : plans) {
+        m_max_rows = std::max(m_max_rows, p->tokens);
+        for (const Step& s : p->steps) {
+            if (s.kind == Step::Kind::gemm) {
+                m_max_rows = std::max(m_max_rows, s.gemm.m);
+                scratch = std::max(scratch, std::uint64_t(s.gemm.m) * std::max(s.gemm.n, s.gemm.k));
+            } else if (s.kind == Step::Kind::collective) {
+                std::uint64_t elems = s.bytes / 2;
+                if (s.collective == CollectiveKind::all_gather)
+                    gather = std::max(gather, elems * m_nranks), send = std::max(send, elems);
+                else
+                    send = std::max(send, elems);
+            }
+        }
+    }
+    send = std::max(send, std::uint64_t(m_max_rows) * m_hidden);
+    scratch = std::max(scratch, send);
+    TPV_CUDA("init", cudaSetDevice(m_device));
+    TPV_CUDA("init", cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking));
+    TPV_CUDA("init", cudaEventCreate(&m_begin));
+    TPV_CUDA("init", cudaEventCreate(&m_end));
+    // Copy bandwidth first, while memory is free: 1 GiB each way, well past the 60 MB L2.
+    TPV_TRY(measure_copy_bandwidth(1ull << 30, m_copy_gbps));
+    TPV_CUBLAS("init", cublasCreate(&m_cublas));
+    TPV_CUBLAS("init", cublasSetStream(m_cublas, m_stream));
+    // A fixed workspace keeps cuBLAS from allocating while a graph is being captured.
+    TPV_CUDA("init", cudaMalloc(&m_cublas_workspace, k_cublas_workspace));
+    TPV_CUBLAS("init", cublasSetWorkspace(m_cublas, m_cublas_workspace, k_cublas_workspace));
+    auto alloc = [&](bf16*& p, std::uint64_t elems, float scale, std::uint64_t seed) -> Status {
+        void* raw = nullptr;
+        TPV_CUDA("init", cudaMalloc(&raw, elems * sizeof(bf16)));
+        m_allocations.push_back(raw);
+        p = static_cast<bf16*>(raw);
+        TPV_CUDA("init", fill_random(p, elems, scale, seed, m_stream));
+        return {};
+    };
+    std::uint64_t rows_hidden = std::uint64_t(m_max_rows) * m_hidden;
+    std::uint64_t seed = 1000003ull * (m_rank + 1);
+    TPV_TRY(alloc(m_buf.send, send, 1.0f, seed + 1));
+    TPV_TRY(alloc(m_buf.recv, send, 1.0f, seed + 2));
+    TPV_TRY(alloc(m_buf.residual, rows_hidden, 1.0f, seed + 3));
+    TPV_TRY(alloc(m_buf.normed, rows_hidden, 1.0f, seed + 4));
+    TPV_TRY(alloc(m_buf.gamma, m_hidden, 0.0f, 0));
+    TPV_TRY(alloc(m_buf.gather, gather, 1.0f, seed + 5));
+    TPV_TRY(alloc(m_scratch[0], scratch, 1.0f, seed + 6));
+    TPV_TRY(alloc(m_scratch[1], scratch, 1.0f, seed + 7));
+    TPV_CUDA("init", fill_bits(m_buf.gamma, m_hidden, 0x3f80, m_stream));  // gamma = 1.0
+    m_buf.send_elems = send;
+    m_buf.gather_elems = gather;
+    TPV_TRY(m_weights.allocate(plan, 42, m_stream));
+    TPV_CUDA("init", cudaStreamSynchronize(m_stream));
+    TPV_TRY(m_comm.init(id, m_nranks, m_rank));
+    return {};
+}
+
+Status RankEngine::allocate_fusion() {
+    if (!m_options.fusion || m_nranks == 1) return {};
+    TPV_CUDA("init", cudaSetDevice(m_device));
+    return m_comm.allocate_oneshot(m_max_rows, m_hidden, m_stream);
+}
+
+Status RankEngine::setup_fusion(const LocalPeers* peers, std::string& fallback_reason) {
+    if (!m_options.fusion || m_nranks == 1) return {};
+    bool usable = false;
+    TPV_TRY(m_comm.connect_peers(peers ? &peers->buffers : nullptr, peers ? &peers->devices : nullptr,
+                                 m_stream, usable, fallback_reason));
+    m_fused_fallback = !usable;
+    return {};
+}
+
+RankEngine::Buffers RankEngine::buffers() const { return m_buf; }
+
+Status RankEngine::reduce_norm(int rows, const char* phase, bool allow_fused) {
+    std::uint64_t elems = std::uint64_t(rows) * m_hidden;
+    bool fuse = fused() && allow_fused;
+    if (fuse && m_nranks > 1) {
+        TPV_CUDA(phase, oneshot_allreduce_rmsnorm(m_comm.peers(), m_buf.send, m_buf.residual, m_buf.gamma,
+                                                  m_buf.normed, rows, m_hidden, m_eps, m_stream));
+        return {};
+    }
+    const bf16* reduced = m_buf.send;  // fused at N = 1: the all-reduce is the identity
+    if (!fuse) {
+        TPV_NCCL(phase, ncclAllReduce(m_buf.send, m_buf.recv, elems, ncclBfloat16, ncclSum, m_comm.comm(),
+                                      m_stream));
+        reduced = m_buf.recv;
+    }
+    TPV_CUDA(phase, add_rmsnorm(reduced, m_buf.residual, m_buf.gamma, m_buf.normed, rows, m_hidden, m_eps,
+                                m_stream));
+    return {};
+}
+
+Status RankEngine::collective(const Step& step, PassKind kind, const char* phase) {
+    std::uint64_t elems = step.bytes / 2;
+    if (step.collective == CollectiveKind::all_gather) {
+        if (kind == PassKind::norm_only) return {};
+        // Logits: this rank's shard is the last GEMM output (lm_head), gathered from every rank.
+        TPV_NCCL(phase, ncclAllGather(m_scratch[m_last_scratch], m_buf.gather, elems, ncclBfloat16,
+                                      m_comm.comm(), m_stream));
+        return {};
+    }
+    std::uint64_t row_bytes = std::uint64_t(m_hidden) * 2;
+    bool hidden_rows = step.bytes % row_bytes == 0 && step.bytes / row_bytes <= std::uint64_t(m_max_rows);
+    bool norm = step.fused_norm && hidden_rows;
+    if (norm && (kind != PassKind::comm_only || fused())) return reduce_norm(int(step.bytes / row_bytes), phase);
+    if (kind == PassKind::norm_only) return {};
+    TPV_NCCL(phase, ncclAllReduce(m_buf.send, m_buf.recv, elems, ncclBfloat16, ncclSum, m_comm.comm(), m_stream));
+    return {};
+}
+
+Status RankEngine::enqueue(const PassPlan& plan, PassKind kind, const char* phase) {
+    std::size_t gemm_index = 0;
+    int last_rows = plan.tokens;
+    for (const Step& step : plan.steps) {
+        switch (step.kind) {
+            case Step::Kind::gemm: {
+                const Gemm& g = step.gemm;
+                std::size_t index = gemm_index++;
+                if (kind != PassKind::full) break;
+                const bf16* in = g.k == m_hidden ? m_buf.normed : m_scratch[m_last_scratch];
+                bf16* out = m_scratch[m_last_scratch ^ 1];
+                bool accumulate = false;
+                if (g.n == m_hidden) {
+                    out = m_buf.send;  // routed + shared experts sum into the all-reduce input
+                    accumulate = m_send_written;
+                    m_send_written = true;
+                } else {
+                    m_last_scratch ^= 1;
+                }
+                TPV_TRY(run_gemm(m_cublas, m_gemm, g, m_weights.weight(index), in, out, accumulate, m_stream, phase));
+                break;
+            }
+            case Step::Kind::collective:
+                TPV_TRY(collective(step, kind, phase));
+                m_send_written = false;
+                if (step.collective == CollectiveKind::all_reduce) last_rows = int(step.bytes / (2ull * m_hidden));
+                break;
+            case Step::Kind::norm:
+                if (kind != PassKind::full) break;
+                TPV_CUDA(phase, add_rmsnorm(m_buf.recv, m_buf.residual, m_buf.gamma, m_buf.normed,
+                                            std::clamp(last_rows, 1, m_max_rows), m_hidden, m_eps, m_stream));
+                break;
+        }
+    }
+    return {};
+}
+
+Status RankEngine::warm_collectives(const PassPlan& plan) {
+    std::set<std::pair<int, std::uint64_t>> seen;
+    for (const Step& step : plan.steps) {
+        if (step.kind != Step::Kind::collective) continue;
+        if (!seen.insert({int(step.collective), step.bytes}).second) continue;
+        TPV_TRY(collective(step, PassKind::comm_only, "warmup"));
+    }
+    TPV_CUDA("warmup", cudaStreamSynchronize(m_stream));
+    return {};
+}
+
+Status RankEngine::capture(const PassPlan& plan, PassKind kind, cudaGraphExec_t& exec, double& seconds) {
+    double t0 = now_s();
+    cudaGraph_t graph = nullptr;
+    TPV_CUDA("capture", cudaStreamBeginCapture(m_stream, capture_mode(m_options.capture_mode)));
+    Status inside = enqueue(plan, kind, "capture");
+    cudaError_t end = cudaStreamEndCapture(m_stream, &graph);
+    if (!inside.ok) {
+        if (graph != nullptr) cudaGraphDestroy(graph);
+        return inside;
+    }
+    if (end != cudaSuccess) return Status::fail("capture", "cudaStreamEndCapture", cudaGetErrorString(end));
+    cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    if (inst != cudaSuccess) return Status::fail("capture", "cudaGraphInstantiate", cudaGetErrorString(inst));
+    TPV_CUDA("capture", cudaGraphUpload(exec, m_stream));
+    TPV_CUDA("capture", cudaStreamSynchronize(m_stream));
+    seconds = now_s() - t0;
+    return {};
+}
+
+Status RankEngine::begin_capture(const char* phase) {
+    TPV_CUDA(phase, cudaStreamBeginCapture(m_stream, capture_mode(m_options.capture_mode)));
+    return {};
+}
+
+Status RankEngine::end_capture_and_run(const char* phase) {
+    cudaGraph_t graph = nullptr;
+    TPV_CUDA(phase, cudaStreamEndCapture(m_stream, &graph));
+    cudaGraphExec_t exec = nullptr;
+    cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    if (e != cudaSuccess) return Status::fail(phase, "cudaGraphInstantiate", cudaGetErrorString(e));
+    e = cudaGraphLaunch(exec, m_stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(m_stream);
+    cudaGraphExecDestroy(exec);
+    if (e != cudaSuccess) return Status::fail(phase, "cudaGraphLaunch", cudaGetErrorString(e));
+    return {};
+}
+
+Status RankEngine::timed_pass(const PassPlan& plan, PassKind kind, cudaGraphExec_t exec, float& us) {
+    TPV_CUDA("replay", cudaEventRecord(m_begin, m_stream));
+    if (exec != nullptr) {
+        TPV_CUDA("replay", cudaGraphLaunch(exec, m_stream));
+    } else {
+        TPV_TRY(enqueue(plan, kind, "replay"));
+    }
+    TPV_CUDA("replay", cudaEventRecord(m_end, m_stream));
+    TPV_CUDA("replay", cudaEventSynchronize(m_end));
+    float ms = 0;
+    TPV_CUDA("replay", cudaEventElapsedTime(&ms, m_begin, m_end));
+    us = ms * 1000.0f;
+    return {};
+}
+
+Status RankEngine::measure_copy_bandwidth(std::uint64_t bytes, double& gbps) {
+    void *a = nullptr, *b = nullptr;
+    TPV_CUDA("init", cudaMalloc(&a, bytes));
+    Status st = [&]() -> Status {
+        TPV_CUDA("init", cudaMalloc(&b, bytes));
+        TPV_CUDA("init", cudaMemsetAsync(a, 1, bytes, m_stream));
+        for (int i = 0; i < 3; ++i) TPV_CUDA("init", cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, m_stream));
+        constexpr int reps = 10;
+        TPV_CUDA("init", cudaEventRecord(m_begin, m_stream));
+        for (int i = 0; i < reps; ++i) TPV_CUDA("init", cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, m_stream));
+        TPV_CUDA("init", cudaEventRecord(m_end, m_stream));
+        TPV_CUDA("init", cudaEventSynchronize(m_end));
+        float ms = 0;
+        TPV_CUDA("init", cudaEventElapsedTime(&ms, m_begin, m_end));
+        gbps = 2.0 * double(bytes) * reps / (double(ms) * 1e-3) / 1e9;
+        return {};
+    }();
+    cudaFree(a);
+    if (b != nullptr) cudaFree(b);
+    return st;
+}
+
+}  // namespace tpverify::cuda

@@ -1,0 +1,113 @@
+#pragma once
+// One rank of the CUDA backend: device state, the pass as stream work, graphs and timing.
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "engine/cuda/comm.cuh"
+#include "engine/cuda/gemm.cuh"
+#include "engine/options.hpp"
+
+namespace tpverify::cuda {
+
+/// What a pass enqueues: the whole verify pass; only its collectives (comm-only timing: with
+/// fusion the fused kernel is the collective); or only the all-reduce + residual + RMSNorm
+/// steps (fused or NCCL + norm kernel, for comparing the two).
+enum class PassKind { full, comm_only, norm_only };
+
+/// Where this rank's threads meet (one process, one thread per GPU); null in --rank mode.
+struct LocalPeers {
+    std::vector<bf16*> buffers;  ///< each rank's one-shot buffer
+    std::vector<int> devices;    ///< each rank's device
+};
+
+/// The device side of one rank.
+class RankEngine {
+public:
+    RankEngine(const Options& options, int rank, int nranks, int device, GemmPath gemm);
+    RankEngine(const RankEngine&) = delete;
+    RankEngine& operator=(const RankEngine&) = delete;
+    ~RankEngine();
+    /// Device, stream, cuBLAS, buffers sized for every plan in `plans`, weights of plans[0]
+    /// (other plans must have the same GEMM sequence), and the NCCL communicator.
+    Status setup(const std::vector<const PassPlan*>& plans, const ncclUniqueId& id);
+    /// After every rank's setup (and, in one process, `peers` filled): fused one-shot buffers.
+    /// With fusion off this does nothing. Sets fused_fallback() when peers are unreachable.
+    Status setup_fusion(const LocalPeers* peers, std::string& fallback_reason);
+    /// Allocates the one-shot buffer (before every rank publishes it in LocalPeers).
+    Status allocate_fusion();
+    /// Runs every distinct collective of `plan` once, eagerly (lazy NCCL connection outside
+    /// any capture).
+    Status warm_collectives(const PassPlan& plan);
+    /// Enqueues one pass on the stream (eager, or being captured).
+    Status enqueue(const PassPlan& plan, PassKind kind, const char* phase);
+    /// Captures one pass into a graph (mode from --capture-mode); capture seconds in `seconds`.
+    Status capture(const PassPlan& plan, PassKind kind, cudaGraphExec_t& exec, double& seconds);
+    /// Runs one pass (graph replay when `exec`, else eager) between two events; its time in µs.
+    Status timed_pass(const PassPlan& plan, PassKind kind, cudaGraphExec_t exec, float& us);
+    /// Device-to-device copy bandwidth in GB/s (read + write bytes), over `bytes` of buffer.
+    Status measure_copy_bandwidth(std::uint64_t bytes, double& gbps);
+    /// The copy bandwidth measured by setup (GB/s).
+    [[nodiscard]] double copy_gbps() const { return m_copy_gbps; }
+    [[nodiscard]] RankComm& comm() { return m_comm; }
+    [[nodiscard]] cudaStream_t stream() const { return m_stream; }
+    [[nodiscard]] bool fused() const { return m_options.fusion && !m_fused_fallback; }
+    [[nodiscard]] bool fused_fallback() const { return m_fused_fallback; }
+    [[nodiscard]] std::uint64_t weight_bytes() const { return m_weights.bytes(); }
+    [[nodiscard]] int device() const { return m_device; }
+    [[nodiscard]] int hidden() const { return m_hidden; }
+    [[nodiscard]] int max_rows() const { return m_max_rows; }
+    /// Buffers exposed to the --check code.
+    struct Buffers {
+        bf16 *send, *recv, *residual, *normed, *gamma, *gather;
+        std::uint64_t send_elems, gather_elems;
+    };
+    [[nodiscard]] Buffers buffers() const;
+    /// The all-reduce of `rows` hidden rows + residual + RMSNorm: fused when fusion is on and
+    /// `allow_fused`, else NCCL all-reduce then the norm kernel.
+    Status reduce_norm(int rows, const char* phase, bool allow_fused = true);
+    /// Runs `work` once on the stream: captured into a graph and replayed with --graph on,
+    /// eagerly otherwise; waits for it.
+    template <typename Work>
+    Status run_once(Work&& work, const char* phase);
+
+private:
+    Status begin_capture(const char* phase);
+    Status end_capture_and_run(const char* phase);
+    Status collective(const Step& step, PassKind kind, const char* phase);
+
+    const Options& m_options;
+    int m_rank, m_nranks, m_device;
+    GemmPath m_gemm;
+    int m_hidden = 0, m_max_rows = 1;
+    float m_eps = 1e-6f;
+    bool m_fused_fallback = false;
+    double m_copy_gbps = 0;
+    cudaStream_t m_stream = nullptr;
+    cublasHandle_t m_cublas = nullptr;
+    void* m_cublas_workspace = nullptr;
+    cudaEvent_t m_begin = nullptr, m_end = nullptr;
+    WeightPool m_weights;
+    RankComm m_comm;
+    std::vector<void*> m_allocations;
+    Buffers m_buf{};
+    bf16* m_scratch[2] = {};
+    int m_last_scratch = 0;
+    bool m_send_written = false;
+};
+
+template <typename Work>
+Status RankEngine::run_once(Work&& work, const char* phase) {
+    if (m_options.graph) {
+        TPV_TRY(begin_capture(phase));
+        Status inside = work();
+        Status ended = end_capture_and_run(phase);
+        if (!inside.ok) return inside;
+        return ended;
+    }
+    TPV_TRY(work());
+    TPV_CUDA(phase, cudaStreamSynchronize(m_stream));
+    return {};
+}
+
+}  // namespace tpverify::cuda

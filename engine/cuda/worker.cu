@@ -1,0 +1,172 @@
+// One rank thread: setup, --check, warm-up, capture, and the timed passes.
+#include <algorithm>
+#include <cstdio>
+
+#include "engine/cuda/worker.cuh"
+#include "engine/stats.hpp"
+
+namespace tpverify::cuda {
+namespace {
+
+class Worker {
+public:
+    Worker(SharedRun& run, int local)
+        : m_run(run), m_local(local), m_slot(*run.slots[local]), m_options(*run.options),
+          m_engine(*run.options, run.ranks[local], run.nranks, run.devices[local], run.gemm) {}
+
+    Status run() {
+        TPV_TRY(setup());
+        if (m_options.check) {
+            enter("check");
+            TPV_TRY(run_check(m_engine, *m_run.plan, m_slot.check));
+            // All ranks stop together when any rank saw a wrong element (reported by the caller).
+            int bad = m_slot.check.wrong + m_slot.check.fused_mismatch > 0 ? 1 : 0;
+            TPV_TRY(m_engine.comm().agree_max(bad, m_engine.stream(), "check"));
+            if (bad != 0) {
+                m_slot.check_failed_somewhere = true;
+                return {};
+            }
+        }
+        TPV_TRY(measure_verify());
+        int aux = std::clamp(m_options.iters, 10, 50);
+        TPV_TRY(measure(*m_run.baseline, PassKind::full, aux, m_slot.baseline_us));
+        TPV_TRY(measure(*m_run.plan, PassKind::comm_only, aux, m_slot.comm_us));
+        TPV_TRY(measure(*m_run.plan, PassKind::norm_only, aux, m_slot.norm_us));
+        return {};
+    }
+
+private:
+    void enter(const char* phase) {
+        m_slot.phase.store(phase);
+        m_slot.stamp.store(now_s());
+    }
+    void progress() { m_slot.stamp.store(now_s()); }
+    bool reporting() const { return m_run.ranks[m_local] == 0; }
+
+    Status setup() {
+        enter("init");
+        TPV_TRY(m_engine.setup({m_run.plan, m_run.baseline}, m_run.id));
+        m_slot.comm.store(&m_engine.comm());
+        m_slot.copy_gbps = m_engine.copy_gbps();
+        m_slot.weight_bytes = m_engine.weight_bytes();
+        progress();
+        TPV_TRY(m_engine.allocate_fusion());
+        if (m_run.in_process && m_run.barrier) {
+            m_run.peers.buffers[m_local] = m_engine.comm().oneshot_buffer();
+            m_run.barrier->arrive_and_wait();  // every rank's buffer is published
+        }
+        TPV_TRY(m_engine.setup_fusion(m_run.in_process ? &m_run.peers : nullptr, m_slot.fallback_reason));
+        m_slot.fused_fallback = m_engine.fused_fallback();
+        if (m_slot.fused_fallback && reporting())
+            std::fprintf(stderr,
+                         "tpverify: fusion: the one-shot all-reduce cannot run here (%s); falling back to NCCL "
+                         "all-reduce + a separate residual+RMSNorm kernel\n",
+                         m_slot.fallback_reason.c_str());
+        m_slot.init_s = now_s() - m_run.t_start;
+        progress();
+        return {};
+    }
+
+    // Graph of `plan` (captured after an eager warm-up of its collectives) or null for eager.
+    Status prepare(const PassPlan& plan, PassKind kind, cudaGraphExec_t& exec, double& capture_s) {
+        exec = nullptr;
+        if (!m_options.graph) return {};
+        if (m_options.warmup_before_capture) {
+            enter("warmup");
+            TPV_TRY(m_engine.warm_collectives(plan));
+        }
+        enter("capture");
+        TPV_TRY(m_engine.capture(plan, kind, exec, capture_s));
+        return {};
+    }
+
+    Status sample(const PassPlan& plan, PassKind kind, cudaGraphExec_t exec, std::vector<double>& out) {
+        float us = 0;
+        TPV_TRY(m_engine.timed_pass(plan, kind, exec, us));
+        out.push_back(us);
+        progress();
+        return {};
+    }
+
+    Status warm(const PassPlan& plan, PassKind kind, cudaGraphExec_t exec) {
+        enter("warmup");
+        std::vector<double> ignored;
+        for (int i = 0; i < std::max(1, m_options.warmup); ++i) TPV_TRY(sample(plan, kind, exec, ignored));
+        return {};
+    }
+
+    Status measure_verify() {
+        const PassPlan& plan = *m_run.plan;
+        cudaGraphExec_t exec = nullptr;
+        if (m_options.graph && reporting()) {
+            JsonLine f;
+            f.add("phase", "begin");
+            m_run.reporter->event("capture", std::move(f));
+        }
+        double capture_s = 0;
+        Status st = prepare(plan, PassKind::full, exec, capture_s);
+        if (!st.ok) return st;
+        m_slot.capture_s = capture_s;
+        if (m_options.graph && reporting()) {
+            JsonLine f;
+            f.add("phase", "end").add("seconds", capture_s);
+            m_run.reporter->event("capture", std::move(f));
+        }
+        st = warm(plan, PassKind::full, exec);
+        if (st.ok && reporting()) m_run.reporter->event("ready", JsonLine{});
+        enter("replay");
+        StopRule rule(m_options);
+        double t0 = now_s();
+        while (st.ok) {
+            st = sample(plan, PassKind::full, exec, m_slot.verify_us);
+            if (!st.ok) break;
+            int stop = rule.done(m_slot.verify_us, now_s() - t0) ? 1 : 0;
+            // Every rank must run the same passes: rank 0's rule decides for all.
+            if (m_options.target_rsd && m_run.nranks > 1) {
+                if (!reporting()) stop = 0;
+                st = m_engine.comm().agree_max(stop, m_engine.stream(), "replay");
+            }
+            if (stop != 0) break;
+        }
+        if (exec != nullptr) cudaGraphExecDestroy(exec);
+        return st;
+    }
+
+    Status measure(const PassPlan& plan, PassKind kind, int count, std::vector<double>& out) {
+        cudaGraphExec_t exec = nullptr;
+        double capture_s = 0;
+        Status st = prepare(plan, kind, exec, capture_s);
+        if (st.ok) st = warm(plan, kind, exec);
+        enter("replay");
+        for (int i = 0; i < count && st.ok; ++i) st = sample(plan, kind, exec, out);
+        if (exec != nullptr) cudaGraphExecDestroy(exec);
+        return st;
+    }
+
+    SharedRun& m_run;
+    int m_local;
+    RankSlot& m_slot;
+    const Options& m_options;
+    RankEngine m_engine;
+};
+
+}  // namespace
+
+void run_rank(SharedRun& run, int local) {
+    RankSlot& slot = *run.slots[local];
+    auto worker = std::make_unique<Worker>(run, local);
+    Status st = worker->run();
+    if (!st.ok) {
+        slot.status = st;
+        // The watchdog reports, aborts the communicators and ends the process; tearing the
+        // rank down here could block on peers that still wait in a collective.
+        (void)worker.release();
+        slot.failed.store(true);
+        return;
+    }
+    slot.comm.store(nullptr);
+    worker.reset();
+    slot.done.store(true);
+}
+
+}  // namespace tpverify::cuda
