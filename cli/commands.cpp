@@ -22,6 +22,8 @@ void apply_global_options(const GlobalOptions& globals) {
 
 void register_commands(CLI::App& app, const GlobalOptions&, CommandList& out) {
     out.push_back(setup_plan(app));
+    out.push_back(setup_run(app));
+    out.push_back(setup_watch(app));
 }
 
 ExitStatus report_error(const Error& error) {

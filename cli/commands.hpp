@@ -34,5 +34,7 @@ ExitStatus report_error(const Error& error);
 
 // One per subcommand file.
 Command setup_plan(CLI::App& app);
+Command setup_run(CLI::App& app);
+Command setup_watch(CLI::App& app);
 
 }  // namespace ncclsweep::cli

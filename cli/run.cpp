@@ -1,0 +1,207 @@
+// ncclsweep run: plan, preflight, run every experiment x repeat, record as it goes.
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <csignal>
+#include <cstdio>
+
+#include "cli/commands.hpp"
+#include "cli/spec_flags.hpp"
+#include "core/log.hpp"
+#include "core/plan.hpp"
+#include "core/progress.hpp"
+#include "core/rule_catalog.hpp"
+#include "core/sweep_session.hpp"
+#include "remote/preflight.hpp"
+#include "remote/target_factory.hpp"
+#include "results/store.hpp"
+#include "results/sweep_writer.hpp"
+
+namespace ncclsweep::cli {
+namespace {
+
+struct RunOptions {
+    SpecFlags spec;
+    std::string target;
+    std::string db;
+    std::string tag;
+    std::string resume;  ///< "" = not resuming; "auto" = newest unfinished sweep of this spec
+    bool resume_given = false;
+    bool force = false;
+    bool accept_new_host_key = false;
+    std::string known_hosts;
+    std::string identity;
+    std::string rules_file;
+    bool json = false;
+    std::string metric = "tok_s";
+    double kill_grace = 2.0;
+};
+
+std::atomic<bool> g_stop{false};
+extern "C" void on_interrupt(int) { g_stop = true; }
+
+WatcherOptions watcher_options_for(const Spec& spec) {
+    WatcherOptions options;
+    options.timeouts = spec.timeouts;
+    if (!spec.workload.engine.empty())
+        options.success = SuccessRule::result_event;
+    else if (!spec.workload.metrics.empty())
+        options.success = SuccessRule::any_metric;
+    else
+        options.success = SuccessRule::exit_zero;
+    return options;
+}
+
+Result<std::shared_ptr<const RuleCatalog>> catalog_for(const Spec& spec, const std::string& rules_file) {
+    auto workload_rules = rules_from_workload(spec.workload);
+    if (!workload_rules) return workload_rules.error();
+    std::vector<Rule> user = std::move(*workload_rules);
+    if (!rules_file.empty()) {
+        auto loaded = load_rules_file(rules_file);
+        if (!loaded) return loaded.error();
+        user.insert(user.end(), loaded->begin(), loaded->end());
+    }
+    return RuleCatalog::with_user_rules(user);
+}
+
+/// The sweep to resume: the given reference, or the newest unfinished sweep with this name.
+Result<std::int64_t> resume_target(results::Store& store, const std::string& ref, const std::string& name) {
+    if (!ref.empty() && ref != "auto") return store.resolve_sweep_ref(ref);
+    auto sweeps = store.list_sweeps();
+    if (!sweeps) return sweeps.error();
+    for (const auto& info : *sweeps)
+        if (info.record.name == name && info.state != results::SweepState::done) return info.id;
+    return Error::bad_input("--resume: no unfinished sweep named '" + name +
+                            "' in the database; `ncclsweep results list` shows the sweeps");
+}
+
+ExitStatus run_run(const RunOptions& options) {
+    auto overrides = overrides_from(options.spec);
+    if (!overrides) return report_error(overrides.error());
+    auto spec = prepare_spec(options.spec.spec_path, *overrides);
+    if (!spec) return report_error(spec.error());
+    if (!options.target.empty()) spec->target.url = options.target;
+    PlanOptions plan_options = plan_options_from(options.spec);
+    auto checked = check_plan(*spec, plan_options);
+    if (!checked) return report_error(checked.error());
+    SweepRequest request;
+    for (const auto& group : checked->warnings) {
+        std::string message = group.message + " (experiments " + group.experiments.to_string() + ")";
+        NCCLSWEEP_LOG(warning, "{}", message);
+        request.plan_warnings.emplace_back(group.code, message);
+    }
+    auto planner = Planner::create(*spec, plan_options);
+    if (!planner) return report_error(planner.error());
+    for (;;) {
+        Experiment experiment;
+        auto more = planner->next(experiment);
+        if (!more) return report_error(more.error());
+        if (!*more) break;
+        request.experiments.push_back(std::move(experiment));
+    }
+    auto catalog = catalog_for(*spec, options.rules_file);
+    if (!catalog) return report_error(catalog.error());
+
+    remote::TargetOverrides target_overrides;
+    target_overrides.accept_new_host_key = options.accept_new_host_key;
+    target_overrides.known_hosts = options.known_hosts;
+    target_overrides.identity_file = options.identity;
+    auto target = remote::make_target(spec->target, target_overrides);
+    if (!target) return report_error(target.error());
+
+    auto preflight = remote::run_preflight(**target);
+    if (!preflight) return report_error(preflight.error());
+    if (auto idle = remote::require_idle_gpus(*preflight, options.force); !idle) return report_error(idle.error());
+    for (const auto& note : preflight->notes) NCCLSWEEP_LOG(info, "preflight: {}", note);
+
+    std::string db_path = database_path(options.db);
+    auto store = results::Store::open(db_path);
+    if (!store) return report_error(store.error());
+    results::SweepWriter writer(*store);
+    if (options.resume_given) {
+        auto id = resume_target(*store, options.resume, spec->name);
+        if (!id) return report_error(id.error());
+        request.resume_id = *id;
+    }
+    request.sweep = NewSweep{spec->name, options.tag, spec->path, spec->text, (*target)->describe(),
+                             remote::preflight_json(*preflight), NCCLSWEEP_VERSION, spec->repeats};
+
+    SweepRunOptions run_options;
+    run_options.sweep_name = spec->name;
+    run_options.delivery = spec->target.env_delivery;
+    run_options.repeats = spec->repeats;
+    run_options.watcher = watcher_options_for(*spec);
+    run_options.catalog = *catalog;
+    run_options.workload = spec->workload;
+    run_options.kill_grace = std::chrono::milliseconds(static_cast<long>(options.kill_grace * 1000));
+    Target& target_ref = **target;
+    run_options.before_experiment = [&target_ref, &options]() -> Result<void> {
+        return remote::require_no_leftover_gpu_processes(target_ref, options.force);
+    };
+
+    ProgressStyle style = options.json ? ProgressStyle::json
+                          : isatty(STDERR_FILENO) ? ProgressStyle::live
+                                                  : ProgressStyle::plain;
+    ProgressPrinter printer(style, stderr, stdout);
+    std::signal(SIGINT, on_interrupt);
+    std::signal(SIGTERM, on_interrupt);
+    auto outcome = run_sweep(request, **target, writer, printer, run_options, g_stop);
+    if (!outcome) {
+        ExitStatus status = report_error(outcome.error());
+        if (writer.sweep_id() != 0)
+            NCCLSWEEP_LOG(error, "sweep {} is recorded in {}; continue it with: ncclsweep run {} --resume {}",
+                          writer.sweep_id(), db_path, options.spec.spec_path, writer.sweep_id());
+        return status;
+    }
+    if (!options.json) {
+        printer.print_summary(stdout, options.metric);
+        std::fprintf(stdout, "\nsweep %lld: %d ran (%d ok, %d failed)%s; results in %s\n",
+                     static_cast<long long>(outcome->sweep_id), outcome->summary.ran, outcome->summary.ok,
+                     outcome->summary.failed,
+                     outcome->skipped_finished ? fmt::format(", {} already finished", outcome->skipped_finished).c_str() : "",
+                     db_path.c_str());
+    }
+    if (outcome->summary.interrupted) {
+        NCCLSWEEP_LOG(error, "interrupted; sweep {} is kept in {}; continue it with: ncclsweep run {} --resume {}",
+                      outcome->sweep_id, db_path, options.spec.spec_path, outcome->sweep_id);
+        return ExitStatus::infrastructure;
+    }
+    return ExitStatus::done;
+}
+
+}  // namespace
+
+Command setup_run(CLI::App& app) {
+    auto options = std::make_shared<RunOptions>();
+    CLI::App* sub = app.add_subcommand(
+        "run",
+        "Run a sweep: plan the spec, check the host, then run every experiment x repeat, watching each\n"
+        "live and recording it in SQLite as soon as it ends.\n"
+        "  ncclsweep run experiments/quickstart.yaml\n"
+        "  ncclsweep run study.yaml --target ssh://me@gpu-host --tag nightly\n"
+        "  ncclsweep run study.yaml --resume            # continue an interrupted sweep\n"
+        "Exit status: 0 done, 2 bad spec or flags, 3 host/ssh/database failure or interrupted\n"
+        "(resumable). Failed experiments are results, not errors.");
+    add_spec_flags(*sub, options->spec);
+    sub->add_option("--target", options->target, "Where to run: local or ssh://user@host[:port] (overrides the spec)");
+    sub->add_option("--db", options->db, "SQLite database (default $NCCLSWEEP_DB or ./ncclsweep.db)");
+    sub->add_option("--tag", options->tag, "Tag the sweep (e.g. nightly) for `latest:TAG` references");
+    sub->add_option("--resume", options->resume,
+                    "Continue an interrupted sweep (id, latest, latest:TAG; default: newest unfinished sweep of this spec)")
+        ->expected(0, 1)
+        ->default_str("auto");
+    sub->add_flag("--force", options->force, "Run even if GPUs on the host are busy");
+    sub->add_flag("--accept-new-host-key", options->accept_new_host_key,
+                  "Trust and remember the host key of an ssh host seen for the first time");
+    sub->add_option("--known-hosts", options->known_hosts, "known_hosts file (default ~/.ssh/known_hosts)");
+    sub->add_option("--identity", options->identity, "Private key file for ssh (default: ssh-agent, then ~/.ssh/id_*)");
+    sub->add_option("--rules", options->rules_file, "Extra watcher rules (YAML); see docs/watcher.md");
+    sub->add_flag("--json", options->json, "One JSON object per experiment on stdout; nothing decorative");
+    sub->add_option("--metric", options->metric, "Metric the summary sorts by (default tok_s)");
+    sub->add_option("--kill-grace", options->kill_grace, "Seconds between SIGTERM and SIGKILL (default 2)");
+    sub->callback([sub, options]() { options->resume_given = sub->count("--resume") > 0; });
+    return Command{sub, [options]() { return run_run(*options); }};
+}
+
+}  // namespace ncclsweep::cli

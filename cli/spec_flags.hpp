@@ -1,0 +1,33 @@
+#pragma once
+// Flag groups shared by the subcommands that read a spec (plan, run).
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/planner.hpp"
+#include "core/result.hpp"
+
+namespace ncclsweep::cli {
+
+/// --axis / --set / --max-experiments / --engine.
+struct SpecFlags {
+    std::string spec_path;
+    std::vector<std::string> axis;
+    std::vector<std::string> set;
+    std::uint64_t max_experiments = k_default_max_experiments;
+    std::string engine;
+};
+
+/// Adds the SPEC positional and the override flags to `app`.
+void add_spec_flags(CLI::App& app, SpecFlags& flags);
+/// The overrides in the order given (all --axis, then all --set).
+Result<std::vector<Override>> overrides_from(const SpecFlags& flags);
+/// Planner options (engine path: --engine, else next to this binary, else PATH).
+PlanOptions plan_options_from(const SpecFlags& flags);
+
+/// Database path: --db, else $NCCLSWEEP_DB, else ./ncclsweep.db.
+std::string database_path(const std::string& flag);
+
+}  // namespace ncclsweep::cli

@@ -1,0 +1,113 @@
+// ncclsweep watch: run one command (or read one log) under the watcher and print a verdict.
+#include <csignal>
+#include <cstdio>
+
+#include "cli/commands.hpp"
+#include "core/rule_catalog.hpp"
+#include "core/supervise.hpp"
+#include "core/watch_report.hpp"
+#include "remote/local_target.hpp"
+#include "remote/log_follower.hpp"
+
+namespace ncclsweep::cli {
+namespace {
+
+struct WatchOptions {
+    std::vector<std::string> command;
+    std::string log_file;
+    bool follow = false;
+    std::string rules_file;
+    bool json = false;
+    bool echo = true;
+    bool expect_result = false;
+    Timeouts timeouts{0, 0, 0, 0};
+    double kill_grace = 2.0;
+};
+
+std::atomic<bool> g_stop{false};
+extern "C" void on_interrupt(int) { g_stop = true; }
+
+ExitStatus run_watch(const WatchOptions& options) {
+    if (options.command.empty() == options.log_file.empty())
+        return report_error(Error::bad_input(
+            "watch needs either a command after `--` (ncclsweep watch -- python3 -m sglang.launch_server ...) "
+            "or --log FILE"));
+    std::vector<Rule> user;
+    if (!options.rules_file.empty()) {
+        auto loaded = load_rules_file(options.rules_file);
+        if (!loaded) return report_error(loaded.error());
+        user = std::move(*loaded);
+    }
+    auto catalog = RuleCatalog::with_user_rules(user);
+    if (!catalog) return report_error(catalog.error());
+
+    std::unique_ptr<Process> process;
+    remote::LocalTarget local;
+    if (!options.log_file.empty()) {
+        auto follower = remote::LogFollower::open(options.log_file, options.follow ? remote::Follow::yes : remote::Follow::no);
+        if (!follower) return report_error(follower.error());
+        process = std::move(*follower);
+    } else {
+        Command command;
+        command.argv = options.command;
+        command.workdir = ".";
+        auto started = local.start(command);
+        if (!started) return report_error(started.error());
+        process = std::move(*started);
+    }
+    WatcherOptions watcher_options;
+    watcher_options.timeouts = options.timeouts;
+    watcher_options.success = options.expect_result ? SuccessRule::result_event : SuccessRule::exit_zero;
+    auto start = std::chrono::steady_clock::now();
+    Watcher watcher(*catalog, watcher_options, start);
+
+    std::signal(SIGINT, on_interrupt);
+    std::signal(SIGTERM, on_interrupt);
+    SuperviseOptions supervise_options;
+    supervise_options.kill_grace = std::chrono::milliseconds(static_cast<long>(options.kill_grace * 1000));
+    if (options.echo && !options.json)
+        supervise_options.on_line = [](const OutputLine& line) {
+            std::fwrite(line.text.data(), 1, line.text.size(), stderr);
+            std::fputc('\n', stderr);
+        };
+    // A followed log has no end of its own: stop once the watcher has a final verdict.
+    if (options.follow)
+        supervise_options.stop_when = [&watcher]() {
+            auto state = watcher.state();
+            return state == WatchState::done || watcher.verdict().settled;
+        };
+    Supervision supervision = supervise(*process, watcher, supervise_options, &g_stop);
+    WatchReport report = make_watch_report(watcher, supervision);
+    std::string text = options.json ? watch_report_json(report) : watch_report_text(report);
+    std::fputs(text.c_str(), stdout);
+    if (supervision.end == SupervisionEnd::interrupted) return ExitStatus::negative;
+    return report.ok ? ExitStatus::done : ExitStatus::negative;
+}
+
+}  // namespace
+
+Command setup_watch(CLI::App& app) {
+    auto options = std::make_shared<WatchOptions>();
+    CLI::App* sub = app.add_subcommand(
+        "watch",
+        "Run one command (or read a log) under the watcher and print its verdict.\n"
+        "  ncclsweep watch -- python3 -m sglang.launch_server --tp 8 ...\n"
+        "  ncclsweep watch --log server.log --follow --json\n"
+        "Exit status: 0 ok, 1 failed or timed out, 2 bad usage.");
+    sub->add_option("command", options->command, "Command to run (after --)");
+    sub->add_option("--log", options->log_file, "Watch a log file that another process writes");
+    sub->add_flag("--follow", options->follow, "With --log: keep reading as the file grows, until a verdict");
+    sub->add_option("--rules", options->rules_file, "Extra watcher rules (YAML); see docs/watcher.md");
+    sub->add_flag("--json", options->json, "Print the verdict as JSON on stdout");
+    sub->add_flag("!--no-echo", options->echo, "Do not copy the command's output to stderr");
+    sub->add_flag("--expect-result", options->expect_result,
+                  "A clean exit counts only with a tpverify result event");
+    sub->add_option("--startup-timeout", options->timeouts.startup, "Seconds without progress while starting (0 = none)");
+    sub->add_option("--capture-timeout", options->timeouts.capture, "Seconds a CUDA graph capture may take (0 = none)");
+    sub->add_option("--stall-timeout", options->timeouts.stall, "Seconds without any output (0 = none)");
+    sub->add_option("--total-timeout", options->timeouts.total, "Seconds in all (0 = none)");
+    sub->add_option("--kill-grace", options->kill_grace, "Seconds between SIGTERM and SIGKILL (default 2)");
+    return Command{sub, [options]() { return run_watch(*options); }};
+}
+
+}  // namespace ncclsweep::cli

@@ -1,0 +1,63 @@
+#pragma once
+// One `ncclsweep run`: plan (or re-plan for --resume), record the sweep, run what is not
+// finished, and close the sweep with the right state. The store and the target are interfaces
+// (results/ and remote/ implement them), so this is tested with fakes.
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/experiment.hpp"
+#include "core/result.hpp"
+#include "core/sweep.hpp"
+
+namespace ncclsweep {
+
+/// How a sweep ended (stored as its state).
+enum class SweepEnd { done, interrupted, failed };
+
+/// What a new sweep is.
+struct NewSweep {
+    std::string name, tag, spec_path, spec_text, target, preflight_json, tool_version;
+    int repeats = 1;
+};
+
+/// A sweep being written: the sink plus bookkeeping (results/ implements it over SQLite).
+class SweepStore : public ResultSink {
+public:
+    /// Records a new sweep (state running) with its planned experiments; returns its id.
+    virtual Result<std::int64_t> create(const NewSweep& sweep, const std::vector<Experiment>& experiments) = 0;
+    /// Reopens sweep `id` for a resume; returns its stored experiments (id order).
+    virtual Result<std::vector<Experiment>> resume(std::int64_t id) = 0;
+    /// Ids of experiments of the current sweep that must not run again.
+    virtual Result<std::vector<int>> finished_ids() = 0;
+    /// A sweep-level note (plan warnings, preflight notes).
+    virtual Result<void> note(const std::string& code, const std::string& message) = 0;
+    /// Ends the current sweep.
+    virtual Result<void> finish(SweepEnd end, const std::string& reason) = 0;
+};
+
+/// What to run.
+struct SweepRequest {
+    NewSweep sweep;
+    std::vector<Experiment> experiments;             ///< the plan, in order
+    std::vector<std::pair<std::string, std::string>> plan_warnings;  ///< code, message (with ids)
+    std::optional<std::int64_t> resume_id;           ///< --resume: continue this sweep
+};
+
+/// What happened.
+struct SweepOutcome {
+    std::int64_t sweep_id = 0;
+    SweepRunSummary summary;
+    int skipped_finished = 0;   ///< experiments a resume did not run again
+    int total = 0;              ///< experiments in the sweep
+};
+
+/// Runs a sweep end to end. Errors: bad_input when a resume's stored plan no longer matches
+/// the spec; infrastructure from the target or store (the sweep is then marked failed and
+/// can be resumed).
+Result<SweepOutcome> run_sweep(const SweepRequest& request, Target& target, SweepStore& store,
+                               SweepObserver& observer, SweepRunOptions options, const std::atomic<bool>& stop);
+
+}  // namespace ncclsweep

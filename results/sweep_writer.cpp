@@ -1,0 +1,80 @@
+#include "results/sweep_writer.hpp"
+
+namespace ncclsweep::results {
+
+ExperimentOutcome to_outcome(const ExperimentReport& report) {
+    ExperimentOutcome outcome;
+    switch (report.status) {
+        case RunStatus::ok: outcome.status = ExperimentStatus::ok; break;
+        case RunStatus::failed: outcome.status = ExperimentStatus::failed; break;
+        case RunStatus::timed_out: outcome.status = ExperimentStatus::timed_out; break;
+        case RunStatus::infra_error: outcome.status = ExperimentStatus::infra_error; break;
+    }
+    outcome.failure_class = report.failure_class;
+    outcome.diagnosis = report.diagnosis;
+    outcome.detected_after_s = report.detected_after_s;
+    outcome.effective_nccl = report.effective_nccl;
+    outcome.timings.init_s = report.init_s;
+    outcome.timings.capture_s = report.capture_s;
+    outcome.timings.ready_s = report.ready_s;
+    outcome.timings.measure_s = report.measure_s;
+    outcome.timings.total_s = report.total_s;
+    if (report.exit_code) outcome.exit_code = *report.exit_code;
+    if (report.exit_signal) outcome.exit_signal = *report.exit_signal;
+    for (const auto& s : report.samples) outcome.samples.push_back(Sample{s.repeat, s.metric, s.value});
+    for (const auto& [rule, line] : report.warnings)
+        outcome.events.push_back(Event{EventLevel::warning, rule, line, {}});
+    return outcome;
+}
+
+Result<std::int64_t> SweepWriter::create(const NewSweep& sweep, const std::vector<Experiment>& experiments) {
+    SweepRecord record;
+    record.name = sweep.name;
+    record.tag = sweep.tag;
+    record.spec_path = sweep.spec_path;
+    record.spec_text = sweep.spec_text;
+    record.target = sweep.target;
+    record.host_preflight = sweep.preflight_json;
+    record.tool_version = sweep.tool_version;
+    record.repeats = sweep.repeats;
+    auto id = m_store.create_sweep(record);
+    if (!id) return id.error();
+    m_sweep = *id;
+    if (auto added = m_store.add_experiments(m_sweep, experiments); !added) return added.error();
+    return m_sweep;
+}
+
+Result<std::vector<Experiment>> SweepWriter::resume(std::int64_t id) {
+    auto reset = m_store.resume_sweep(id);
+    if (!reset) return reset.error();
+    m_sweep = id;
+    auto stored = m_store.load_experiments(id);
+    if (!stored) return stored.error();
+    std::vector<Experiment> experiments;
+    experiments.reserve(stored->size());
+    for (auto& s : *stored) experiments.push_back(std::move(s.experiment));
+    return experiments;
+}
+
+Result<std::vector<int>> SweepWriter::finished_ids() { return m_store.finished_experiment_ids(m_sweep); }
+
+Result<void> SweepWriter::note(const std::string& code, const std::string& message) {
+    return m_store.add_event(m_sweep, std::nullopt, Event{EventLevel::warning, code, message, {}});
+}
+
+Result<void> SweepWriter::finish(SweepEnd end, const std::string& reason) {
+    SweepState state = end == SweepEnd::done ? SweepState::done
+                       : end == SweepEnd::interrupted ? SweepState::interrupted
+                                                      : SweepState::failed;
+    return m_store.finish_sweep(m_sweep, state, reason);
+}
+
+Result<void> SweepWriter::experiment_started(int exp_id, int attempt) {
+    return m_store.begin_experiment(m_sweep, exp_id, attempt);
+}
+
+Result<void> SweepWriter::experiment_finished(const ExperimentReport& report) {
+    return m_store.record_experiment(m_sweep, report.exp_id, to_outcome(report));
+}
+
+}  // namespace ncclsweep::results

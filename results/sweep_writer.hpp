@@ -1,0 +1,35 @@
+#pragma once
+// The sweep loop's SweepStore over the SQLite Store: each finished experiment is one
+// transaction (record_experiment), so a killed sweep loses at most the experiment in flight.
+#include <cstdint>
+
+#include "core/sweep_session.hpp"
+#include "results/store.hpp"
+
+namespace ncclsweep::results {
+
+/// Writes one sweep into a Store (which must outlive it).
+class SweepWriter final : public SweepStore {
+public:
+    explicit SweepWriter(Store& store) : m_store(store) {}
+
+    Result<std::int64_t> create(const NewSweep& sweep, const std::vector<Experiment>& experiments) override;
+    Result<std::vector<Experiment>> resume(std::int64_t id) override;
+    Result<std::vector<int>> finished_ids() override;
+    Result<void> note(const std::string& code, const std::string& message) override;
+    Result<void> finish(SweepEnd end, const std::string& reason) override;
+    Result<void> experiment_started(int exp_id, int attempt) override;
+    Result<void> experiment_finished(const ExperimentReport& report) override;
+
+    /// The sweep being written (0 before create/resume).
+    [[nodiscard]] std::int64_t sweep_id() const { return m_sweep; }
+
+private:
+    Store& m_store;
+    std::int64_t m_sweep = 0;
+};
+
+/// The stored outcome for a report of the sweep loop.
+[[nodiscard]] ExperimentOutcome to_outcome(const ExperimentReport& report);
+
+}  // namespace ncclsweep::results

@@ -1,0 +1,171 @@
+// End-to-end: `ncclsweep run` on the local target with the simulated engine.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <thread>
+
+#include "tests/e2e/e2e_support.hpp"
+#include "tests/support/catch.hpp"
+
+using namespace ncclsweep;
+using namespace ncclsweep::test;
+
+namespace {
+const results::StoredExperiment* find_param(const std::vector<results::StoredExperiment>& all,
+                                            const std::string& name, const std::string& value) {
+    for (const auto& e : all)
+        for (const auto& [n, v] : e.experiment.params)
+            if (n == name && v == value) return &e;
+    return nullptr;
+}
+}  // namespace
+
+TEST_CASE("run: a local sweep on the simulated engine records every experiment with samples") {
+    TempDir dir;
+    auto spec = dir.write("s.yaml", sim_spec("e2e-basic",
+                                             "  NCCL_PROTO: [LL, Simple]\n"
+                                             "  fusion: [\"off\", \"on\"]\n",
+                                             2));
+    std::string db = (dir.path() / "r.db").string();
+    auto r = ncclsweep({"run", spec.string(), "--db", db});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("results in " + db) != std::string::npos);
+    auto experiments = latest_experiments(db);
+    REQUIRE(experiments.size() == 4);
+    for (const auto& e : experiments) {
+        CHECK(e.outcome.status == results::ExperimentStatus::ok);
+        int tok_s = 0;
+        for (const auto& s : e.outcome.samples)
+            if (s.metric == "tok_s") {
+                ++tok_s;
+                CHECK(s.value > 0);
+            }
+        CHECK(tok_s == 2);  // one per repeat
+    }
+    // Fusion removes the separate norm kernels: it must be faster in the model.
+    auto fused = find_param(experiments, "fusion", "on");
+    auto unfused = find_param(experiments, "fusion", "off");
+    REQUIRE(fused);
+    REQUIRE(unfused);
+}
+
+TEST_CASE("run: injected faults are detected, classified and recorded; a hang ends by stall timeout") {
+    TempDir dir;
+    auto spec = dir.write("s.yaml", sim_spec("e2e-faults",
+                                             "  inject: [\"false\", capture-fail, nccl-error, cuda-oom, segv, "
+                                             "\"hang@replay\", exit]\n",
+                                             1, "  stall: 2\n  total: 60\n"));
+    std::string db = (dir.path() / "r.db").string();
+    auto started = std::chrono::steady_clock::now();
+    auto r = ncclsweep({"run", spec.string(), "--db", db, "--kill-grace", "0.5"});
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);  // failed experiments are results, not errors
+    CHECK(seconds < 40);
+    auto experiments = latest_experiments(db);
+    REQUIRE(experiments.size() == 7);
+    std::map<std::string, std::pair<results::ExperimentStatus, std::string>> by_inject;
+    for (const auto& e : experiments)
+        by_inject[e.experiment.params.at(0).second] = {e.outcome.status, e.outcome.failure_class};
+    CHECK(by_inject["false"].first == results::ExperimentStatus::ok);
+    CHECK(by_inject["capture-fail"] == std::pair{results::ExperimentStatus::failed, std::string("graph_capture")});
+    CHECK(by_inject["nccl-error"] == std::pair{results::ExperimentStatus::failed, std::string("nccl")});
+    CHECK(by_inject["cuda-oom"] == std::pair{results::ExperimentStatus::failed, std::string("oom")});
+    CHECK(by_inject["segv"].first == results::ExperimentStatus::failed);
+    CHECK(by_inject["hang@replay"].first == results::ExperimentStatus::timed_out);
+    CHECK(by_inject["exit"].first == results::ExperimentStatus::failed);
+    for (const auto& e : experiments)
+        if (e.outcome.status != results::ExperimentStatus::ok) CHECK_FALSE(e.outcome.diagnosis.empty());
+}
+
+TEST_CASE("run: bare NCCL_ALGO=Tree crashes in capture like NCCL and is recorded as such") {
+    TempDir dir;
+    auto spec = dir.write("s.yaml", sim_spec("e2e-tree", "  NCCL_ALGO: [allreduce:tree, Tree]\n"));
+    std::string db = (dir.path() / "r.db").string();
+    auto r = ncclsweep({"run", spec.string(), "--db", db});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.err.find("allreduce:tree") != std::string::npos);  // the planner's suggestion
+    auto experiments = latest_experiments(db);
+    REQUIRE(experiments.size() == 2);
+    CHECK(experiments[0].outcome.status == results::ExperimentStatus::ok);
+    CHECK(experiments[1].outcome.status == results::ExperimentStatus::failed);
+    CHECK(experiments[1].outcome.diagnosis.find("AllGather") != std::string::npos);
+}
+
+TEST_CASE("run: a bad spec exits 2 and records nothing") {
+    TempDir dir;
+    auto spec = dir.write("s.yaml", sim_spec("e2e-bad", "  NCCL_NTHREADS: [100]\n"));
+    std::string db = (dir.path() / "r.db").string();
+    auto r = ncclsweep({"run", spec.string(), "--db", db});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("s.yaml:") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(db));
+}
+
+TEST_CASE("run: --json prints one object per experiment and nothing decorative") {
+    TempDir dir;
+    auto spec = dir.write("s.yaml", sim_spec("e2e-json", "  NCCL_PROTO: [LL, Simple]\n"));
+    auto r = ncclsweep({"run", spec.string(), "--db", (dir.path() / "r.db").string(), "--json"});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    int lines = 0;
+    std::size_t start = 0;
+    while (start < r.out.size()) {
+        auto end = r.out.find('\n', start);
+        std::string line = r.out.substr(start, end - start);
+        CHECK(line.rfind("{\"event\":\"experiment\"", 0) == 0);
+        ++lines;
+        start = end + 1;
+    }
+    CHECK(lines == 2);
+}
+
+TEST_CASE("run: SIGINT stops cleanly, and --resume finishes with each experiment recorded once") {
+    TempDir dir;
+    // Every experiment hangs for 1.5 s before its fault-free end, so the sweep is slow enough to interrupt.
+    auto spec = dir.write("s.yaml", sim_spec("e2e-resume", "  NCCL_PROTO: [LL, Simple]\n  tokens: [1, 2, 4]\n  inject: [\"hang@warmup:1.5\"]\n"));
+    std::string db = (dir.path() / "r.db").string();
+    std::vector<std::string> argv{binary_path("cli/ncclsweep").string(), "run", spec.string(), "--db", db};
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        int devnull = ::open("/dev/null", O_WRONLY);
+        dup2(devnull, 1);
+        dup2(devnull, 2);
+        std::vector<char*> cargv;
+        for (auto& a : argv) cargv.push_back(a.data());
+        cargv.push_back(nullptr);
+        execv(cargv[0], cargv.data());
+        _exit(127);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(4000));
+    kill(pid, SIGINT);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 3);
+    auto partial = latest_experiments(db);
+    REQUIRE(partial.size() == 6);
+    int finished = 0;
+    for (const auto& e : partial) finished += results::is_finished(e.outcome.status) ? 1 : 0;
+    CHECK(finished >= 1);
+    CHECK(finished < 6);
+
+    auto r = ncclsweep({"run", spec.string(), "--db", db, "--resume"});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    auto all = latest_experiments(db);
+    REQUIRE(all.size() == 6);
+    for (const auto& e : all) {
+        CHECK(e.outcome.status == results::ExperimentStatus::ok);
+        int tok_s = 0;
+        for (const auto& s : e.outcome.samples) tok_s += s.metric == "tok_s";
+        CHECK(tok_s == 1);
+    }
+}
