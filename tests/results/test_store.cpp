@@ -1,0 +1,302 @@
+// The store's API: lifecycle of a sweep, exact round trips, resume helpers, sweep references.
+#include "results/store.hpp"
+
+#include <sqlite3.h>
+
+#include "results/schema.hpp"
+#include "tests/results/store_fixtures.hpp"
+#include "tests/support/catch.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using namespace ncclsweep;
+using namespace ncclsweep::results;
+using ncclsweep::test::make_experiment;
+using ncclsweep::test::make_experiments;
+using ncclsweep::test::make_outcome;
+using ncclsweep::test::make_sweep;
+
+namespace {
+
+Store open_store(const std::filesystem::path& path, StoreOptions options = {}) {
+    options.durability = Durability::normal;
+    Result<Store> store = Store::open(path.string(), options);
+    INFO((store ? std::string() : store.error().message));
+    REQUIRE(store.ok());
+    return std::move(*store);
+}
+
+std::int64_t pragma_int(Store& store, const char* sql) {
+    Result<std::int64_t> value = store.database().query_int(sql, "test");
+    REQUIRE(value.ok());
+    return *value;
+}
+
+}  // namespace
+
+TEST_CASE("a new database gets the schema, WAL mode and its version") {
+    test::TempDir dir;
+    Store store = open_store(dir.path() / "new.db");
+    CHECK(pragma_int(store, "PRAGMA user_version") == current_schema_version());
+    CHECK(pragma_int(store, "PRAGMA application_id") == k_application_id);
+    CHECK(pragma_int(store, "PRAGMA foreign_keys") == 1);
+    Result<sqlite::Statement> mode = store.database().prepare("PRAGMA journal_mode", "test");
+    REQUIRE(mode.ok());
+    REQUIRE(*mode->step("test"));
+    CHECK(mode->column_text(0) == "wal");
+    CHECK(*store.integrity_check() == "ok");
+}
+
+TEST_CASE("a sweep's experiments, outcomes and samples come back exactly") {
+    test::TempDir dir;
+    Store store = open_store(dir.path() / "s.db");
+    Result<std::int64_t> sweep = store.create_sweep(make_sweep("quick", "nightly"));
+    REQUIRE(sweep.ok());
+    const auto planned = make_experiments(4);
+    REQUIRE(store.add_experiments(*sweep, planned).ok());
+
+    REQUIRE(store.begin_experiment(*sweep, 1, 1).ok());
+    REQUIRE(store.record_experiment(*sweep, 1, make_outcome(1, 3)).ok());
+    REQUIRE(store.begin_experiment(*sweep, 2, 1).ok());
+    ExperimentOutcome failed;
+    failed.status = ExperimentStatus::failed;
+    failed.failure_class = "graph_capture";
+    failed.diagnosis = "line before\nCUDA error: operation not permitted when stream is capturing\nline after";
+    failed.detected_after_s = 0.25;
+    failed.exit_signal = 9;
+    failed.events.push_back({EventLevel::warning, "nccl_ignored", "NCCL_ALGO ignored at 8 KB", ""});
+    REQUIRE(store.record_experiment(*sweep, 2, failed).ok());
+    REQUIRE(store.begin_experiment(*sweep, 3, 1).ok());
+
+    Result<std::vector<StoredExperiment>> loaded = store.load_experiments(*sweep);
+    REQUIRE(loaded.ok());
+    REQUIRE(loaded->size() == 4);
+    const StoredExperiment& first = (*loaded)[0];
+    CHECK(first.experiment.id == 1);
+    CHECK(first.experiment.key == planned[0].key);
+    CHECK(first.experiment.canonical == planned[0].canonical);
+    CHECK(first.experiment.params == planned[0].params);
+    CHECK(first.experiment.env == planned[0].env);
+    CHECK(first.experiment.workload == planned[0].workload);
+    CHECK(first.experiment.argv == planned[0].argv);
+    CHECK(first.outcome.status == ExperimentStatus::ok);
+    CHECK(first.outcome.samples == make_outcome(1, 3).samples);
+    CHECK(first.outcome.timings == make_outcome(1, 3).timings);
+    CHECK(first.outcome.exit_code == 0);
+    CHECK(first.attempts == 1);
+    CHECK(!first.started_at.empty());
+    CHECK(!first.ended_at.empty());
+
+    const StoredExperiment& second = (*loaded)[1];
+    CHECK(second.outcome.status == ExperimentStatus::failed);
+    CHECK(second.outcome.failure_class == "graph_capture");
+    CHECK(second.outcome.diagnosis == failed.diagnosis);
+    CHECK(second.outcome.detected_after_s == 0.25);
+    CHECK(second.outcome.exit_signal == 9);
+    CHECK(!second.outcome.exit_code);
+    CHECK(second.outcome.samples.empty());
+    REQUIRE(second.outcome.events.size() == 1);
+    CHECK(second.outcome.events[0].code == "nccl_ignored");
+    CHECK((*loaded)[2].outcome.status == ExperimentStatus::running);
+    CHECK((*loaded)[3].outcome.status == ExperimentStatus::pending);
+    CHECK((*loaded)[3].started_at.empty());
+
+    REQUIRE(store.finish_sweep(*sweep, SweepState::interrupted, "Ctrl-C").ok());
+    Result<SweepInfo> info = store.get_sweep(*sweep);
+    REQUIRE(info.ok());
+    CHECK(info->state == SweepState::interrupted);
+    CHECK(info->end_reason == "Ctrl-C");
+    CHECK(info->record.tag == "nightly");
+    CHECK(info->record.spec_hash.size() == 16);
+    CHECK(info->counts.ok == 1);
+    CHECK(info->counts.failed == 1);
+    CHECK(info->counts.running == 1);
+    CHECK(info->counts.pending == 1);
+    CHECK(info->counts.total() == 4);
+    CHECK(info->runner_pid == static_cast<std::int64_t>(getpid()));
+}
+
+TEST_CASE("hostile names and values are stored as data, never as SQL") {
+    test::TempDir dir;
+    Store store = open_store(dir.path() / "hostile.db");
+    const std::string evil = "'); DROP TABLE sweeps; --";
+    const std::string unicode = "tok/s \xE2\x9C\x93 \xF0\x9F\x9A\x80 \"quoted\" \\back\\ \n\t$(rm -rf /) `id`";
+    SweepRecord record = make_sweep(evil, evil);
+    record.spec_text = unicode;
+    record.host_preflight = R"({"gpus":["H100 \"SXM\""]})";
+    Result<std::int64_t> sweep = store.create_sweep(record);
+    REQUIRE(sweep.ok());
+    Experiment e = make_experiment(1);
+    e.params = {{evil, unicode}, {"NCCL_ALGO", evil}};
+    e.env = {{"X", std::string("nul\0inside", 10)}};
+    e.argv = {"/bin/sh", "-c", evil};
+    e.key = evil;
+    e.canonical = unicode;
+    REQUIRE(store.add_experiments(*sweep, std::span<const Experiment>(&e, 1)).ok());
+    ExperimentOutcome o = make_outcome(1, 1);
+    o.status = ExperimentStatus::failed;
+    o.failure_class = evil;
+    o.diagnosis = std::string("binary \xff\xfe garbage\0end", 22);
+    o.samples = {{0, evil, 1.5}, {0, unicode, 2.5}};
+    REQUIRE(store.record_experiment(*sweep, 1, o).ok());
+
+    Result<SweepInfo> info = store.get_sweep(*sweep);
+    REQUIRE(info.ok());
+    CHECK(info->record.name == evil);
+    CHECK(info->record.tag == evil);
+    CHECK(info->record.spec_text == unicode);
+    CHECK(info->record.host_preflight == record.host_preflight);
+    Result<std::vector<StoredExperiment>> loaded = store.load_experiments(*sweep);
+    REQUIRE(loaded.ok());
+    REQUIRE(loaded->size() == 1);
+    const StoredExperiment& s = loaded->front();
+    CHECK(s.experiment.params == e.params);
+    CHECK(s.experiment.env == e.env);
+    CHECK(s.experiment.argv == e.argv);
+    CHECK(s.experiment.key == evil);
+    CHECK(s.experiment.canonical == unicode);
+    CHECK(s.outcome.failure_class == evil);
+    CHECK(s.outcome.diagnosis == o.diagnosis);
+    std::vector<Sample> expected = o.samples;
+    std::sort(expected.begin(), expected.end(), [](const Sample& a, const Sample& b) { return a.metric < b.metric; });
+    CHECK(s.outcome.samples == expected);
+    Result<std::int64_t> by_tag = store.resolve_sweep_ref("latest:" + evil);
+    REQUIRE(by_tag.ok());
+    CHECK(*by_tag == *sweep);
+    CHECK(*store.integrity_check() == "ok");
+}
+
+TEST_CASE("resume helpers: finished ids, reset of running experiments, exactly-once records") {
+    test::TempDir dir;
+    Store store = open_store(dir.path() / "r.db");
+    const std::int64_t sweep = *store.create_sweep(make_sweep("r"));
+    REQUIRE(store.add_experiments(sweep, make_experiments(7)).ok());
+    const ExperimentStatus ends[] = {ExperimentStatus::ok, ExperimentStatus::failed, ExperimentStatus::timed_out,
+                                     ExperimentStatus::skipped, ExperimentStatus::infra_error};
+    for (int id = 1; id <= 5; ++id) {
+        REQUIRE(store.begin_experiment(sweep, id, 1).ok());
+        ExperimentOutcome o = make_outcome(id, 2);
+        o.status = ends[id - 1];
+        REQUIRE(store.record_experiment(sweep, id, o).ok());
+    }
+    REQUIRE(store.begin_experiment(sweep, 6, 1).ok());  // killed while running; 7 never started
+    CHECK(*store.finished_experiment_ids(sweep) == std::vector<int>{1, 2, 3, 4});
+    REQUIRE(store.finish_sweep(sweep, SweepState::interrupted).ok());
+
+    Result<int> reset = store.resume_sweep(sweep);
+    REQUIRE(reset.ok());
+    CHECK(*reset == 1);
+    Result<SweepInfo> info = store.get_sweep(sweep);
+    CHECK(info->state == SweepState::running);
+    CHECK(info->resumes == 1);
+    CHECK(info->ended_at.empty());
+    CHECK(info->counts.pending == 2);
+    CHECK(info->counts.infra_error == 1);
+    CHECK(*store.reset_unfinished(sweep) == 0);
+
+    // The infra_error experiment is retried: its earlier samples are replaced, not added to.
+    REQUIRE(store.begin_experiment(sweep, 5, 2).ok());
+    REQUIRE(store.record_experiment(sweep, 5, make_outcome(5, 3)).ok());
+    Result<std::vector<StoredExperiment>> loaded = store.load_experiments(sweep);
+    REQUIRE(loaded.ok());
+    CHECK((*loaded)[4].attempts == 2);
+    CHECK((*loaded)[4].outcome.samples == make_outcome(5, 3).samples);
+    CHECK(*store.finished_experiment_ids(sweep) == std::vector<int>{1, 2, 3, 4, 5});
+}
+
+TEST_CASE("API misuse is reported, not silently accepted") {
+    test::TempDir dir;
+    Store store = open_store(dir.path() / "m.db");
+    const std::int64_t sweep = *store.create_sweep(make_sweep("m"));
+    REQUIRE(store.add_experiments(sweep, make_experiments(2)).ok());
+    Result<void> unknown = store.begin_experiment(sweep, 99, 1);
+    REQUIRE(!unknown.ok());
+    CHECK(unknown.error().message.find("experiment 99 of sweep") != std::string::npos);
+    ExperimentOutcome pending;
+    pending.status = ExperimentStatus::pending;
+    CHECK(!store.record_experiment(sweep, 1, pending).ok());
+    CHECK(!store.finish_sweep(sweep, SweepState::running).ok());
+    CHECK(!store.add_experiments(sweep + 1, make_experiments(1)).ok());
+    Result<void> duplicate = store.add_experiments(sweep, make_experiments(1));
+    REQUIRE(!duplicate.ok());
+    CHECK(duplicate.error().kind == ErrorKind::internal);
+    ExperimentOutcome twice = make_outcome(1, 1);
+    twice.samples.push_back(twice.samples.front());
+    CHECK(!store.record_experiment(sweep, 1, twice).ok());
+    CHECK(store.load_experiments(sweep)->front().outcome.status == ExperimentStatus::pending);
+}
+
+TEST_CASE("sweep references: ids, latest, latest~N, latest:TAG, latest:TAG~N and their errors") {
+    test::TempDir dir;
+    Store store = open_store(dir.path() / "refs.db");
+    Result<std::int64_t> none = store.resolve_sweep_ref("latest");
+    REQUIRE(!none.ok());
+    CHECK(none.error().message.find("no sweeps") != std::string::npos);
+
+    const std::int64_t a = *store.create_sweep(make_sweep("a", "nightly"));
+    const std::int64_t b = *store.create_sweep(make_sweep("b"));
+    const std::int64_t c = *store.create_sweep(make_sweep("c", "nightly"));
+    const std::int64_t d = *store.create_sweep(make_sweep("d", "pr~7"));
+    CHECK(*store.resolve_sweep_ref(std::to_string(b)) == b);
+    CHECK(*store.resolve_sweep_ref("latest") == d);
+    CHECK(*store.resolve_sweep_ref("latest~1") == c);
+    CHECK(*store.resolve_sweep_ref("latest~3") == a);
+    CHECK(*store.resolve_sweep_ref("latest:nightly") == c);
+    CHECK(*store.resolve_sweep_ref("latest:nightly~1") == a);
+    CHECK(*store.resolve_sweep_ref("latest:nightly~0") == c);
+    CHECK(*store.resolve_sweep_ref("latest:pr~7~0") == d);  // a tag ending in ~N needs an explicit ~0
+
+    Result<std::int64_t> missing_tag = store.resolve_sweep_ref("latest:weekly");
+    REQUIRE(!missing_tag.ok());
+    CHECK(missing_tag.error().kind == ErrorKind::bad_input);
+    CHECK(missing_tag.error().message.find("no sweep tagged 'weekly'") != std::string::npos);
+    Result<std::int64_t> too_far = store.resolve_sweep_ref("latest:nightly~2");
+    REQUIRE(!too_far.ok());
+    CHECK(too_far.error().message.find("only 2") != std::string::npos);
+    Result<std::int64_t> no_id = store.resolve_sweep_ref("42");
+    REQUIRE(!no_id.ok());
+    CHECK(no_id.error().message.find("no sweep 42") != std::string::npos);
+    for (const char* bad : {"", "-1", "latest:", "latest~x", "newest", "17abc", "latest~-1", "99999999999999999999"}) {
+        Result<std::int64_t> r = store.resolve_sweep_ref(bad);
+        INFO(bad);
+        REQUIRE(!r.ok());
+        CHECK(r.error().kind == ErrorKind::bad_input);
+    }
+
+    Result<std::vector<SweepInfo>> all = store.list_sweeps();
+    REQUIRE(all.ok());
+    REQUIRE(all->size() == 4);
+    CHECK(all->front().id == d);
+    Result<std::vector<SweepInfo>> nightly = store.list_sweeps("nightly", 1);
+    REQUIRE(nightly->size() == 1);
+    CHECK(nightly->front().id == c);
+}
+
+TEST_CASE("list_sweeps counts experiments per status for each sweep") {
+    test::TempDir dir;
+    Store store = open_store(dir.path() / "l.db");
+    const std::int64_t first = *store.create_sweep(make_sweep("first"));
+    const std::int64_t second = *store.create_sweep(make_sweep("second"));
+    REQUIRE(store.add_experiments(first, make_experiments(3)).ok());
+    REQUIRE(store.add_experiments(second, make_experiments(2)).ok());
+    REQUIRE(store.record_experiment(first, 2, make_outcome(2, 1)).ok());
+    REQUIRE(store.finish_sweep(second, SweepState::done).ok());
+    Result<std::vector<SweepInfo>> sweeps = store.list_sweeps();
+    REQUIRE(sweeps->size() == 2);
+    CHECK((*sweeps)[0].id == second);
+    CHECK((*sweeps)[0].state == SweepState::done);
+    CHECK((*sweeps)[0].counts.pending == 2);
+    CHECK((*sweeps)[1].counts.ok == 1);
+    CHECK((*sweeps)[1].counts.pending == 2);
+}
+
+TEST_CASE("timestamps are ISO-8601 UTC from the store's clock") {
+    using namespace std::chrono;
+    CHECK(format_timestamp(sys_days{year{2025} / 11 / 29} + hours{15} + minutes{3} + seconds{7} +
+                           milliseconds{45}) == "2025-11-29T15:03:07.045Z");
+    test::TempDir dir;
+    StoreOptions options;
+    options.clock = [] { return system_clock::time_point(seconds{86400}); };
+    Store store = open_store(dir.path() / "t.db", options);
+    const std::int64_t sweep = *store.create_sweep(make_sweep("t"));
+    CHECK(store.get_sweep(sweep)->created_at == "1970-01-02T00:00:00.000Z");
+}
