@@ -47,7 +47,9 @@ run graph_on $tpv "${K[@]}" --graph on
 run graph_off $tpv "${K[@]}" --graph off
 run fusion_on $tpv "${K[@]}" --graph on --fusion on
 run check $tpv "${K[@]}" --graph on --fusion on --check
+TPVERIFY_GEMM=skinny run gemm_skinny $tpv "${K[@]}" --graph on
 TPVERIFY_GEMM=cublas run gemm_cublas $tpv "${K[@]}" --graph on
+TPVERIFY_GEMM=cublas run gemm_cublas_eager $tpv "${K[@]}" --graph off
 run global_nowarm $tpv "${K[@]}" --graph on --capture-mode global --no-warmup-before-capture --iters 10
 run rsd $tpv "${K[@]}" --graph on --target-rsd 0.005 --max-seconds 10
 if [ "$gpus" -ge 2 ]; then

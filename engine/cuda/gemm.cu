@@ -151,8 +151,10 @@ Status WeightPool::allocate(const PassPlan& plan, std::uint64_t seed, cudaStream
 
 Status run_gemm(cublasHandle_t handle, GemmPath path, const Gemm& g, const bf16* w, const bf16* x,
                 bf16* y, bool accumulate, cudaStream_t stream, const char* phase) {
+    // cuBLAS unless TPVERIFY_GEMM=skinny: on the H200 cuBLAS ran the Kimi pass 1.23x faster
+    // than the skinny kernel (docs/benchmarks-gpu.md).
     bool skinny_fits = g.m <= k_skinny_max_m && g.k % 8 == 0;
-    bool use_skinny = skinny_fits && path != GemmPath::cublas;
+    bool use_skinny = skinny_fits && path == GemmPath::skinny;
     if (use_skinny) {
         TPV_CUDA(phase, dispatch_skinny(g, w, x, y, accumulate, stream));
         return {};

@@ -7,7 +7,9 @@
 
 namespace tpverify::cuda {
 
-/// Which GEMM implementation runs (TPVERIFY_GEMM=auto|cublas|skinny; auto: skinny for m <= 8).
+/// Which GEMM implementation runs (TPVERIFY_GEMM): auto = cuBLAS with each layer's experts as
+/// batched GEMMs (like a fused-MoE kernel); cublas = one cuBLAS call per GEMM; skinny = a
+/// weight-streaming kernel for m <= 8 (kept for comparison).
 enum class GemmPath { automatic, cublas, skinny };
 /// Reads TPVERIFY_GEMM; unknown values give `automatic` and `ok` false.
 GemmPath gemm_path_from_env(bool& ok);

@@ -88,6 +88,8 @@ Status RankEngine::setup(const std::vector<const PassPlan*>& plans, const ncclUn
     m_buf.send_elems = send;
     m_buf.gather_elems = gather;
     TPV_TRY(m_weights.allocate(plan, 42, m_stream));
+    if (m_gemm == GemmPath::automatic)
+        for (const PassPlan* p : plans) TPV_TRY(m_experts.build(*p, m_weights, m_buf.normed, m_hidden, m_stream));
     TPV_CUDA("init", cudaStreamSynchronize(m_stream));
     TPV_TRY(m_comm.init(id, m_nranks, m_rank));
     return {};
@@ -150,7 +152,16 @@ Status RankEngine::collective(const Step& step, PassKind kind, const char* phase
 Status RankEngine::enqueue(const PassPlan& plan, PassKind kind, const char* phase) {
     std::size_t gemm_index = 0;
     int last_rows = plan.tokens;
-    for (const Step& step : plan.steps) {
+    for (std::size_t i = 0; i < plan.steps.size(); ++i) {
+        const Step& step = plan.steps[i];
+        if (const ExpertGroup* group = m_gemm == GemmPath::automatic ? m_experts.at(plan, i) : nullptr) {
+            // The layer's experts: batched gate_up, batched down, summed into the all-reduce input.
+            if (kind == PassKind::full) TPV_TRY(m_experts.run(m_cublas, *group, m_buf.send, m_send_written, m_stream, phase));
+            if (kind == PassKind::full) m_send_written = true;
+            gemm_index += 2 * std::size_t(group->pairs);
+            i += 2 * std::size_t(group->pairs) - 1;
+            continue;
+        }
         switch (step.kind) {
             case Step::Kind::gemm: {
                 const Gemm& g = step.gemm;

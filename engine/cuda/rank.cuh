@@ -6,6 +6,7 @@
 
 #include "engine/cuda/comm.cuh"
 #include "engine/cuda/gemm.cuh"
+#include "engine/cuda/moe.cuh"
 #include "engine/options.hpp"
 
 namespace tpverify::cuda {
@@ -88,6 +89,7 @@ private:
     void* m_cublas_workspace = nullptr;
     cudaEvent_t m_begin = nullptr, m_end = nullptr;
     WeightPool m_weights;
+    ExpertBatches m_experts;  ///< GemmPath::automatic: experts as batched GEMMs
     RankComm m_comm;
     std::vector<void*> m_allocations;
     Buffers m_buf{};
