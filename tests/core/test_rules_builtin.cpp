@@ -122,3 +122,12 @@ TEST_CASE("a pathological 1 MB line completes and matches correctly") {
     REQUIRE_FALSE(hits.empty());
     CHECK(catalog->rule(hits.front()).name == "oom_cuda");
 }
+
+TEST_CASE("docs/watcher.md lists every built-in rule") {
+    const auto doc = test::read_file(test::source_path("docs/watcher.md"));
+    REQUIRE_FALSE(doc.empty());
+    for (const auto& rule : builtin_rules()) {
+        INFO(rule.name);
+        CHECK(doc.find("| `" + rule.name + "` |") != std::string::npos);
+    }
+}
