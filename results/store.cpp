@@ -110,7 +110,21 @@ Result<void> Store::require_sweep(std::int64_t sweep, std::string_view what) {
     return success();
 }
 
-Result<std::int64_t> Store::create_sweep(const SweepRecord& r) {
+Result<std::int64_t> Store::create_sweep(const SweepRecord& record) { return insert_sweep(record); }
+
+Result<std::int64_t> Store::create_sweep(const SweepRecord& record, std::span<const Experiment> experiments) {
+    const std::string what = fmt::format("recording a new sweep '{}' with {} experiments", record.name,
+                                         experiments.size());
+    Result<sqlite::Transaction> tx = sqlite::Transaction::begin(m_db, what);
+    if (!tx) return tx.error();
+    Result<std::int64_t> id = insert_sweep(record);
+    if (!id) return id.error();
+    if (auto added = insert_experiments(*id, experiments, what); !added) return added.error();
+    if (auto committed = tx->commit(what); !committed) return committed.error();
+    return *id;
+}
+
+Result<std::int64_t> Store::insert_sweep(const SweepRecord& r) {
     const std::string what = fmt::format("recording a new sweep '{}'", r.name);
     Result<sqlite::Statement*> stmt = m_db.cached(
         "INSERT INTO sweeps (name, tag, spec_path, spec_text, spec_hash, target, host_preflight, tool_version, "
@@ -137,6 +151,12 @@ Result<void> Store::add_experiments(std::int64_t sweep, std::span<const Experime
     if (auto found = require_sweep(sweep, what); !found) return found.error();
     Result<sqlite::Transaction> tx = sqlite::Transaction::begin(m_db, what);
     if (!tx) return tx.error();
+    if (auto added = insert_experiments(sweep, experiments, what); !added) return added.error();
+    return tx->commit(what);
+}
+
+Result<void> Store::insert_experiments(std::int64_t sweep, std::span<const Experiment> experiments,
+                                       std::string_view what) {
     Result<sqlite::Statement*> stmt = m_db.cached(
         "INSERT INTO experiments (sweep_id, exp_id, key, canonical, params, env, workload, argv, shell, status) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'pending')",
@@ -152,7 +172,7 @@ Result<void> Store::add_experiments(std::int64_t sweep, std::span<const Experime
             return Error{done.error().kind, fmt::format("experiment {}: {}", e.id, done.error().message)};
         }
     }
-    return tx->commit(what);
+    return success();
 }
 
 Result<void> Store::begin_experiment(std::int64_t sweep, int exp_id, int attempt) {

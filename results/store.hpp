@@ -59,6 +59,10 @@ public:
 
     /// Records a new sweep in state `running` and returns its id.
     [[nodiscard]] Result<std::int64_t> create_sweep(const SweepRecord& record);
+    /// Records a new sweep and its planned experiments in one transaction (a crash leaves
+    /// either both or neither) and returns its id.
+    [[nodiscard]] Result<std::int64_t> create_sweep(const SweepRecord& record,
+                                                    std::span<const Experiment> experiments);
     /// Adds the planned experiments (status pending) in one transaction.
     [[nodiscard]] Result<void> add_experiments(std::int64_t sweep, std::span<const Experiment> experiments);
     /// Marks experiment `exp_id` running (its `attempt`-th start, 1-based); committed at once.
@@ -107,6 +111,9 @@ public:
 private:
     Store(sqlite::Database db, StoreOptions options) : m_db(std::move(db)), m_options(std::move(options)) {}
     [[nodiscard]] std::string now() const;
+    [[nodiscard]] Result<std::int64_t> insert_sweep(const SweepRecord& record);
+    [[nodiscard]] Result<void> insert_experiments(std::int64_t sweep, std::span<const Experiment> experiments,
+                                                  std::string_view what);
     [[nodiscard]] Result<void> require_sweep(std::int64_t sweep, std::string_view what);
     [[nodiscard]] Result<int> reset_unfinished_in_tx(std::int64_t sweep, std::string_view what);
 

@@ -300,3 +300,22 @@ TEST_CASE("timestamps are ISO-8601 UTC from the store's clock") {
     const std::int64_t sweep = *store.create_sweep(make_sweep("t"));
     CHECK(store.get_sweep(sweep)->created_at == "1970-01-02T00:00:00.000Z");
 }
+
+TEST_CASE("a sweep created with its plan is all or nothing") {
+    test::TempDir dir;
+    Store store = open_store(dir.path() / "atomic.db");
+    Result<std::int64_t> sweep = store.create_sweep(make_sweep("whole"), make_experiments(5));
+    REQUIRE(sweep.ok());
+    CHECK(store.get_sweep(*sweep)->counts.pending == 5);
+
+    auto broken = make_experiments(3);
+    broken.push_back(make_experiment(2));  // a duplicate id: the insert fails half-way
+    Result<std::int64_t> refused = store.create_sweep(make_sweep("broken"), broken);
+    REQUIRE(!refused.ok());
+    CHECK(refused.error().message.find("experiment 2") != std::string::npos);
+    Result<std::vector<SweepInfo>> sweeps = store.list_sweeps();
+    REQUIRE(sweeps->size() == 1);  // neither the sweep row nor its first experiments remain
+    CHECK(sweeps->front().id == *sweep);
+    Result<std::int64_t> count = store.database().query_int("SELECT count(*) FROM experiments", "test");
+    CHECK(*count == 5);
+}
