@@ -37,10 +37,10 @@ Result<std::int64_t> SweepWriter::create(const NewSweep& sweep, const std::vecto
     record.host_preflight = sweep.preflight_json;
     record.tool_version = sweep.tool_version;
     record.repeats = sweep.repeats;
-    auto id = m_store.create_sweep(record);
+    // The sweep and its plan in one transaction: a crash leaves both or neither.
+    auto id = m_store.create_sweep(record, experiments);
     if (!id) return id.error();
     m_sweep = *id;
-    if (auto added = m_store.add_experiments(m_sweep, experiments); !added) return added.error();
     return m_sweep;
 }
 
