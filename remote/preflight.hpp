@@ -1,0 +1,66 @@
+#pragma once
+// Host preflight: what the host has (GPUs, driver, NCCL, nccl.conf) and whether its GPUs are
+// already busy, recorded with the sweep; plus the between-experiments check that nothing of
+// ours still holds a GPU.
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/result.hpp"
+#include "core/target.hpp"
+
+namespace ncclsweep::remote {
+
+/// One GPU as nvidia-smi lists it.
+struct GpuInfo {
+    std::string name;
+    std::string driver;
+    std::string memory_used;  ///< as printed ("1 MiB")
+};
+
+/// A compute process on a GPU (nvidia-smi --query-compute-apps).
+struct GpuProcess {
+    long pid = 0;
+    std::string name;
+    std::string used_memory;
+};
+
+/// What a host looks like before a sweep.
+struct HostPreflight {
+    std::string target;                 ///< Target::describe()
+    bool has_nvidia_smi = false;
+    std::vector<GpuInfo> gpus;          ///< empty without nvidia-smi
+    std::string driver;                 ///< driver of the first GPU ("" when none)
+    std::string nccl_version;           ///< e.g. "2.21.5"; "" when not found
+    std::string nccl_source;            ///< where it came from: "libnccl.so path", "torch", ""
+    std::string etc_nccl_conf;          ///< contents of /etc/nccl.conf ("" if missing)
+    std::string home_nccl_conf;         ///< contents of ~/.nccl.conf ("" if missing)
+    std::vector<GpuProcess> busy;       ///< compute processes already on the GPUs
+    std::vector<std::string> notes;     ///< what could not be determined and why
+    /// For storing with the sweep (stable keys; versioned by "preflight_version").
+    [[nodiscard]] nlohmann::json to_json() const;
+};
+
+/// Runs the probe script on `target` (one capture) and parses it. Missing tools are notes,
+/// not errors; fails (infrastructure) only when the target cannot run the probe.
+Result<HostPreflight> run_preflight(Target& target, std::chrono::seconds timeout = std::chrono::seconds(60));
+
+/// Parses the probe script's output (exposed for tests).
+HostPreflight parse_preflight(const std::string& probe_output, const std::string& target_name);
+
+/// Whether busy GPUs stop a sweep.
+enum class BusyPolicy { refuse, force };
+
+/// infrastructure error listing the busy pids (and saying --force overrides) when
+/// `preflight.busy` is non-empty and `policy` is refuse.
+Result<void> check_gpus_idle(const HostPreflight& preflight, BusyPolicy policy);
+
+/// Between experiments: fails (infrastructure) when a GPU compute process still belongs to one
+/// of `process_groups` (ours). Without nvidia-smi it checks nothing and returns a note saying so
+/// (otherwise an empty string).
+Result<std::string> verify_gpus_released(Target& target, const std::vector<long>& process_groups,
+                                         std::chrono::seconds timeout = std::chrono::seconds(30));
+
+}  // namespace ncclsweep::remote

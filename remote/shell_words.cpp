@@ -1,0 +1,67 @@
+#include "remote/shell_words.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace ncclsweep::remote {
+
+namespace {
+
+bool valid_name(const std::string& name) {
+    return !name.empty() && (std::isdigit(static_cast<unsigned char>(name[0])) == 0) &&
+           std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isalnum(c) != 0 || c == '_'; });
+}
+
+bool has_nul(const std::string& text) { return text.find('\0') != std::string::npos; }
+
+}  // namespace
+
+std::string shell_quote(const std::string& word) {
+    std::string out = "'";
+    for (char c : word) {
+        if (c == '\'') out += "'\\''";
+        else out += c;
+    }
+    out += '\'';
+    return out;
+}
+
+Result<std::string> remote_command_line(const Command& command, const std::string& default_workdir) {
+    if (command.argv.empty() || command.argv[0].empty()) return Error::bad_input("ssh: empty command: nothing to run");
+    std::string env_words;
+    bool env_has_pythonpath = false;
+    std::string env_pythonpath;
+    for (const auto& [name, value] : command.env) {
+        if (!valid_name(name)) return Error::bad_input(fmt::format("ssh: '{}' is not a valid environment variable name (letters, digits, '_')", name));
+        if (has_nul(value)) return Error::bad_input(fmt::format("ssh: the value of {} contains a NUL byte, which no environment can carry", name));
+        if (name == "PYTHONPATH" && !command.pythonpath_prepend.empty()) {
+            env_has_pythonpath = true;
+            env_pythonpath = value;
+            continue;
+        }
+        env_words += ' ' + shell_quote(name + "=" + value);
+    }
+    std::string script = fmt::format("echo \"{}$$\" >&2 || exit 126; ", k_pgid_marker);
+    const std::string workdir = command.workdir.empty() ? default_workdir : command.workdir;
+    if (has_nul(workdir) || has_nul(command.pythonpath_prepend)) return Error::bad_input("ssh: a path contains a NUL byte");
+    if (!workdir.empty()) script += "cd " + shell_quote(workdir) + " || exit 126; ";
+    if (!command.pythonpath_prepend.empty()) {
+        if (env_has_pythonpath) {
+            const std::string joined = command.pythonpath_prepend + (env_pythonpath.empty() ? "" : ":" + env_pythonpath);
+            script += "PYTHONPATH=" + shell_quote(joined) + "; ";
+        } else {
+            script += "PYTHONPATH=" + shell_quote(command.pythonpath_prepend) + "\"${PYTHONPATH:+:$PYTHONPATH}\"; ";
+        }
+        script += "export PYTHONPATH; ";
+    }
+    script += "exec env --" + env_words;
+    for (const auto& word : command.argv) {
+        if (has_nul(word)) return Error::bad_input("ssh: a command argument contains a NUL byte");
+        script += ' ' + shell_quote(word);
+    }
+    return "exec /bin/sh -c " + shell_quote(script);
+}
+
+}  // namespace ncclsweep::remote

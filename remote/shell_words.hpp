@@ -1,0 +1,23 @@
+#pragma once
+// Builds the one line a remote login shell runs for a Command. Every argument and value is
+// single-quoted data; nothing from a spec is ever pasted into the line unquoted.
+#include <string>
+
+#include "core/result.hpp"
+#include "core/target.hpp"
+
+namespace ncclsweep::remote {
+
+/// POSIX single-quoting of one word: it's -> 'it'\''s'.
+std::string shell_quote(const std::string& word);
+
+/// Marker of the handshake line the remote wrapper writes to stderr before the command.
+inline constexpr const char* k_pgid_marker = "ncclsweep-pgid:";
+
+/// The remote line for `command`: `exec /bin/sh -c '<script>'` where the script prints
+/// "<marker><pgid>" on stderr, enters the work dir and execs `env -- 'NAME=value'... argv`.
+/// The sshd session leader is the shell, so its pid is the process group to kill.
+/// bad_input for an empty argv, an invalid variable name or a NUL byte anywhere.
+Result<std::string> remote_command_line(const Command& command, const std::string& default_workdir);
+
+}  // namespace ncclsweep::remote

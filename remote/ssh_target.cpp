@@ -1,0 +1,133 @@
+#include "remote/ssh_target.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <fmt/format.h>
+
+#include "remote/capture.hpp"
+#include "remote/local_target.hpp"
+#include "remote/shell_words.hpp"
+#include "remote/ssh_process.hpp"
+
+namespace ncclsweep::remote {
+
+namespace {
+
+/// Frees an sftp_file on scope exit.
+struct SftpFileCloser {
+    sftp_file file;
+    ~SftpFileCloser() {
+        if (file != nullptr) sftp_close(file);
+    }
+};
+
+}  // namespace
+
+Result<std::unique_ptr<SshTarget>> SshTarget::connect(const TargetUrl& url, SshOptions options) {
+    auto session = SshSession::open(url, options);
+    if (!session) return session.error();
+    return std::unique_ptr<SshTarget>(new SshTarget(url, std::move(options), std::move(*session)));
+}
+
+SshTarget::SshTarget(TargetUrl url, SshOptions options, std::shared_ptr<SshSession> session)
+    : m_url(std::move(url)), m_options(std::move(options)), m_session(std::move(session)) {}
+
+std::string SshTarget::describe() const { return m_url.to_string(); }
+
+Result<void> SshTarget::reconnect() {
+    m_session.reset();  // processes still holding the old one keep it alive until they go
+    auto session = SshSession::open(m_url, m_options);
+    if (!session) return session.error();
+    m_session = std::move(*session);
+    return success();
+}
+
+Result<void> SshTarget::make_dirs(const std::string& path) {
+    auto sftp = m_session->sftp();
+    if (!sftp) return sftp.error();
+    std::string prefix = path.rfind('/', 0) == 0 ? "/" : "";
+    std::size_t begin = 0;
+    while (begin <= path.size()) {
+        const std::size_t end = std::min(path.find('/', begin), path.size());
+        const std::string part = path.substr(begin, end - begin);
+        begin = end + 1;
+        if (part.empty() || part == ".") continue;
+        prefix += part;
+        if (sftp_mkdir(*sftp, prefix.c_str(), 0755) != SSH_OK) {
+            sftp_attributes attributes = sftp_stat(*sftp, prefix.c_str());
+            const bool is_dir = attributes != nullptr && attributes->type == SSH_FILEXFER_TYPE_DIRECTORY;
+            if (attributes != nullptr) sftp_attributes_free(attributes);
+            if (!is_dir) {
+                return Error::infrastructure(fmt::format("{}: cannot create directory '{}' (SFTP error {}); check permissions or set target.workdir",
+                                                         describe(), prefix, sftp_get_error(*sftp)));
+            }
+        }
+        prefix += '/';
+    }
+    return success();
+}
+
+Result<std::string> SshTarget::prepare_workdir(const std::string& sweep_id) {
+    if (auto ok = check_sweep_id(sweep_id); !ok) return ok.error();
+    const std::string root = m_options.workdir_root.empty() ? ".ncclsweep/work" : m_options.workdir_root;
+    const std::string dir = root + "/" + sweep_id;
+    if (auto ok = make_dirs(dir); !ok) return ok.error();
+    auto sftp = m_session->sftp();
+    if (!sftp) return sftp.error();
+    char* absolute = sftp_canonicalize_path(*sftp, dir.c_str());
+    if (absolute == nullptr) return Error::infrastructure(fmt::format("{}: cannot resolve '{}': {}", describe(), dir, m_session->last_error()));
+    m_workdir = absolute;
+    ssh_string_free_char(absolute);
+    return m_workdir;
+}
+
+Result<void> SshTarget::put_file(const std::string& path, const std::string& content) {
+    if (path.find('\0') != std::string::npos) return Error::bad_input("ssh: a file path contains a NUL byte");
+    if (const auto slash = path.rfind('/'); slash != std::string::npos && slash > 0) {
+        if (auto ok = make_dirs(path.substr(0, slash)); !ok) return ok.error();
+    }
+    auto sftp = m_session->sftp();
+    if (!sftp) return sftp.error();
+    const std::string temp = fmt::format("{}.tmp.ncclsweep.{}", path, ++m_temp_counter);
+    {
+        SftpFileCloser file{sftp_open(*sftp, temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644)};
+        if (file.file == nullptr) {
+            return Error::infrastructure(fmt::format("{}: cannot create '{}' (SFTP error {}): {}", describe(), temp, sftp_get_error(*sftp),
+                                                     m_session->last_error()));
+        }
+        std::size_t done = 0;
+        while (done < content.size()) {
+            const std::size_t piece = std::min<std::size_t>(content.size() - done, 32 * 1024);
+            const ssize_t n = sftp_write(file.file, content.data() + done, piece);
+            if (n <= 0) {
+                sftp_unlink(*sftp, temp.c_str());
+                return Error::infrastructure(fmt::format("{}: cannot write '{}': {}", describe(), temp, m_session->last_error()));
+            }
+            done += static_cast<std::size_t>(n);
+        }
+    }
+    // SFTP v3 rename (all libssh 0.10 offers) refuses to replace an existing file; then
+    // rename(2) through `mv -f`, which replaces it atomically (arguments quoted as data).
+    if (sftp_rename(*sftp, temp.c_str(), path.c_str()) == SSH_OK) return success();
+    const int code = sftp_get_error(*sftp);
+    auto moved = capture({"mv", "-f", "--", temp, path}, m_options.connect_timeout);
+    if (moved) return success();
+    sftp_unlink(*sftp, temp.c_str());
+    return Error::infrastructure(fmt::format("{}: cannot rename '{}' to '{}' (SFTP error {}; mv: {})", describe(), temp, path, code,
+                                             moved.error().message));
+}
+
+Result<std::unique_ptr<Process>> SshTarget::start(const Command& command) {
+    auto line = remote_command_line(command, m_workdir);
+    if (!line) return line.error();
+    auto process = SshProcess::start(m_session, *line, m_options);
+    if (!process) return process.error();
+    return std::unique_ptr<Process>(std::move(*process));
+}
+
+Result<std::string> SshTarget::capture(const std::vector<std::string>& argv, std::chrono::seconds timeout) {
+    return capture_output(*this, argv, timeout);
+}
+
+}  // namespace ncclsweep::remote

@@ -1,0 +1,42 @@
+#pragma once
+// SshTarget: runs experiments on a host reached through one libssh connection per sweep.
+#include <memory>
+#include <string>
+
+#include "core/target.hpp"
+#include "remote/ssh_session.hpp"
+#include "remote/target_url.hpp"
+
+namespace ncclsweep::remote {
+
+/// A host reached over ssh (host key verified, key-based auth, SFTP for files).
+class SshTarget final : public Target {
+public:
+    /// Connects to `url` (see SshSession::open for the errors).
+    static Result<std::unique_ptr<SshTarget>> connect(const TargetUrl& url, SshOptions options);
+    /// "ssh://user@host:port".
+    [[nodiscard]] std::string describe() const override;
+    /// Creates <root>/<sweep_id> through SFTP (root relative to the remote home) and returns
+    /// its absolute path.
+    Result<std::string> prepare_workdir(const std::string& sweep_id) override;
+    /// SFTP write to a temporary name, then rename over `path`; parents created; mode 0644.
+    Result<void> put_file(const std::string& path, const std::string& content) override;
+    /// Starts the command in its own session on the host (see remote_command_line).
+    Result<std::unique_ptr<Process>> start(const Command& command) override;
+    /// Runs argv remotely to completion and returns its stdout.
+    Result<std::string> capture(const std::vector<std::string>& argv, std::chrono::seconds timeout) override;
+    /// Drops the connection and opens a new one (processes of the old one stay `lost`).
+    Result<void> reconnect() override;
+
+private:
+    SshTarget(TargetUrl url, SshOptions options, std::shared_ptr<SshSession> session);
+    Result<void> make_dirs(const std::string& path);
+
+    TargetUrl m_url;
+    SshOptions m_options;
+    std::shared_ptr<SshSession> m_session;
+    std::string m_workdir;
+    unsigned m_temp_counter = 0;
+};
+
+}  // namespace ncclsweep::remote

@@ -1,0 +1,23 @@
+#pragma once
+// Parses target URLs: "local" or "ssh://[user@]host[:port]" (IPv6 hosts in brackets).
+#include <string>
+
+#include "core/result.hpp"
+
+namespace ncclsweep::remote {
+
+/// A parsed target URL.
+struct TargetUrl {
+    enum class Kind { local, ssh };
+    Kind kind = Kind::local;
+    std::string user;  ///< "" = the local user name (ssh only)
+    std::string host;  ///< without brackets
+    int port = 22;
+    /// Canonical text: "local" or "ssh://user@host:port".
+    [[nodiscard]] std::string to_string() const;
+};
+
+/// Parses `url`; bad_input naming the URL and the accepted forms when it is not one of them.
+Result<TargetUrl> parse_target_url(const std::string& url);
+
+}  // namespace ncclsweep::remote

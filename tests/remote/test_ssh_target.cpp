@@ -1,0 +1,269 @@
+// SshTarget against a real OpenSSH sshd on 127.0.0.1 (scripts/test-sshd.sh). Each test case
+// starts its own server in a fresh TempDir; without sshd installed the cases are skipped.
+#include "remote/ssh_target.hpp"
+
+#include <pwd.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <random>
+#include <thread>
+
+#include "tests/support/catch.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using namespace ncclsweep;
+using namespace std::chrono_literals;
+using remote::SshOptions;
+using remote::SshTarget;
+using remote::TargetUrl;
+
+namespace {
+
+std::string script() { return test::source_path("scripts/test-sshd.sh").string(); }
+
+struct TestSshd {
+    test::TempDir dir;
+    int port = 0;
+    bool available = false;
+
+    TestSshd() { available = start(""); }
+    ~TestSshd() { stop(); }
+    bool start(const std::string& fixed_port) {
+        std::vector<std::string> argv = {script(), "start", dir.path().string()};
+        if (!fixed_port.empty()) argv.push_back(fixed_port);
+        const auto result = test::run_command(argv);
+        if (result.exit_code == 77) {
+            WARN("SKIPPED: sshd is not installed (scripts/install-deps.sh installs openssh-server): " << result.err);
+            return false;
+        }
+        INFO(result.err);
+        REQUIRE(result.exit_code == 0);
+        port = std::stoi(result.out);
+        return true;
+    }
+    void stop() { test::run_command({script(), "stop", dir.path().string()}); }
+    [[nodiscard]] SshOptions options() const {
+        SshOptions o;
+        o.known_hosts = (dir.path() / "known_hosts").string();
+        o.identity_file = (dir.path() / "user_key").string();
+        o.connect_timeout = 10s;
+        o.workdir_root = (dir.path() / "remote-work").string();
+        return o;
+    }
+    [[nodiscard]] TargetUrl url() const {
+        TargetUrl u;
+        u.kind = TargetUrl::Kind::ssh;
+        u.user = ::getpwuid(::getuid())->pw_name;
+        u.host = "127.0.0.1";
+        u.port = port;
+        return u;
+    }
+    std::unique_ptr<SshTarget> connect() const {
+        auto target = SshTarget::connect(url(), options());
+        INFO((target.ok() ? std::string() : target.error().message));
+        REQUIRE(target.ok());
+        return std::move(*target);
+    }
+};
+
+std::vector<OutputLine> collect(Process& p, PollState& last, std::chrono::milliseconds limit = 15s) {
+    std::vector<OutputLine> lines;
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    OutputLine line;
+    last = PollState::timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        last = p.poll(200ms, line);
+        if (last == PollState::line) lines.push_back(line);
+        if (last == PollState::exited || last == PollState::lost) break;
+    }
+    return lines;
+}
+
+std::string unique_sleep() {
+    std::random_device rd;
+    return "1000." + std::to_string(rd() % 1000000 + 1000000);
+}
+
+bool processes_with(const std::string& marker) { return test::run_command({"pgrep", "-f", "sleep " + marker}).exit_code == 0; }
+
+}  // namespace
+
+TEST_CASE("ssh: hostile argv and env values arrive exactly", "[remote][ssh]") {
+    TestSshd sshd;
+    if (!sshd.available) return;
+    auto target = sshd.connect();
+    REQUIRE(target->prepare_workdir("sweep-a").ok());
+    const std::string hostile = "it's \"$(touch pwned)\" `touch pwned2` ; | & \\ $HOME\nsecond line\t\xc3\xa9\xe6\x97\xa5 '";
+    Command command;
+    command.argv = {"sh", "-c", "printf '%s|%s|%s|%s' \"$HOSTILE\" \"$1\" \"$(pwd)\" \"$PYTHONPATH\"", "argv0", hostile};
+    command.env = {{"HOSTILE", hostile}};
+    command.pythonpath_prepend = "/opt/site dir";
+    auto process = target->start(command);
+    REQUIRE(process.ok());
+    PollState last;
+    auto lines = collect(**process, last);
+    REQUIRE(last == PollState::exited);
+    std::string text;
+    for (const auto& l : lines) text += (text.empty() ? "" : "\n") + l.text;
+    const std::string workdir = (sshd.dir.path() / "remote-work" / "sweep-a").string();
+    CHECK(text == hostile + "|" + hostile + "|" + workdir + "|/opt/site dir");
+    CHECK((*process)->exit_info()->success());
+    CHECK_FALSE(std::filesystem::exists(workdir + "/pwned"));
+    CHECK_FALSE(std::filesystem::exists(workdir + "/pwned2"));
+}
+
+TEST_CASE("ssh: streams, exit status and signals", "[remote][ssh]") {
+    TestSshd sshd;
+    if (!sshd.available) return;
+    auto target = sshd.connect();
+    Command command;
+    command.argv = {"sh", "-c", "echo out; echo err >&2; exit 5"};
+    auto p = target->start(command);
+    REQUIRE(p.ok());
+    PollState last;
+    auto lines = collect(**p, last);
+    REQUIRE(last == PollState::exited);
+    REQUIRE(lines.size() == 2);
+    CHECK((lines[0].stream == Stream::out ? lines[0] : lines[1]).text == "out");
+    CHECK((lines[0].stream == Stream::err ? lines[0] : lines[1]).text == "err");
+    CHECK((*p)->exit_info()->exit_code == 5);
+    command.argv = {"sh", "-c", "kill -SEGV $$"};
+    auto q = target->start(command);
+    REQUIRE(q.ok());
+    collect(**q, last);
+    REQUIRE(last == PollState::exited);
+    CHECK((*q)->exit_info()->signal == SIGSEGV);
+    auto out = target->capture({"echo", "captured"}, 10s);  // the same connection serves many channels
+    REQUIRE(out.ok());
+    CHECK(*out == "captured\n");
+}
+
+TEST_CASE("ssh: unknown host refused, accepted with accept-new and then remembered", "[remote][ssh]") {
+    TestSshd sshd;
+    if (!sshd.available) return;
+    auto options = sshd.options();
+    options.known_hosts = (sshd.dir.path() / "empty" / "known_hosts").string();
+    auto refused = SshTarget::connect(sshd.url(), options);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().message.find("unknown host key") != std::string::npos);
+    CHECK(refused.error().message.find("SHA256:") != std::string::npos);
+    CHECK(refused.error().message.find("--accept-new-host-key") != std::string::npos);
+    options.accept_new_host_key = true;
+    auto accepted = SshTarget::connect(sshd.url(), options);
+    REQUIRE(accepted.ok());
+    CHECK(test::read_file(options.known_hosts).find("[127.0.0.1]:" + std::to_string(sshd.port)) != std::string::npos);
+    options.accept_new_host_key = false;
+    CHECK(SshTarget::connect(sshd.url(), options).ok());
+}
+
+TEST_CASE("ssh: a changed host key is refused with its fingerprint, nothing runs", "[remote][ssh]") {
+    TestSshd sshd;
+    if (!sshd.available) return;
+    const auto other = sshd.dir.path() / "other_key";
+    REQUIRE(test::run_command({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", other.string()}).exit_code == 0);
+    const std::string pub = test::read_file(other.string() + ".pub");
+    const auto known = sshd.dir.write("changed_known_hosts", "[127.0.0.1]:" + std::to_string(sshd.port) + " " + pub.substr(0, pub.rfind(' ')) + "\n");
+    for (bool accept_new : {false, true}) {
+        auto options = sshd.options();
+        options.known_hosts = known.string();
+        options.accept_new_host_key = accept_new;  // never overrides a changed key
+        auto refused = SshTarget::connect(sshd.url(), options);
+        REQUIRE_FALSE(refused.ok());
+        CHECK(refused.error().kind == ErrorKind::infrastructure);
+        CHECK(refused.error().message.find("HOST KEY CHANGED") != std::string::npos);
+        CHECK(refused.error().message.find("SHA256:") != std::string::npos);
+        CHECK(refused.error().message.find(known.string()) != std::string::npos);
+    }
+}
+
+TEST_CASE("ssh: a wrong key gives a clear authentication error", "[remote][ssh]") {
+    TestSshd sshd;
+    if (!sshd.available) return;
+    const auto wrong = sshd.dir.path() / "wrong_key";
+    REQUIRE(test::run_command({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", wrong.string()}).exit_code == 0);
+    auto options = sshd.options();
+    options.identity_file = wrong.string();
+    auto failed = SshTarget::connect(sshd.url(), options);
+    REQUIRE_FALSE(failed.ok());
+    CHECK(failed.error().message.find("authentication") != std::string::npos);
+    CHECK(failed.error().message.find(wrong.string()) != std::string::npos);
+    options.identity_file = (sshd.dir.path() / "missing_key").string();
+    auto missing = SshTarget::connect(sshd.url(), options);
+    REQUIRE_FALSE(missing.ok());
+    CHECK(missing.error().message.find("cannot read identity file") != std::string::npos);
+}
+
+TEST_CASE("ssh: put_file through SFTP creates parents and replaces atomically", "[remote][ssh]") {
+    TestSshd sshd;
+    if (!sshd.available) return;
+    auto target = sshd.connect();
+    auto work = target->prepare_workdir("sweep-p");
+    REQUIRE(work.ok());
+    CHECK(std::filesystem::is_directory(*work));
+    const std::string path = *work + "/exp-1/site/sitecustomize.py";
+    std::string big;
+    for (int i = 0; i < 20000; ++i) big += "line " + std::to_string(i) + " \xe2\x82\xac '$(x)'\n";
+    REQUIRE(target->put_file(path, "first\n").ok());
+    auto replaced = target->put_file(path, big);
+    INFO((replaced.ok() ? std::string() : replaced.error().message));
+    REQUIRE(replaced.ok());
+    CHECK(test::read_file(path) == big);
+    CHECK(std::distance(std::filesystem::directory_iterator(*work + "/exp-1/site"), {}) == 1);
+    auto cat = target->capture({"cat", path}, 10s);
+    REQUIRE(cat.ok());
+    CHECK(*cat == big);
+}
+
+TEST_CASE("ssh: kill ends the remote process group", "[remote][ssh]") {
+    TestSshd sshd;
+    if (!sshd.available) return;
+    auto target = sshd.connect();
+    const std::string marker = unique_sleep();
+    Command command;
+    command.argv = {"sh", "-c", "trap '' TERM; sleep " + marker + " & sleep " + marker + " & echo up; wait"};
+    auto p = target->start(command);
+    REQUIRE(p.ok());
+    OutputLine line;
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < deadline && (*p)->poll(200ms, line) != PollState::line) {}
+    REQUIRE(line.text == "up");
+    REQUIRE(processes_with(marker));
+    (*p)->kill(500ms);
+    REQUIRE((*p)->exit_info());
+    CHECK((*p)->exit_info()->signal != 0);
+    bool gone = false;
+    for (int i = 0; i < 50 && !gone; ++i) {
+        gone = !processes_with(marker);
+        if (!gone) std::this_thread::sleep_for(50ms);
+    }
+    CHECK(gone);
+    if (!gone) test::run_command({"pkill", "-KILL", "-f", "sleep " + marker});
+}
+
+TEST_CASE("ssh: a dying sshd is reported as lost, and reconnect works", "[remote][ssh]") {
+    TestSshd sshd;
+    if (!sshd.available) return;
+    auto target = sshd.connect();
+    const std::string marker = unique_sleep();
+    Command command;
+    command.argv = {"sh", "-c", "echo started; sleep " + marker};
+    auto p = target->start(command);
+    REQUIRE(p.ok());
+    OutputLine line;
+    REQUIRE((*p)->poll(10s, line) == PollState::line);
+    REQUIRE(line.text == "started");
+    sshd.stop();
+    PollState last;
+    collect(**p, last, 20s);
+    CHECK(last == PollState::lost);
+    CHECK_FALSE((*p)->exit_info().has_value());
+    CHECK((*p)->lost_reason().find("connection lost") != std::string::npos);
+    CHECK_FALSE(target->start(command).ok());  // a dead connection is not silently reused
+    test::run_command({"pkill", "-KILL", "-f", "sleep " + marker});
+    REQUIRE(sshd.start(std::to_string(sshd.port)));
+    REQUIRE(target->reconnect().ok());
+    auto out = target->capture({"echo", "again"}, 10s);
+    REQUIRE(out.ok());
+    CHECK(*out == "again\n");
+}

@@ -1,0 +1,62 @@
+#include "remote/target_url.hpp"
+
+#include "remote/shell_words.hpp"
+#include "tests/support/catch.hpp"
+
+using namespace ncclsweep;
+using remote::parse_target_url;
+using remote::TargetUrl;
+
+TEST_CASE("target url: local and ssh forms", "[remote][url]") {
+    auto local = parse_target_url("local");
+    REQUIRE(local.ok());
+    CHECK(local->kind == TargetUrl::Kind::local);
+    auto full = parse_target_url("ssh://gpu@node-7.example.com:2222");
+    REQUIRE(full.ok());
+    CHECK(full->kind == TargetUrl::Kind::ssh);
+    CHECK(full->user == "gpu");
+    CHECK(full->host == "node-7.example.com");
+    CHECK(full->port == 2222);
+    CHECK(full->to_string() == "ssh://gpu@node-7.example.com:2222");
+    auto bare = parse_target_url("ssh://10.0.0.5");
+    REQUIRE(bare.ok());
+    CHECK(bare->user.empty());
+    CHECK(bare->port == 22);
+    auto v6 = parse_target_url("ssh://me@[::1]:2200");
+    REQUIRE(v6.ok());
+    CHECK(v6->host == "::1");
+    CHECK(v6->port == 2200);
+    CHECK(v6->to_string() == "ssh://me@[::1]:2200");
+}
+
+TEST_CASE("target url: bad forms are bad_input naming the url", "[remote][url]") {
+    for (const std::string url : {"ftp://host", "ssh://", "ssh://u@host:0", "ssh://u@host:70000", "ssh://u@host:22x",
+                                  "ssh://u@ho st", "ssh://u@host/path", "ssh://-oProxyCommand=x@host", "ssh://u@[::1",
+                                  "ssh://u@host:", "ssh://u@h;rm -rf"}) {
+        auto parsed = parse_target_url(url);
+        INFO(url);
+        REQUIRE_FALSE(parsed.ok());
+        CHECK(parsed.error().kind == ErrorKind::bad_input);
+        CHECK(parsed.error().message.find(url) != std::string::npos);
+    }
+}
+
+TEST_CASE("remote command line quotes every word and value", "[remote][quote]") {
+    CHECK(remote::shell_quote("it's") == "'it'\\''s'");
+    CHECK(remote::shell_quote("") == "''");
+    Command command;
+    command.argv = {"prog", "a b"};
+    command.env = {{"A", "$(x)"}};
+    command.pythonpath_prepend = "/w/site";
+    auto line = remote::remote_command_line(command, "/w d");
+    REQUIRE(line.ok());
+    CHECK(line->rfind("exec /bin/sh -c '", 0) == 0);
+    CHECK(line->find("cd '\\''/w d'\\''") != std::string::npos);
+    command.env = {{"BAD NAME", "x"}};
+    CHECK_FALSE(remote::remote_command_line(command, "").ok());
+    command.env = {{"A", std::string("x\0y", 3)}};
+    CHECK_FALSE(remote::remote_command_line(command, "").ok());
+    command.env.clear();
+    command.argv.clear();
+    CHECK_FALSE(remote::remote_command_line(command, "").ok());
+}
