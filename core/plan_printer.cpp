@@ -33,11 +33,15 @@ public:
         for (const auto& axis : spec.axes) add_column(axis.name, axis.values);
         for (const auto& point : spec.include)
             for (const auto& [name, value] : point.values) add_column(name, {value});
-        bool partial_includes = std::any_of(spec.include.begin(), spec.include.end(), [&](const IncludePoint& p) {
-            return p.values.size() < m_columns.size();
-        });
-        if (partial_includes)
-            for (auto& column : m_columns) column.width = std::max(column.width, display_width(k_unset));
+        // A column can show "(unset)": include-only names (product points lack them) and axes
+        // that some include point leaves out.
+        for (std::size_t c = 0; c < m_columns.size(); ++c) {
+            bool may_be_unset = c >= spec.axes.size();
+            for (const auto& point : spec.include)
+                may_be_unset = may_be_unset || std::none_of(point.values.begin(), point.values.end(),
+                                                            [&](const auto& v) { return v.first == m_columns[c].name; });
+            if (may_be_unset) m_columns[c].width = std::max(m_columns[c].width, display_width(k_unset));
+        }
         std::uint64_t runs = summary.count * static_cast<std::uint64_t>(spec.repeats);
         m_out << fmt::format("sweep {}: {} experiment{} x {} repeat{} = {} run{}; target {}; workload {}\n",
                              display_cell(spec.name), summary.count, summary.count == 1 ? "" : "s", spec.repeats,
