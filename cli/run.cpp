@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "cli/commands.hpp"
+#include "cli/interrupt.hpp"
 #include "cli/spec_flags.hpp"
 #include "core/log.hpp"
 #include "core/plan.hpp"
@@ -38,8 +39,6 @@ struct RunOptions {
     double kill_grace = 2.0;
 };
 
-std::atomic<bool> g_stop{false};
-extern "C" void on_interrupt(int) { g_stop = true; }
 
 WatcherOptions watcher_options_for(const Spec& spec) {
     WatcherOptions options;
@@ -105,14 +104,15 @@ ExitStatus run_run(const RunOptions& options) {
 
     remote::TargetOverrides target_overrides;
     target_overrides.accept_new_host_key = options.accept_new_host_key;
-    target_overrides.known_hosts = options.known_hosts;
-    target_overrides.identity_file = options.identity;
+    if (!options.known_hosts.empty()) target_overrides.known_hosts = options.known_hosts;
+    if (!options.identity.empty()) target_overrides.identity_file = options.identity;
     auto target = remote::make_target(spec->target, target_overrides);
     if (!target) return report_error(target.error());
 
     auto preflight = remote::run_preflight(**target);
     if (!preflight) return report_error(preflight.error());
-    if (auto idle = remote::require_idle_gpus(*preflight, options.force); !idle) return report_error(idle.error());
+    if (auto idle = remote::check_gpus_idle(*preflight, options.force ? remote::BusyPolicy::force : remote::BusyPolicy::refuse); !idle)
+        return report_error(idle.error());
     for (const auto& note : preflight->notes) NCCLSWEEP_LOG(info, "preflight: {}", note);
 
     std::string db_path = database_path(options.db);
@@ -125,7 +125,7 @@ ExitStatus run_run(const RunOptions& options) {
         request.resume_id = *id;
     }
     request.sweep = NewSweep{spec->name, options.tag, spec->path, spec->text, (*target)->describe(),
-                             remote::preflight_json(*preflight), NCCLSWEEP_VERSION, spec->repeats};
+                             preflight->to_json().dump(), NCCLSWEEP_VERSION, spec->repeats};
 
     SweepRunOptions run_options;
     run_options.sweep_name = spec->name;
@@ -136,17 +136,21 @@ ExitStatus run_run(const RunOptions& options) {
     run_options.workload = spec->workload;
     run_options.kill_grace = std::chrono::milliseconds(static_cast<long>(options.kill_grace * 1000));
     Target& target_ref = **target;
-    run_options.before_experiment = [&target_ref, &options]() -> Result<void> {
-        return remote::require_no_leftover_gpu_processes(target_ref, options.force);
+    // Only a host with nvidia-smi can say who holds a GPU; elsewhere the check costs a round trip for nothing.
+    const bool check_gpus = preflight->has_nvidia_smi;
+    run_options.before_experiment = [&target_ref, check_gpus](const std::vector<long>& previous_groups) -> Result<void> {
+        if (!check_gpus || previous_groups.empty()) return success();
+        auto released = remote::verify_gpus_released(target_ref, previous_groups, std::chrono::seconds(30));
+        if (!released) return released.error();
+        return success();
     };
 
     ProgressStyle style = options.json ? ProgressStyle::json
                           : isatty(STDERR_FILENO) ? ProgressStyle::live
                                                   : ProgressStyle::plain;
     ProgressPrinter printer(style, stderr, stdout);
-    std::signal(SIGINT, on_interrupt);
-    std::signal(SIGTERM, on_interrupt);
-    auto outcome = run_sweep(request, **target, writer, printer, run_options, g_stop);
+    const std::atomic<bool>& stop = install_interrupt_handler();
+    auto outcome = run_sweep(request, **target, writer, printer, run_options, stop);
     if (!outcome) {
         ExitStatus status = report_error(outcome.error());
         if (writer.sweep_id() != 0)

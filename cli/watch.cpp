@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cli/commands.hpp"
+#include "cli/interrupt.hpp"
 #include "core/rule_catalog.hpp"
 #include "core/supervise.hpp"
 #include "core/watch_report.hpp"
@@ -24,8 +25,6 @@ struct WatchOptions {
     double kill_grace = 2.0;
 };
 
-std::atomic<bool> g_stop{false};
-extern "C" void on_interrupt(int) { g_stop = true; }
 
 ExitStatus run_watch(const WatchOptions& options) {
     if (options.command.empty() == options.log_file.empty())
@@ -48,7 +47,7 @@ ExitStatus run_watch(const WatchOptions& options) {
         if (!follower) return report_error(follower.error());
         process = std::move(*follower);
     } else {
-        Command command;
+        ncclsweep::Command command;
         command.argv = options.command;
         command.workdir = ".";
         auto started = local.start(command);
@@ -61,8 +60,7 @@ ExitStatus run_watch(const WatchOptions& options) {
     auto start = std::chrono::steady_clock::now();
     Watcher watcher(*catalog, watcher_options, start);
 
-    std::signal(SIGINT, on_interrupt);
-    std::signal(SIGTERM, on_interrupt);
+    const std::atomic<bool>& stop = install_interrupt_handler();
     SuperviseOptions supervise_options;
     supervise_options.kill_grace = std::chrono::milliseconds(static_cast<long>(options.kill_grace * 1000));
     if (options.echo && !options.json)
@@ -76,7 +74,7 @@ ExitStatus run_watch(const WatchOptions& options) {
             auto state = watcher.state();
             return state == WatchState::done || watcher.verdict().settled;
         };
-    Supervision supervision = supervise(*process, watcher, supervise_options, &g_stop);
+    Supervision supervision = supervise(*process, watcher, supervise_options, &stop);
     WatchReport report = make_watch_report(watcher, supervision);
     std::string text = options.json ? watch_report_json(report) : watch_report_text(report);
     std::fputs(text.c_str(), stdout);

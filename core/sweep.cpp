@@ -18,6 +18,7 @@ struct RepeatOutcome {
     std::string lost_reason;
     std::unique_ptr<Watcher> watcher;
     std::optional<ExitInfo> exit;
+    std::vector<long> process_groups;  ///< of the server (and client) it started
     double seconds = 0;
 };
 
@@ -87,6 +88,7 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const Swe
     }
     outcome.watcher = std::make_unique<Watcher>(options.catalog, options.watcher, start_time);
     Watcher& watcher = *outcome.watcher;
+    if (auto group = (*process)->process_group()) outcome.process_groups.push_back(*group);
 
     // Optional client: started once the server is ready; when it ends, the server is stopped.
     auto client_args = client_argv(options, experiment);
@@ -107,6 +109,7 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const Swe
                     return true;
                 }
                 client = std::move(*started);
+                if (auto group = client->process_group()) outcome.process_groups.push_back(*group);
                 watcher.mark_measuring(Clock::now());
             }
             if (client) {
@@ -202,6 +205,7 @@ Result<SweepRunSummary> run_experiments(Target& target, const std::vector<Experi
                                         const SweepRunOptions& options, const std::atomic<bool>& stop) {
     SweepRunSummary summary;
     const int total = static_cast<int>(experiments.size());
+    std::vector<long> previous_groups;
     for (int index = 0; index < total; ++index) {
         const Experiment& experiment = experiments[static_cast<std::size_t>(index)];
         if (stop.load()) {
@@ -209,7 +213,8 @@ Result<SweepRunSummary> run_experiments(Target& target, const std::vector<Experi
             return summary;
         }
         if (options.before_experiment)
-            if (auto ready = options.before_experiment(); !ready) return ready.error();
+            if (auto ready = options.before_experiment(previous_groups); !ready) return ready.error();
+        previous_groups.clear();
         ExperimentReport report;
         report.exp_id = experiment.id;
         bool recorded = false;
@@ -225,6 +230,7 @@ Result<SweepRunSummary> run_experiments(Target& target, const std::vector<Experi
                 observer.started(experiment, index + 1, total, repeat);
                 RepeatOutcome outcome = run_repeat(target, experiment, options, stop);
                 total_s += outcome.seconds;
+                previous_groups.insert(previous_groups.end(), outcome.process_groups.begin(), outcome.process_groups.end());
                 if (outcome.end == RepeatEnd::interrupted) {
                     summary.interrupted = true;
                     return summary;

@@ -83,9 +83,9 @@ struct SweepRunOptions {
     WorkloadSpec workload;               ///< for the optional client command
     std::chrono::milliseconds kill_grace{2000};
     int max_attempts = 3;                ///< per experiment, on lost connections
-    /// Checked before each experiment (e.g. no GPU still held by our last group); an error
-    /// stops the sweep as an infrastructure failure.
-    std::function<Result<void>()> before_experiment;
+    /// Checked before each experiment with the process groups the previous one started (e.g.
+    /// none of them still holds a GPU); an error stops the sweep as an infrastructure failure.
+    std::function<Result<void>(const std::vector<long>& previous_groups)> before_experiment;
 };
 
 /// What a run of the loop did.
