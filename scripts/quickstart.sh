@@ -7,4 +7,3 @@ bash scripts/build.sh
 ./build/cli/ncclsweep plan experiments/quickstart.yaml
 # The quickstart sweep: local target, simulated engine, results in ./ncclsweep.db.
 ./build/cli/ncclsweep run experiments/quickstart.yaml --db ./ncclsweep.db
-./build/cli/ncclsweep results list --db ./ncclsweep.db || true
