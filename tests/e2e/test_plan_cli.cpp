@@ -45,7 +45,7 @@ TEST_CASE("plan of a bad spec exits 2 with a located message and prints nothing"
     auto bad_value = plan({nccl.string()});
     CHECK(bad_value.exit_code == 2);
     CHECK(bad_value.out.empty());
-    CHECK(bad_value.err.find(nccl.string() + ":3:22: ") != std::string::npos);
+    CHECK(bad_value.err.find(nccl.string() + ":3:23: ") != std::string::npos);
 
     auto missing = plan({(dir.path() / "missing.yaml").string()});
     CHECK(missing.exit_code == 2);
