@@ -49,9 +49,11 @@ int main(int argc, char** argv) {
     int per_axis = argc > 1 ? std::atoi(argv[1]) : 10;
     int axes = argc > 2 ? std::atoi(argv[2]) : 6;
     // Realistic axis names: three NCCL variables (validated per experiment) and workload parameters.
-    const char* names[] = {"NCCL_NTHREADS", "NCCL_MIN_CTAS", "NCCL_BUFFSIZE", "tokens", "iters", "warmup", "seed", "noise"};
-    std::string text = "sweep: bench\nworkload: {engine: tpverify, args: {backend: sim, topology: pcie-gen5}}\n"
-                       "env: {NCCL_P2P_LEVEL: SYS}\naxes:\n";
+    const char* names[] = {"NCCL_NTHREADS", "NCCL_MIN_CTAS", "NCCL_BUFFSIZE", "tokens",
+                           "iters",         "warmup",        "seed",          "noise"};
+    std::string text =
+        "sweep: bench\nworkload: {engine: tpverify, args: {backend: sim, topology: pcie-gen5}}\n"
+        "env: {NCCL_P2P_LEVEL: SYS}\naxes:\n";
     for (int a = 0; a < axes && a < 8; ++a) {
         text += std::string("  ") + names[a] + ": [";
         for (int v = 0; v < per_axis; ++v) {
@@ -64,8 +66,8 @@ int main(int argc, char** argv) {
     auto start = std::chrono::steady_clock::now();
     auto spec = parse_spec(text, "bench.yaml");
     if (!spec || !validate_spec(*spec)) {
-        std::fprintf(stderr, "bench spec rejected: %s\n", spec ? validate_spec(*spec).error().message.c_str()
-                                                               : spec.error().message.c_str());
+        std::fprintf(stderr, "bench spec rejected: %s\n",
+                     spec ? validate_spec(*spec).error().message.c_str() : spec.error().message.c_str());
         return 1;
     }
     PlanOptions options;
@@ -78,7 +80,8 @@ int main(int argc, char** argv) {
     double check_s = seconds_since(start);
     std::printf("points            %llu\n", static_cast<unsigned long long>(summary->count));
     std::printf("warning groups    %zu\n", summary->warnings.size());
-    std::printf("check pass        %.2f s (%.2f us/point)\n", check_s, 1e6 * check_s / double(summary->count));
+    std::printf("check pass        %.2f s (%.2f us/point)\n", check_s,
+                1e6 * check_s / double(summary->count));
     for (PlanFormat format : {PlanFormat::table, PlanFormat::json}) {
         CountingBuffer buffer;
         std::ostream out(&buffer);
@@ -89,8 +92,8 @@ int main(int argc, char** argv) {
             return 1;
         }
         double print_s = seconds_since(begin);
-        std::printf("print %-5s       %.2f s, %.1f MB written\n", format == PlanFormat::json ? "json" : "table", print_s,
-                    double(buffer.bytes) / 1e6);
+        std::printf("print %-5s       %.2f s, %.1f MB written\n",
+                    format == PlanFormat::json ? "json" : "table", print_s, double(buffer.bytes) / 1e6);
     }
     std::printf("peak RSS          %.1f MiB\n", double(peak_rss_kib()) / 1024.0);
     return 0;

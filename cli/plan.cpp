@@ -23,7 +23,8 @@ ExitStatus run_plan(const PlanCommandOptions& options) {
     PlanOptions plan_options = plan_options_from(options.spec);
     auto summary = check_plan(*spec, plan_options);
     if (!summary) return report_error(summary.error());
-    auto printer = make_plan_printer(options.format == "json" ? PlanFormat::json : PlanFormat::table, std::cout);
+    auto printer =
+        make_plan_printer(options.format == "json" ? PlanFormat::json : PlanFormat::table, std::cout);
     if (auto ok = print_plan(*spec, plan_options, *summary, *printer); !ok) return report_error(ok.error());
     std::cout.flush();
     return ExitStatus::done;
@@ -49,7 +50,8 @@ Command setup_plan(CLI::App& app) {
         "Examples:\n"
         "  ncclsweep plan experiments/quickstart.yaml\n"
         "  ncclsweep plan experiments/seed-pcie-verify.yaml --axis NCCL_PROTO=LL,LL128 --set tokens=8\n"
-        "  ncclsweep plan spec.yaml --axis 'NCCL_ALGO=ring\\,tree;allreduce:tree,allreduce:ring'   # \\, = comma\n"
+        "  ncclsweep plan spec.yaml --axis 'NCCL_ALGO=ring\\,tree;allreduce:tree,allreduce:ring'   # \\, = "
+        "comma\n"
         "  ncclsweep plan spec.yaml --format json | jq '.experiments[].key'\n\n"
         "--axis NAME=v1,v2 replaces the axis NAME (or adds it as the last, fastest axis); --set NAME=v\n"
         "fixes one value: an existing axis becomes single-valued, otherwise UPPER_CASE names become a\n"

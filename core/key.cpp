@@ -45,6 +45,8 @@ std::string key_of_canonical(std::string_view canonical) {
     return out;
 }
 
-std::string experiment_key(const std::vector<Assignment>& params) { return key_of_canonical(canonical_text(params)); }
+std::string experiment_key(const std::vector<Assignment>& params) {
+    return key_of_canonical(canonical_text(params));
+}
 
 }  // namespace ncclsweep

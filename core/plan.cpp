@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <charconv>
 #include <limits>
-#include <optional>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "core/spec_parser.hpp"
@@ -29,7 +29,8 @@ const std::string* find_param(const std::vector<Assignment>& list, std::string_v
 
 std::string show_params(const Experiment& experiment) {
     std::string out;
-    for (const auto& [name, value] : experiment.params) out += fmt::format("{}{}={}", out.empty() ? "" : " ", name, value);
+    for (const auto& [name, value] : experiment.params)
+        out += fmt::format("{}{}={}", out.empty() ? "" : " ", name, value);
     return out.empty() ? "no axes" : out;
 }
 
@@ -63,7 +64,8 @@ void IdRanges::add(int id) {
 }
 
 bool IdRanges::contains(int id) const {
-    auto it = std::upper_bound(m_ranges.begin(), m_ranges.end(), std::make_pair(id, std::numeric_limits<int>::max()));
+    auto it = std::upper_bound(m_ranges.begin(), m_ranges.end(),
+                               std::make_pair(id, std::numeric_limits<int>::max()));
     return it != m_ranges.begin() && std::prev(it)->second >= id;
 }
 
@@ -77,8 +79,9 @@ std::string IdRanges::to_string() const {
 }
 
 int PlanSummary::warnings_for(int id) const {
-    return static_cast<int>(std::count_if(warnings.begin(), warnings.end(),
-                                          [&](const WarningGroup& group) { return group.experiments.contains(id); }));
+    return static_cast<int>(std::count_if(warnings.begin(), warnings.end(), [&](const WarningGroup& group) {
+        return group.experiments.contains(id);
+    }));
 }
 
 Result<Spec> prepare_spec(const std::string& path, const std::vector<Override>& overrides) {
@@ -104,7 +107,8 @@ nccl::WorkloadContext workload_context(const Spec& spec, const Experiment& exper
         if (preset == "llama-70b") hidden_size = 8192;
     }
     if (token_count && hidden_size) context.max_message_bytes = *token_count * *hidden_size * 2;
-    if (const std::string* topology = find_param(experiment.workload, "topology")) context.topology = *topology;
+    if (const std::string* topology = find_param(experiment.workload, "topology"))
+        context.topology = *topology;
     return context;
 }
 
@@ -125,17 +129,19 @@ Result<PlanSummary> check_plan(const Spec& spec, const PlanOptions& options) {
         nccl::WorkloadContext context = workload_context(spec, experiment);
         cache_key.assign(std::to_string(context.max_message_bytes.value_or(0)));
         cache_key.append("|").append(context.topology.value_or("")).append("|");
-        for (const auto& [name, value] : experiment.env) cache_key.append(name).append("=").append(value).append("\x1f");
+        for (const auto& [name, value] : experiment.env)
+            cache_key.append(name).append("=").append(value).append("\x1f");
         if (cache.size() > 4096) cache.clear();
         auto found = cache.find(cache_key);
         if (found == cache.end())
             found = cache.emplace(cache_key, nccl::check_environment(experiment.env, context)).first;
         for (const auto& finding : found->second) {
             if (finding.severity == nccl::Severity::error)
-                return Error::bad_input(fmt::format("{}: experiment {} ({}): {}; change the values or exclude this "
-                                                    "combination",
-                                                    mark_for(spec, experiment, finding.variable).to_string(),
-                                                    experiment.id, show_params(experiment), finding.message));
+                return Error::bad_input(
+                    fmt::format("{}: experiment {} ({}): {}; change the values or exclude this "
+                                "combination",
+                                mark_for(spec, experiment, finding.variable).to_string(), experiment.id,
+                                show_params(experiment), finding.message));
             auto key = std::make_pair(finding.code, finding.message);
             auto [it, added] = group_index.emplace(key, summary.warnings.size());
             if (added) summary.warnings.push_back(WarningGroup{finding.code, finding.message, {}});
@@ -143,9 +149,10 @@ Result<PlanSummary> check_plan(const Spec& spec, const PlanOptions& options) {
         }
     }
     if (summary.count == 0)
-        return Error::bad_input(fmt::format("{}: every point of the sweep is excluded; loosen `exclude:` or add "
-                                            "`include:` points",
-                                            spec.path));
+        return Error::bad_input(
+            fmt::format("{}: every point of the sweep is excluded; loosen `exclude:` or add "
+                        "`include:` points",
+                        spec.path));
     return summary;
 }
 

@@ -12,12 +12,18 @@ constexpr const char* k_unset = "(unset)";
 
 using Json = nlohmann::ordered_json;
 
-std::string dump(const Json& json) { return json.dump(-1, ' ', false, Json::error_handler_t::replace); }
+std::string dump(const Json& json) {
+    return json.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
 
 /// Length of the valid UTF-8 sequence at text[i], or 0 when the bytes there are not valid UTF-8.
 std::size_t utf8_length(std::string_view text, std::size_t i) {
     auto byte = static_cast<unsigned char>(text[i]);
-    std::size_t length = byte < 0x80 ? 1 : (byte >> 5) == 0x6 ? 2 : (byte >> 4) == 0xE ? 3 : (byte >> 3) == 0x1E ? 4 : 0;
+    std::size_t length = byte < 0x80           ? 1
+                         : (byte >> 5) == 0x6  ? 2
+                         : (byte >> 4) == 0xE  ? 3
+                         : (byte >> 3) == 0x1E ? 4
+                                               : 0;
     if (length == 0 || i + length > text.size()) return 0;
     for (std::size_t k = 1; k < length; ++k)
         if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) return 0;
@@ -38,14 +44,16 @@ public:
         for (std::size_t c = 0; c < m_columns.size(); ++c) {
             bool may_be_unset = c >= spec.axes.size();
             for (const auto& point : spec.include)
-                may_be_unset = may_be_unset || std::none_of(point.values.begin(), point.values.end(),
-                                                            [&](const auto& v) { return v.first == m_columns[c].name; });
+                may_be_unset =
+                    may_be_unset || std::none_of(point.values.begin(), point.values.end(),
+                                                 [&](const auto& v) { return v.first == m_columns[c].name; });
             if (may_be_unset) m_columns[c].width = std::max(m_columns[c].width, display_width(k_unset));
         }
         std::uint64_t runs = summary.count * static_cast<std::uint64_t>(spec.repeats);
         m_out << fmt::format("sweep {}: {} experiment{} x {} repeat{} = {} run{}; target {}; workload {}\n",
-                             display_cell(spec.name), summary.count, summary.count == 1 ? "" : "s", spec.repeats,
-                             spec.repeats == 1 ? "" : "s", runs, runs == 1 ? "" : "s", display_cell(spec.target.url),
+                             display_cell(spec.name), summary.count, summary.count == 1 ? "" : "s",
+                             spec.repeats, spec.repeats == 1 ? "" : "s", runs, runs == 1 ? "" : "s",
+                             display_cell(spec.target.url),
                              spec.workload.engine.empty() ? "command" : spec.workload.engine);
         std::string header = fmt::format("{:>{}}", "id", m_id_width);
         for (const auto& column : m_columns) header += "  " + pad(display_cell(column.name), column.width);
@@ -85,12 +93,14 @@ private:
     };
 
     void add_column(const std::string& name, const std::vector<SpecValue>& values) {
-        auto it = std::find_if(m_columns.begin(), m_columns.end(), [&](const Column& c) { return c.name == name; });
+        auto it =
+            std::find_if(m_columns.begin(), m_columns.end(), [&](const Column& c) { return c.name == name; });
         if (it == m_columns.end()) {
             m_columns.push_back(Column{name, display_width(display_cell(name))});
             it = std::prev(m_columns.end());
         }
-        for (const auto& value : values) it->width = std::max(it->width, display_width(display_cell(value.text)));
+        for (const auto& value : values)
+            it->width = std::max(it->width, display_width(display_cell(value.text)));
     }
 
     static std::string pad(const std::string& cell, std::size_t width) {
@@ -111,8 +121,8 @@ public:
         Json axes = Json::array();
         for (const auto& axis : spec.axes) axes.push_back(axis.name);
         m_out << "{\"sweep\":" << dump(spec.name) << ",\"target\":" << dump(spec.target.url)
-              << ",\"repeats\":" << spec.repeats << ",\"count\":" << summary.count << ",\"axes\":" << dump(axes)
-              << ",\"experiments\":[";
+              << ",\"repeats\":" << spec.repeats << ",\"count\":" << summary.count
+              << ",\"axes\":" << dump(axes) << ",\"experiments\":[";
     }
 
     void experiment(const Experiment& experiment, int warnings) override {
@@ -142,8 +152,8 @@ public:
         bool first_group = true;
         for (const auto& group : summary.warnings) {
             m_out << (first_group ? "\n" : ",\n") << "{\"code\":" << dump(group.code)
-                  << ",\"message\":" << dump(group.message) << ",\"ranges\":" << dump(group.experiments.to_string())
-                  << ",\"experiments\":[";
+                  << ",\"message\":" << dump(group.message)
+                  << ",\"ranges\":" << dump(group.experiments.to_string()) << ",\"experiments\":[";
             first_group = false;
             bool first_id = true;
             for (const auto& [low, high] : group.experiments.ranges())
@@ -191,14 +201,26 @@ void append_json_string(std::string& out, std::string_view text) {
             continue;
         }
         switch (c) {
-            case '"': out.append("\\\""); break;
-            case '\\': out.append("\\\\"); break;
-            case '\n': out.append("\\n"); break;
-            case '\t': out.append("\\t"); break;
-            case '\r': out.append("\\r"); break;
+            case '"':
+                out.append("\\\"");
+                break;
+            case '\\':
+                out.append("\\\\");
+                break;
+            case '\n':
+                out.append("\\n");
+                break;
+            case '\t':
+                out.append("\\t");
+                break;
+            case '\r':
+                out.append("\\r");
+                break;
             default:
-                if (c < 0x20) out.append(fmt::format("\\u{:04x}", c));
-                else out.push_back(static_cast<char>(c));
+                if (c < 0x20)
+                    out.append(fmt::format("\\u{:04x}", c));
+                else
+                    out.push_back(static_cast<char>(c));
         }
         ++i;
     }
@@ -227,8 +249,8 @@ Result<void> print_plan(const Spec& spec, const PlanOptions& options, const Plan
 }
 
 std::size_t display_width(const std::string& text) {
-    return static_cast<std::size_t>(
-        std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+    return static_cast<std::size_t>(std::count_if(
+        text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
 
 std::string display_cell(const std::string& value, std::size_t max_chars) {
@@ -241,11 +263,16 @@ std::string display_cell(const std::string& value, std::size_t max_chars) {
             out += "…";
             break;
         }
-        if (c == '\n') out += "\\n";
-        else if (c == '\t') out += "\\t";
-        else if (c == '\r') out += "\\r";
-        else if (c < 0x20 || c == 0x7F) out += fmt::format("\\x{:02x}", c);
-        else out.push_back(static_cast<char>(c));
+        if (c == '\n')
+            out += "\\n";
+        else if (c == '\t')
+            out += "\\t";
+        else if (c == '\r')
+            out += "\\r";
+        else if (c < 0x20 || c == 0x7F)
+            out += fmt::format("\\x{:02x}", c);
+        else
+            out.push_back(static_cast<char>(c));
         if (starts_char) ++chars;
     }
     return out;

@@ -33,8 +33,8 @@ public:
 [[nodiscard]] std::unique_ptr<PlanPrinter> make_plan_printer(PlanFormat format, std::ostream& out);
 
 /// Walks the plan again (after check_plan produced `summary`) and feeds `printer`.
-[[nodiscard]] Result<void> print_plan(const Spec& spec, const PlanOptions& options, const PlanSummary& summary,
-                                      PlanPrinter& printer);
+[[nodiscard]] Result<void> print_plan(const Spec& spec, const PlanOptions& options,
+                                      const PlanSummary& summary, PlanPrinter& printer);
 
 /// A value as shown in a table cell: control characters escaped (\n, \t, \xHH), at most
 /// `max_chars` characters (UTF-8 aware, "…" marks a cut).

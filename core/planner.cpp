@@ -14,7 +14,8 @@ namespace ncclsweep {
 namespace {
 
 std::uint64_t saturating_multiply(std::uint64_t a, std::uint64_t b) {
-    if (a != 0 && b > std::numeric_limits<std::uint64_t>::max() / a) return std::numeric_limits<std::uint64_t>::max();
+    if (a != 0 && b > std::numeric_limits<std::uint64_t>::max() / a)
+        return std::numeric_limits<std::uint64_t>::max();
     return a * b;
 }
 
@@ -41,7 +42,8 @@ Result<Planner> Planner::create(const Spec& spec, const PlanOptions& options) {
     Planner planner(spec, options);
     planner.compile();
     std::uint64_t total = planner.m_product_size;
-    if (total <= std::numeric_limits<std::uint64_t>::max() - planner.m_includes.size()) total += planner.m_includes.size();
+    if (total <= std::numeric_limits<std::uint64_t>::max() - planner.m_includes.size())
+        total += planner.m_includes.size();
     if (total > options.max_experiments) {
         std::vector<std::string> factors;
         for (const auto& digit : planner.m_digits) {
@@ -49,10 +51,12 @@ Result<Planner> Planner::create(const Spec& spec, const PlanOptions& options) {
             for (std::size_t axis : digit.axes) names.push_back(spec.axes[axis].name);
             factors.push_back(fmt::format("{} {}", fmt::join(names, "+"), digit.radix));
         }
-        std::string count = total == std::numeric_limits<std::uint64_t>::max() ? "more than 18446744073709551615"
-                                                                               : std::to_string(total);
+        std::string count = total == std::numeric_limits<std::uint64_t>::max()
+                                ? "more than 18446744073709551615"
+                                : std::to_string(total);
         return Error::bad_input(fmt::format(
-            "{}: the sweep expands to {} points before exclude ({}{}), more than the limit of {}; narrow the axes, "
+            "{}: the sweep expands to {} points before exclude ({}{}), more than the limit of {}; narrow the "
+            "axes, "
             "or pass --max-experiments {} if you mean it",
             spec.path, count, fmt::join(factors, " x "),
             planner.m_includes.empty() ? "" : fmt::format(" + {} include", planner.m_includes.size()),
@@ -200,8 +204,9 @@ Result<bool> Planner::build(const std::vector<Assignment>& params, Experiment& o
     }
     auto argv = render::command_argv(m_spec->workload, m_workload_params, m_options.engine_path);
     if (!argv)
-        return Error::bad_input(fmt::format("{} (while planning experiment {} of {}: {})", argv.error().message,
-                                            out.id, m_spec->path, canonical_text(params)));
+        return Error::bad_input(fmt::format("{} (while planning experiment {} of {}: {})",
+                                            argv.error().message, out.id, m_spec->path,
+                                            canonical_text(params)));
     out.argv = std::move(*argv);
     out.shell = m_spec->workload.engine.empty() && m_spec->workload.command_is_shell;
     out.canonical = canonical_text(params);

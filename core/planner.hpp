@@ -51,7 +51,8 @@ private:
         std::size_t radix = 1;
     };
     struct CompiledExclude {
-        std::vector<std::pair<std::size_t, std::vector<bool>>> allowed;  ///< axis index -> value index matches
+        std::vector<std::pair<std::size_t, std::vector<bool>>>
+            allowed;  ///< axis index -> value index matches
     };
 
     Planner(const Spec& spec, const PlanOptions& options);
@@ -63,16 +64,16 @@ private:
 
     const Spec* m_spec;
     PlanOptions m_options;
-    std::vector<Digit> m_digits;                 ///< slowest first
-    std::vector<std::size_t> m_value_index;      ///< current value index per axis
+    std::vector<Digit> m_digits;             ///< slowest first
+    std::vector<std::size_t> m_value_index;  ///< current value index per axis
     std::vector<CompiledExclude> m_excludes;
     std::vector<std::vector<Assignment>> m_includes;  ///< deduplicated include points
     std::uint64_t m_product_size = 1;
     bool m_product_done = false;
     std::size_t m_next_include = 0;
     int m_next_id = 1;
-    std::vector<Assignment> m_params;            ///< scratch
-    std::vector<Assignment> m_workload_params;   ///< scratch: lower_case params of the point
+    std::vector<Assignment> m_params;           ///< scratch
+    std::vector<Assignment> m_workload_params;  ///< scratch: lower_case params of the point
 };
 
 /// Kind of command-line override.

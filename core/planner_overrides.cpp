@@ -9,12 +9,15 @@
 namespace ncclsweep {
 namespace {
 
-const char* flag_of(OverrideKind kind) { return kind == OverrideKind::axis ? "--axis" : "--set"; }
+const char* flag_of(OverrideKind kind) {
+    return kind == OverrideKind::axis ? "--axis" : "--set";
+}
 
 template <typename List>
 void erase_name(List& list, const std::string& name) {
-    list.erase(std::remove_if(list.begin(), list.end(), [&](const auto& entry) { return entry.first == name; }),
-               list.end());
+    list.erase(
+        std::remove_if(list.begin(), list.end(), [&](const auto& entry) { return entry.first == name; }),
+        list.end());
 }
 
 }  // namespace
@@ -59,7 +62,8 @@ Result<void> apply_overrides(Spec& spec, const std::vector<Override>& overrides)
             return Error::bad_input(fmt::format("{}: {}", mark.file, problem));
         std::vector<SpecValue> values;
         for (const auto& text : item.values) values.push_back(SpecValue{text, mark});
-        auto axis = std::find_if(spec.axes.begin(), spec.axes.end(), [&](const Axis& a) { return a.name == item.name; });
+        auto axis = std::find_if(spec.axes.begin(), spec.axes.end(),
+                                 [&](const Axis& a) { return a.name == item.name; });
         bool env = classify_name(item.name) == NameKind::env;
         if (item.kind == OverrideKind::axis || axis != spec.axes.end() ||
             (!env && spec.workload.engine.empty())) {
@@ -74,7 +78,8 @@ Result<void> apply_overrides(Spec& spec, const std::vector<Override>& overrides)
             continue;
         }
         auto& list = env ? spec.env : spec.workload.args;
-        auto existing = std::find_if(list.begin(), list.end(), [&](const auto& e) { return e.first == item.name; });
+        auto existing =
+            std::find_if(list.begin(), list.end(), [&](const auto& e) { return e.first == item.name; });
         if (existing != list.end())
             existing->second = values.front();
         else

@@ -18,14 +18,20 @@ using namespace spec_yaml;
 const std::vector<std::string> k_top_level_keys = {"sweep", "target",  "workload", "env",     "axes",
                                                    "zip",   "exclude", "include",  "repeats", "timeouts"};
 
-Where inner(const Where& where, const YAML::Node& key_node) { return Where{where.file, mark_of(key_node, where)}; }
+Where inner(const Where& where, const YAML::Node& key_node) {
+    return Where{where.file, mark_of(key_node, where)};
+}
 
 /// The first byte offset that is not valid UTF-8, or npos.
 std::size_t invalid_utf8_at(const std::string& text) {
     std::size_t i = 0;
     while (i < text.size()) {
         auto byte = static_cast<unsigned char>(text[i]);
-        std::size_t length = byte < 0x80 ? 1 : (byte >> 5) == 0x6 ? 2 : (byte >> 4) == 0xE ? 3 : (byte >> 3) == 0x1E ? 4 : 0;
+        std::size_t length = byte < 0x80           ? 1
+                             : (byte >> 5) == 0x6  ? 2
+                             : (byte >> 4) == 0xE  ? 3
+                             : (byte >> 3) == 0x1E ? 4
+                                                   : 0;
         if (length == 0 || i + length > text.size()) return i;
         for (std::size_t k = 1; k < length; ++k)
             if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) return i;
@@ -47,20 +53,23 @@ SourceMark mark_at_offset(const std::string& text, std::size_t offset, const std
     return mark;
 }
 
-Result<std::vector<std::pair<std::string, SpecValue>>> parse_assignments(const YAML::Node& node, const Where& where,
-                                                                          std::string_view section) {
+Result<std::vector<std::pair<std::string, SpecValue>>> parse_assignments(const YAML::Node& node,
+                                                                         const Where& where,
+                                                                         std::string_view section) {
     if (auto ok = check_open_map(node, where, section); !ok) return ok.error();
     std::vector<std::pair<std::string, SpecValue>> out;
     for (const auto& entry : node) {
         const std::string& name = entry.first.Scalar();
-        auto value = read_scalar(entry.second, inner(where, entry.first), fmt::format("{}.{}", section, name));
+        auto value =
+            read_scalar(entry.second, inner(where, entry.first), fmt::format("{}.{}", section, name));
         if (!value) return value.error();
         out.emplace_back(name, std::move(*value));
     }
     return out;
 }
 
-Result<std::vector<SpecValue>> parse_value_list(const YAML::Node& node, const Where& where, const std::string& what) {
+Result<std::vector<SpecValue>> parse_value_list(const YAML::Node& node, const Where& where,
+                                                const std::string& what) {
     std::vector<SpecValue> values;
     if (!node.IsSequence())
         return error_at(mark_of(node, where), fmt::format("{} must be a list of values, e.g. [a, b]", what));
@@ -91,7 +100,8 @@ Result<void> parse_axes(const YAML::Node& node, const Where& where, Spec& spec) 
 
 Result<void> parse_zip(const YAML::Node& node, const Where& where, Spec& spec) {
     if (!node.IsSequence())
-        return error_at(mark_of(node, where), "zip must be a list of groups, e.g. [[NCCL_MIN_CTAS, NCCL_MAX_CTAS]]");
+        return error_at(mark_of(node, where),
+                        "zip must be a list of groups, e.g. [[NCCL_MIN_CTAS, NCCL_MAX_CTAS]]");
     std::size_t index = 0;
     for (const auto& group : node) {
         auto names = parse_value_list(group, where, fmt::format("zip[{}]", index++));
@@ -106,7 +116,8 @@ Result<void> parse_zip(const YAML::Node& node, const Where& where, Spec& spec) {
 
 Result<void> parse_exclude(const YAML::Node& node, const Where& where, Spec& spec) {
     if (!node.IsSequence())
-        return error_at(mark_of(node, where), "exclude must be a list of maps, e.g. [{NCCL_ALGO: tree, NCCL_PROTO: LL}]");
+        return error_at(mark_of(node, where),
+                        "exclude must be a list of maps, e.g. [{NCCL_ALGO: tree, NCCL_PROTO: LL}]");
     std::size_t index = 0;
     for (const auto& item : node) {
         std::string section = fmt::format("exclude[{}]", index++);
@@ -120,7 +131,8 @@ Result<void> parse_exclude(const YAML::Node& node, const Where& where, Spec& spe
             if (entry.second.IsSequence()) {
                 auto list = parse_value_list(entry.second, at, what);
                 if (!list) return list.error();
-                if (list->empty()) return error_at(at.fallback, fmt::format("{} is an empty list; give a value", what));
+                if (list->empty())
+                    return error_at(at.fallback, fmt::format("{} is an empty list; give a value", what));
                 values = std::move(*list);
             } else {
                 auto value = read_scalar(entry.second, at, what);
@@ -129,7 +141,8 @@ Result<void> parse_exclude(const YAML::Node& node, const Where& where, Spec& spe
             }
             rule.match.emplace_back(entry.first.Scalar(), std::move(values));
         }
-        if (rule.match.empty()) return error_at(rule.mark, fmt::format("{} is empty; it would drop every point", section));
+        if (rule.match.empty())
+            return error_at(rule.mark, fmt::format("{} is empty; it would drop every point", section));
         spec.exclude.push_back(std::move(rule));
     }
     return success();
@@ -137,28 +150,32 @@ Result<void> parse_exclude(const YAML::Node& node, const Where& where, Spec& spe
 
 Result<void> parse_include(const YAML::Node& node, const Where& where, Spec& spec) {
     if (!node.IsSequence())
-        return error_at(mark_of(node, where), "include must be a list of maps, e.g. [{NCCL_ALGO: ring, tokens: 64}]");
+        return error_at(mark_of(node, where),
+                        "include must be a list of maps, e.g. [{NCCL_ALGO: ring, tokens: 64}]");
     std::size_t index = 0;
     for (const auto& item : node) {
         std::string section = fmt::format("include[{}]", index++);
         auto values = parse_assignments(item, where, section);
         if (!values) return values.error();
         IncludePoint point{std::move(*values), mark_of(item, where)};
-        if (point.values.empty()) return error_at(point.mark, fmt::format("{} is empty; name at least one value", section));
+        if (point.values.empty())
+            return error_at(point.mark, fmt::format("{} is empty; name at least one value", section));
         spec.include.push_back(std::move(point));
     }
     return success();
 }
 
 Result<void> parse_timeouts(const YAML::Node& node, const Where& where, Timeouts& timeouts) {
-    if (auto ok = check_map(node, where, "timeouts", {"startup", "capture", "stall", "total"}); !ok) return ok;
+    if (auto ok = check_map(node, where, "timeouts", {"startup", "capture", "stall", "total"}); !ok)
+        return ok;
     for (const auto& entry : node) {
         const std::string& key = entry.first.Scalar();
         auto seconds = read_seconds(entry.second, inner(where, entry.first), "timeouts." + key);
         if (!seconds) return seconds.error();
-        (key == "startup" ? timeouts.startup : key == "capture" ? timeouts.capture
-                                            : key == "stall"     ? timeouts.stall
-                                                                 : timeouts.total) = *seconds;
+        (key == "startup"   ? timeouts.startup
+         : key == "capture" ? timeouts.capture
+         : key == "stall"   ? timeouts.stall
+                            : timeouts.total) = *seconds;
     }
     return success();
 }
@@ -168,7 +185,8 @@ Result<void> parse_section(const std::string& key, const YAML::Node& value, cons
         auto name = read_scalar(value, at, "sweep");
         if (!name) return name.error();
         if (name->text.empty() || name->text.find_first_of("\n\r\t/") != std::string::npos)
-            return error_at(name->mark, "sweep must be a non-empty one-line name without '/', e.g. pcie-study");
+            return error_at(name->mark,
+                            "sweep must be a non-empty one-line name without '/', e.g. pcie-study");
         spec.name = name->text;
         return success();
     }
@@ -212,26 +230,33 @@ Result<Spec> parse_spec(const std::string& text, const std::string& path) {
     spec.name = std::filesystem::path(path).stem().string();
     Where where{&spec.path, SourceMark{path, 1, 1}};
     if (auto bad = invalid_utf8_at(text); bad != std::string::npos)
-        return error_at(mark_at_offset(text, bad, path), "the spec is not valid UTF-8 here; save it as UTF-8");
+        return error_at(mark_at_offset(text, bad, path),
+                        "the spec is not valid UTF-8 here; save it as UTF-8");
     try {
         YAML::Node root = YAML::Load(text);
         if (!root.IsDefined() || root.IsNull())
-            return error_at(SourceMark{path, 0, 0}, "the spec is empty; start from experiments/quickstart.yaml");
-        if (auto ok = check_map(root, where, "the top level of the spec", k_top_level_keys); !ok) return ok.error();
+            return error_at(SourceMark{path, 0, 0},
+                            "the spec is empty; start from experiments/quickstart.yaml");
+        if (auto ok = check_map(root, where, "the top level of the spec", k_top_level_keys); !ok)
+            return ok.error();
         for (const auto& entry : root) {
-            if (auto ok = parse_section(entry.first.Scalar(), entry.second, inner(where, entry.first), spec); !ok)
+            if (auto ok = parse_section(entry.first.Scalar(), entry.second, inner(where, entry.first), spec);
+                !ok)
                 return ok.error();
         }
         if (!root["workload"].IsDefined())
-            return error_at(SourceMark{path, 0, 0}, "the spec has no `workload:`; add `workload: {engine: tpverify, "
-                                                    "args: {backend: sim}}` or a `command:`");
+            return error_at(SourceMark{path, 0, 0},
+                            "the spec has no `workload:`; add `workload: {engine: tpverify, "
+                            "args: {backend: sim}}` or a `command:`");
     } catch (const YAML::ParserException& e) {
         SourceMark mark{path, e.mark.line + 1, e.mark.column + 1};
-        return error_at(mark, fmt::format("YAML syntax error: {}; fix the YAML at this point (quote values that "
-                                          "contain ': ', '#', '[' or '{{')",
-                                          e.msg));
+        return error_at(mark,
+                        fmt::format("YAML syntax error: {}; fix the YAML at this point (quote values that "
+                                    "contain ': ', '#', '[' or '{{')",
+                                    e.msg));
     } catch (const YAML::Exception& e) {
-        return error_at(SourceMark{path, e.mark.line + 1, e.mark.column + 1}, fmt::format("cannot read the spec: {}", e.msg));
+        return error_at(SourceMark{path, e.mark.line + 1, e.mark.column + 1},
+                        fmt::format("cannot read the spec: {}", e.msg));
     }
     return spec;
 }
@@ -239,9 +264,10 @@ Result<Spec> parse_spec(const std::string& text, const std::string& path) {
 Result<Spec> load_spec(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in)
-        return Error::bad_input(fmt::format("{}: cannot open the spec file; check the path (see experiments/ for "
-                                            "examples)",
-                                            path));
+        return Error::bad_input(
+            fmt::format("{}: cannot open the spec file; check the path (see experiments/ for "
+                        "examples)",
+                        path));
     std::ostringstream buffer;
     buffer << in.rdbuf();
     return parse_spec(buffer.str(), path);
@@ -251,9 +277,12 @@ NameKind classify_name(std::string_view name) {
     if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return NameKind::invalid;
     bool upper = false, lower = false;
     for (char c : name) {
-        if (c >= 'a' && c <= 'z') lower = true;
-        else if (c >= 'A' && c <= 'Z') upper = true;
-        else if (!(c >= '0' && c <= '9') && c != '_') return NameKind::invalid;
+        if (c >= 'a' && c <= 'z')
+            lower = true;
+        else if (c >= 'A' && c <= 'Z')
+            upper = true;
+        else if (!(c >= '0' && c <= '9') && c != '_')
+            return NameKind::invalid;
     }
     if (upper == lower) return NameKind::invalid;  // mixed case, or no letter at all
     return upper ? NameKind::env : NameKind::workload;
@@ -265,13 +294,16 @@ std::string name_problem(std::string_view name) {
     for (char c : name) {
         upper = upper || (c >= 'A' && c <= 'Z');
         lower = lower || (c >= 'a' && c <= 'z');
-        other = other || !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_');
+        other = other ||
+                !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_');
     }
     if (other || (!upper && !lower))
-        return fmt::format("'{}' is not a valid name; use letters, digits and '_' (not starting with a digit)", name);
-    return fmt::format("'{}' mixes upper and lower case; write environment variables in UPPER_CASE and workload "
-                       "parameters in lower_case",
-                       name);
+        return fmt::format(
+            "'{}' is not a valid name; use letters, digits and '_' (not starting with a digit)", name);
+    return fmt::format(
+        "'{}' mixes upper and lower case; write environment variables in UPPER_CASE and workload "
+        "parameters in lower_case",
+        name);
 }
 
 }  // namespace ncclsweep

@@ -8,14 +8,17 @@
 namespace ncclsweep::spec_yaml {
 namespace {
 
-Where inner(const Where& where, const YAML::Node& key_node) { return Where{where.file, mark_of(key_node, where)}; }
+Where inner(const Where& where, const YAML::Node& key_node) {
+    return Where{where.file, mark_of(key_node, where)};
+}
 
 Result<void> check_url(const SpecValue& url) {
     if (url.text == "local") return success();
     const std::string_view prefix = "ssh://";
     std::string_view rest = url.text;
     auto bad = [&](std::string_view why) {
-        return error_at(url.mark, fmt::format("target '{}' {}; write `local` or `ssh://user@host[:port]`", url.text, why));
+        return error_at(url.mark, fmt::format("target '{}' {}; write `local` or `ssh://user@host[:port]`",
+                                              url.text, why));
     };
     if (rest.substr(0, prefix.size()) != prefix) return bad("is neither local nor an ssh:// URL");
     rest.remove_prefix(prefix.size());
@@ -24,22 +27,26 @@ Result<void> check_url(const SpecValue& url) {
         rest.remove_prefix(at + 1);
     }
     std::string_view host = rest;
-    if (auto colon = rest.rfind(':'); colon != std::string_view::npos && rest.find(']') == std::string_view::npos) {
+    if (auto colon = rest.rfind(':');
+        colon != std::string_view::npos && rest.find(']') == std::string_view::npos) {
         host = rest.substr(0, colon);
         std::string_view port = rest.substr(colon + 1);
         int number = 0;
         auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), number);
-        if (port.empty() || ec != std::errc() || end != port.data() + port.size() || number < 1 || number > 65535)
+        if (port.empty() || ec != std::errc() || end != port.data() + port.size() || number < 1 ||
+            number > 65535)
             return bad("has a port that is not a number from 1 to 65535");
     }
     if (host.empty()) return bad("has no host name");
-    if (host.find_first_of("/ \t\n?#") != std::string_view::npos) return bad("has a host name with '/', spaces or '?'");
+    if (host.find_first_of("/ \t\n?#") != std::string_view::npos)
+        return bad("has a host name with '/', spaces or '?'");
     return success();
 }
 
 Result<RuleSpec> parse_rule(const YAML::Node& node, const Where& where, std::size_t index) {
     std::string section = fmt::format("workload.rules[{}]", index);
-    if (auto ok = check_map(node, where, section, {"name", "regex", "class", "fatal"}); !ok) return ok.error();
+    if (auto ok = check_map(node, where, section, {"name", "regex", "class", "fatal"}); !ok)
+        return ok.error();
     RuleSpec rule;
     rule.mark = mark_of(node, where);
     bool has_regex = false;
@@ -64,9 +71,10 @@ Result<RuleSpec> parse_rule(const YAML::Node& node, const Where& where, std::siz
         }
     }
     if (!has_regex || rule.name.empty())
-        return error_at(rule.mark, fmt::format("{} needs a `name:` and a `regex:` (and optionally `class:` and "
-                                               "`fatal: false` for a warning-only rule)",
-                                               section));
+        return error_at(rule.mark,
+                        fmt::format("{} needs a `name:` and a `regex:` (and optionally `class:` and "
+                                    "`fatal: false` for a warning-only rule)",
+                                    section));
     if (rule.failure_class.empty()) rule.failure_class = "user";
     return rule;
 }
@@ -80,10 +88,12 @@ Result<void> parse_args(const YAML::Node& node, const Where& where, WorkloadSpec
         for (char c : name)
             valid = valid && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-');
         if (!valid)
-            return error_at(name_mark, fmt::format("workload.args key '{}' is not a tpverify option name; write it "
-                                                   "in lower case without dashes in front, e.g. `tokens: 4`",
-                                                   name));
-        auto value = read_scalar(entry.second, inner(where, entry.first), fmt::format("workload.args.{}", name));
+            return error_at(name_mark,
+                            fmt::format("workload.args key '{}' is not a tpverify option name; write it "
+                                        "in lower case without dashes in front, e.g. `tokens: 4`",
+                                        name));
+        auto value =
+            read_scalar(entry.second, inner(where, entry.first), fmt::format("workload.args.{}", name));
         if (!value) return value.error();
         workload.args.emplace_back(name, std::move(*value));
     }
@@ -102,8 +112,8 @@ Result<TargetSpec> parse_target(const YAML::Node& node, const Where& where) {
         target.url = url->text;
         return target;
     }
-    if (auto ok = check_map(node, where, "target", {"url", "env_delivery", "workdir", "identity_file",
-                                                    "accept_new_host_key"});
+    if (auto ok = check_map(node, where, "target",
+                            {"url", "env_delivery", "workdir", "identity_file", "accept_new_host_key"});
         !ok)
         return ok.error();
     for (const auto& entry : node) {
@@ -122,13 +132,17 @@ Result<TargetSpec> parse_target(const YAML::Node& node, const Where& where) {
             if (auto ok = check_url(*value); !ok) return ok.error();
             target.url = value->text;
         } else if (key == "env_delivery") {
-            if (value->text == "sitecustomize") target.env_delivery = EnvDelivery::sitecustomize;
-            else if (value->text == "env") target.env_delivery = EnvDelivery::env;
-            else if (value->text == "both") target.env_delivery = EnvDelivery::both;
+            if (value->text == "sitecustomize")
+                target.env_delivery = EnvDelivery::sitecustomize;
+            else if (value->text == "env")
+                target.env_delivery = EnvDelivery::env;
+            else if (value->text == "both")
+                target.env_delivery = EnvDelivery::both;
             else
-                return error_at(value->mark, fmt::format("target.env_delivery '{}' is not known; use sitecustomize, "
-                                                         "env or both",
-                                                         value->text));
+                return error_at(value->mark,
+                                fmt::format("target.env_delivery '{}' is not known; use sitecustomize, "
+                                            "env or both",
+                                            value->text));
         } else if (key == "workdir") {
             target.workdir = value->text;
         } else if (key == "identity_file") {
@@ -147,27 +161,31 @@ Result<WorkloadSpec> parse_workload(const YAML::Node& node, const Where& where) 
         return ok.error();
     bool has_engine = node["engine"].IsDefined(), has_command = node["command"].IsDefined();
     if (has_engine == has_command)
-        return error_at(workload.mark, has_engine ? "workload has both `engine:` and `command:`; keep one of them"
-                                                  : "workload needs `engine: tpverify` (with `args:`) or `command:` "
-                                                    "(the program to run, as a string or a list)");
+        return error_at(workload.mark, has_engine
+                                           ? "workload has both `engine:` and `command:`; keep one of them"
+                                           : "workload needs `engine: tpverify` (with `args:`) or `command:` "
+                                             "(the program to run, as a string or a list)");
     for (const auto& entry : node) {
         const std::string& key = entry.first.Scalar();
         Where at = inner(where, entry.first);
         std::string what = "workload." + key;
         if (has_engine && (key == "client" || key == "ready" || key == "metrics"))
-            return error_at(at.fallback, fmt::format("{} only applies to `command:` workloads; tpverify reports "
-                                                     "readiness and results itself, so remove it",
-                                                     what));
+            return error_at(at.fallback,
+                            fmt::format("{} only applies to `command:` workloads; tpverify reports "
+                                        "readiness and results itself, so remove it",
+                                        what));
         if (has_command && key == "args")
-            return error_at(at.fallback, "workload.args only applies to `engine: tpverify`; for `command:` put "
-                                         "{name} placeholders in the command and sweep `name` as an axis");
+            return error_at(at.fallback,
+                            "workload.args only applies to `engine: tpverify`; for `command:` put "
+                            "{name} placeholders in the command and sweep `name` as an axis");
         if (key == "engine") {
             auto value = read_scalar(entry.second, at, what);
             if (!value) return value.error();
             if (value->text != "tpverify")
-                return error_at(value->mark, fmt::format("workload.engine '{}' is not known; the only engine is "
-                                                         "tpverify (use `command:` for anything else)",
-                                                         value->text));
+                return error_at(value->mark,
+                                fmt::format("workload.engine '{}' is not known; the only engine is "
+                                            "tpverify (use `command:` for anything else)",
+                                            value->text));
             workload.engine = value->text;
         } else if (key == "args") {
             if (auto ok = parse_args(entry.second, at, workload); !ok) return ok.error();
@@ -193,8 +211,9 @@ Result<WorkloadSpec> parse_workload(const YAML::Node& node, const Where& where) 
             }
         } else if (key == "rules") {
             if (!entry.second.IsSequence())
-                return error_at(mark_of(entry.second, at), "workload.rules must be a list of {name, regex, class, "
-                                                           "fatal} maps");
+                return error_at(mark_of(entry.second, at),
+                                "workload.rules must be a list of {name, regex, class, "
+                                "fatal} maps");
             std::size_t index = 0;
             for (const auto& item : entry.second) {
                 auto rule = parse_rule(item, at, index++);

@@ -22,7 +22,9 @@ bool is_env_var_name(std::string_view name) {
     });
 }
 
-bool from_command_line(const SourceMark& mark) { return mark.line == 0 && mark.file.rfind("--", 0) == 0; }
+bool from_command_line(const SourceMark& mark) {
+    return mark.line == 0 && mark.file.rfind("--", 0) == 0;
+}
 
 /// Checks one value of a named parameter: NCCL_* values through nccl::check_value, and the
 /// tpverify parameters the planner itself relies on (tp, tokens) as positive integers.
@@ -42,9 +44,10 @@ Result<void> check_value(const Spec& spec, const std::string& name, const SpecVa
 Result<void> check_env(const Spec& spec) {
     for (const auto& [name, value] : spec.env) {
         if (!is_env_var_name(name))
-            return error_at(value.mark, fmt::format("env name '{}' is not a valid environment variable name; use "
-                                                    "letters, digits and '_' (not starting with a digit)",
-                                                    name));
+            return error_at(value.mark,
+                            fmt::format("env name '{}' is not a valid environment variable name; use "
+                                        "letters, digits and '_' (not starting with a digit)",
+                                        name));
         if (auto ok = check_value(spec, name, value); !ok) return ok;
     }
     for (const auto& [name, value] : spec.workload.args)
@@ -63,19 +66,21 @@ Result<void> check_axes(const Spec& spec) {
             return error_at(axis.mark, fmt::format("axis {} has no values; give at least one", axis.name));
         for (const auto& [name, value] : spec.env)
             if (name == axis.name)
-                return error_at(axis.mark, fmt::format("{} is both an axis and a fixed value in env: ({}); remove "
-                                                       "one of them",
-                                                       axis.name, value.mark.to_string()));
+                return error_at(axis.mark,
+                                fmt::format("{} is both an axis and a fixed value in env: ({}); remove "
+                                            "one of them",
+                                            axis.name, value.mark.to_string()));
         for (const auto& [name, value] : spec.workload.args)
             if (name == axis.name)
-                return error_at(axis.mark, fmt::format("{} is both an axis and a fixed value in workload.args: ({}); "
-                                                       "remove one of them",
-                                                       axis.name, value.mark.to_string()));
+                return error_at(axis.mark,
+                                fmt::format("{} is both an axis and a fixed value in workload.args: ({}); "
+                                            "remove one of them",
+                                            axis.name, value.mark.to_string()));
         std::set<std::string> seen;
         for (const auto& value : axis.values) {
             if (!seen.insert(value.text).second)
-                return error_at(value.mark, fmt::format("axis {} lists '{}' twice; each value once", axis.name,
-                                                        value.text));
+                return error_at(value.mark, fmt::format("axis {} lists '{}' twice; each value once",
+                                                        axis.name, value.text));
             if (auto ok = check_value(spec, axis.name, value); !ok) return ok;
         }
     }
@@ -100,8 +105,9 @@ Result<void> check_zip(const Spec& spec) {
         const auto& group = spec.zip[g];
         SourceMark mark = g < spec.zip_marks.size() ? spec.zip_marks[g] : SourceMark{spec.path, 0, 0};
         if (group.size() < 2)
-            return error_at(mark, "a zip group needs at least two axes that advance together; remove the group or "
-                                  "add an axis to it");
+            return error_at(mark,
+                            "a zip group needs at least two axes that advance together; remove the group or "
+                            "add an axis to it");
         const Axis* first = nullptr;
         for (const auto& name : group) {
             const Axis* axis = find_axis(spec, name);
@@ -109,14 +115,16 @@ Result<void> check_zip(const Spec& spec) {
                 return error_at(mark, fmt::format("zip names '{}', which is not an axis{}", name,
                                                   spec_yaml::did_you_mean(name, axis_names(spec))));
             if (!group_of.emplace(name, g).second)
-                return error_at(mark, fmt::format("axis {} is in two zip groups; an axis can be zipped only once", name));
+                return error_at(
+                    mark, fmt::format("axis {} is in two zip groups; an axis can be zipped only once", name));
             if (!first) first = axis;
             if (axis->values.size() != first->values.size())
-                return error_at(mark, fmt::format("zip group [{}] needs axes of equal length, but {} has {} values "
-                                                  "({}) and {} has {} ({}); give them the same number of values",
-                                                  fmt::join(group, ", "), first->name, first->values.size(),
-                                                  first->mark.to_string(), axis->name, axis->values.size(),
-                                                  axis->mark.to_string()));
+                return error_at(mark,
+                                fmt::format("zip group [{}] needs axes of equal length, but {} has {} values "
+                                            "({}) and {} has {} ({}); give them the same number of values",
+                                            fmt::join(group, ", "), first->name, first->values.size(),
+                                            first->mark.to_string(), axis->name, axis->values.size(),
+                                            axis->mark.to_string()));
         }
     }
     return success();
@@ -127,10 +135,12 @@ Result<void> check_exclude(const Spec& spec) {
         for (const auto& [name, values] : rule.match) {
             const Axis* axis = find_axis(spec, name);
             if (!axis)
-                return error_at(rule.mark, fmt::format("exclude names '{}', which is not an axis (exclude entries "
-                                                       "match axis values only){}",
-                                                       name, spec_yaml::did_you_mean(name, axis_names(spec))));
-            if (from_command_line(axis->mark) || (!axis->values.empty() && from_command_line(axis->values[0].mark)))
+                return error_at(rule.mark,
+                                fmt::format("exclude names '{}', which is not an axis (exclude entries "
+                                            "match axis values only){}",
+                                            name, spec_yaml::did_you_mean(name, axis_names(spec))));
+            if (from_command_line(axis->mark) ||
+                (!axis->values.empty() && from_command_line(axis->values[0].mark)))
                 continue;  // the axis was replaced on the command line: values that are gone just never match
             for (const auto& value : values) {
                 bool known = std::any_of(axis->values.begin(), axis->values.end(),
@@ -138,10 +148,11 @@ Result<void> check_exclude(const Spec& spec) {
                 if (!known) {
                     std::vector<std::string> texts;
                     for (const auto& v : axis->values) texts.push_back(v.text);
-                    return error_at(value.mark, fmt::format("exclude value '{}' is not a value of axis {} ({}), so it "
-                                                            "would never match{}",
-                                                            value.text, name, fmt::join(texts, ", "),
-                                                            spec_yaml::did_you_mean(value.text, texts)));
+                    return error_at(value.mark,
+                                    fmt::format("exclude value '{}' is not a value of axis {} ({}), so it "
+                                                "would never match{}",
+                                                value.text, name, fmt::join(texts, ", "),
+                                                spec_yaml::did_you_mean(value.text, texts)));
                 }
             }
         }

@@ -71,17 +71,19 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string>& 
 
 Result<void> check_open_map(const YAML::Node& node, const Where& where, std::string_view section) {
     if (!node.IsMap())
-        return error_at(mark_of(node, where),
-                        fmt::format("{} must be a map of `name: value` entries, but it is {}", section,
-                                    kind_name(node)));
+        return error_at(
+            mark_of(node, where),
+            fmt::format("{} must be a map of `name: value` entries, but it is {}", section, kind_name(node)));
     std::set<std::string> seen;
     for (const auto& entry : node) {
         if (!entry.first.IsScalar())
-            return error_at(mark_of(entry.first, where),
-                            fmt::format("a key in {} must be a plain name, not {}", section, kind_name(entry.first)));
+            return error_at(
+                mark_of(entry.first, where),
+                fmt::format("a key in {} must be a plain name, not {}", section, kind_name(entry.first)));
         if (!seen.insert(entry.first.Scalar()).second)
-            return error_at(mark_of(entry.first, where),
-                            fmt::format("'{}' appears twice in {}; keep one of them", entry.first.Scalar(), section));
+            return error_at(
+                mark_of(entry.first, where),
+                fmt::format("'{}' appears twice in {}; keep one of them", entry.first.Scalar(), section));
     }
     return success();
 }
@@ -94,7 +96,8 @@ Result<void> check_map(const YAML::Node& node, const Where& where, std::string_v
         if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
         std::string hint = did_you_mean(key, allowed);
         if (hint.empty()) hint = fmt::format("; the keys allowed here are: {}", fmt::join(allowed, ", "));
-        return error_at(mark_of(entry.first, where), fmt::format("unknown key '{}' in {}{}", key, section, hint));
+        return error_at(mark_of(entry.first, where),
+                        fmt::format("unknown key '{}' in {}{}", key, section, hint));
     }
     return success();
 }
@@ -107,9 +110,10 @@ Result<SpecValue> read_scalar(const YAML::Node& node, const Where& where, std::s
     if (!node.IsScalar())
         return error_at(mark, fmt::format("{} must be a single value, but it is {}", what, kind_name(node)));
     if (node.Scalar().find('\0') != std::string::npos)
-        return error_at(mark, fmt::format("{} contains a NUL character, which no environment variable or argument "
-                                          "can carry; remove it",
-                                          what));
+        return error_at(mark,
+                        fmt::format("{} contains a NUL character, which no environment variable or argument "
+                                    "can carry; remove it",
+                                    what));
     return SpecValue{node.Scalar(), mark};
 }
 
@@ -119,8 +123,7 @@ Result<bool> read_bool(const YAML::Node& node, const Where& where, std::string_v
     std::string text = lower(value->text);
     if (text == "true" || text == "yes" || text == "on") return true;
     if (text == "false" || text == "no" || text == "off") return false;
-    return error_at(value->mark,
-                    fmt::format("{} must be true or false, not '{}'", what, value->text));
+    return error_at(value->mark, fmt::format("{} must be true or false, not '{}'", what, value->text));
 }
 
 Result<long long> read_int(const YAML::Node& node, const Where& where, std::string_view what, long long low,
@@ -131,8 +134,8 @@ Result<long long> read_int(const YAML::Node& node, const Where& where, std::stri
     const std::string& text = value->text;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
     if (ec != std::errc() || end != text.data() + text.size() || number < low || number > high)
-        return error_at(value->mark,
-                        fmt::format("{} must be a whole number from {} to {}, not '{}'", what, low, high, text));
+        return error_at(value->mark, fmt::format("{} must be a whole number from {} to {}, not '{}'", what,
+                                                 low, high, text));
     return number;
 }
 
@@ -151,9 +154,10 @@ Result<double> read_seconds(const YAML::Node& node, const Where& where, std::str
     double number = 0;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
     if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !(number >= 0))
-        return error_at(value->mark, fmt::format("{} must be a duration in seconds such as 90, 90s, 20m or 1h "
-                                                 "(0 = no limit), not '{}'",
-                                                 what, value->text));
+        return error_at(value->mark,
+                        fmt::format("{} must be a duration in seconds such as 90, 90s, 20m or 1h "
+                                    "(0 = no limit), not '{}'",
+                                    what, value->text));
     return number * unit;
 }
 
@@ -169,9 +173,10 @@ Result<std::vector<SpecValue>> read_command(const YAML::Node& node, const Where&
             out.push_back(std::move(*value));
         }
         if (out.empty())
-            return error_at(mark_of(node, where), fmt::format("{} is an empty list; give the program and its "
-                                                              "arguments, e.g. [python3, -m, sglang.launch_server]",
-                                                              what));
+            return error_at(mark_of(node, where),
+                            fmt::format("{} is an empty list; give the program and its "
+                                        "arguments, e.g. [python3, -m, sglang.launch_server]",
+                                        what));
         return out;
     }
     auto value = read_scalar(node, where, what);
@@ -183,11 +188,12 @@ Result<std::vector<SpecValue>> read_command(const YAML::Node& node, const Where&
     return out;
 }
 
-Result<void> check_regex(const std::string& pattern, const SourceMark& mark, std::string_view what, int groups) {
+Result<void> check_regex(const std::string& pattern, const SourceMark& mark, std::string_view what,
+                         int groups) {
     RE2 regex(pattern, RE2::Quiet);
     if (!regex.ok())
-        return error_at(mark, fmt::format("{} is not a valid regular expression (RE2 syntax): {}", what,
-                                          regex.error()));
+        return error_at(
+            mark, fmt::format("{} is not a valid regular expression (RE2 syntax): {}", what, regex.error()));
     if (groups >= 0 && regex.NumberOfCapturingGroups() != groups)
         return error_at(mark, fmt::format("{} must have exactly {} capturing group(s) (it has {}); wrap the "
                                           "number in ( ) and use (?: ) for other groups",

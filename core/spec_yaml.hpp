@@ -53,6 +53,7 @@ Result<std::vector<SpecValue>> read_command(const YAML::Node& node, const Where&
                                             bool& is_shell);
 
 /// Checks that `pattern` is a valid RE2 regex, with `groups` capturing groups (-1 = any).
-Result<void> check_regex(const std::string& pattern, const SourceMark& mark, std::string_view what, int groups);
+Result<void> check_regex(const std::string& pattern, const SourceMark& mark, std::string_view what,
+                         int groups);
 
 }  // namespace ncclsweep::spec_yaml

@@ -32,7 +32,8 @@ std::vector<std::string> expand(const Spec& spec, PlanOptions options = {}) {
         if (!*more) break;
         CHECK(experiment.id == static_cast<int>(out.size()) + 1);
         std::string line;
-        for (const auto& [name, value] : experiment.params) line += (line.empty() ? "" : " ") + name + "=" + value;
+        for (const auto& [name, value] : experiment.params)
+            line += (line.empty() ? "" : " ") + name + "=" + value;
         out.push_back(line);
     }
     return out;
@@ -54,7 +55,8 @@ const char* k_head = "sweep: t\nworkload: {engine: tpverify, args: {backend: sim
 
 TEST_CASE("cartesian product: first axis slowest") {
     auto spec = must_parse(std::string(k_head) + "axes:\n  a: [1, 2]\n  B: [x, y, z]\n");
-    CHECK(expand(spec) == std::vector<std::string>{"a=1 B=x", "a=1 B=y", "a=1 B=z", "a=2 B=x", "a=2 B=y", "a=2 B=z"});
+    CHECK(expand(spec) ==
+          std::vector<std::string>{"a=1 B=x", "a=1 B=y", "a=1 B=z", "a=2 B=x", "a=2 B=y", "a=2 B=z"});
 }
 
 TEST_CASE("no axes plan one experiment with the fixed settings") {
@@ -66,9 +68,10 @@ TEST_CASE("a zip group advances together as one digit at its first axis") {
     auto spec = must_parse(std::string(k_head) +
                            "axes:\n  NCCL_MIN_CTAS: [1, 16]\n  p: [a, b]\n  NCCL_MAX_CTAS: [2, 32]\n"
                            "zip: [[NCCL_MIN_CTAS, NCCL_MAX_CTAS]]\n");
-    CHECK(expand(spec) == std::vector<std::string>{
-                              "NCCL_MIN_CTAS=1 p=a NCCL_MAX_CTAS=2", "NCCL_MIN_CTAS=1 p=b NCCL_MAX_CTAS=2",
-                              "NCCL_MIN_CTAS=16 p=a NCCL_MAX_CTAS=32", "NCCL_MIN_CTAS=16 p=b NCCL_MAX_CTAS=32"});
+    CHECK(expand(spec) == std::vector<std::string>{"NCCL_MIN_CTAS=1 p=a NCCL_MAX_CTAS=2",
+                                                   "NCCL_MIN_CTAS=1 p=b NCCL_MAX_CTAS=2",
+                                                   "NCCL_MIN_CTAS=16 p=a NCCL_MAX_CTAS=32",
+                                                   "NCCL_MIN_CTAS=16 p=b NCCL_MAX_CTAS=32"});
 }
 
 TEST_CASE("exclude drops points matching all keys; a list value means any of them") {
@@ -83,33 +86,36 @@ TEST_CASE("include adds points after the product, deduplicated") {
                            "axes:\n  a: [1, 2]\n  b: [x, y]\n"
                            "exclude:\n  - {a: 2, b: y}\n"
                            "include:\n"
-                           "  - {b: x, a: 1}\n"         // already in the product: dropped
-                           "  - {a: 2, b: y}\n"         // excluded product point: added back
-                           "  - {a: 3, b: x, c: 9}\n"   // new value and a key that is no axis
-                           "  - {c: 9, b: x, a: 3}\n"   // same as the previous one: dropped
-                           "  - {b: z}\n");             // a is left unset
+                           "  - {b: x, a: 1}\n"        // already in the product: dropped
+                           "  - {a: 2, b: y}\n"        // excluded product point: added back
+                           "  - {a: 3, b: x, c: 9}\n"  // new value and a key that is no axis
+                           "  - {c: 9, b: x, a: 3}\n"  // same as the previous one: dropped
+                           "  - {b: z}\n");            // a is left unset
     CHECK(expand(spec) ==
           std::vector<std::string>{"a=1 b=x", "a=1 b=y", "a=2 b=x", "a=2 b=y", "a=3 b=x c=9", "b=z"});
 }
 
 TEST_CASE("env, workload and argv of an experiment") {
-    auto spec = must_parse("workload: {engine: tpverify, args: {backend: sim, iters: 5}}\n"
-                           "env: {NCCL_P2P_LEVEL: SYS}\naxes:\n  NCCL_PROTO: [LL]\n  tokens: [8]\n  fusion: [on]\n");
+    auto spec = must_parse(
+        "workload: {engine: tpverify, args: {backend: sim, iters: 5}}\n"
+        "env: {NCCL_P2P_LEVEL: SYS}\naxes:\n  NCCL_PROTO: [LL]\n  tokens: [8]\n  fusion: [on]\n");
     Experiment e = first_experiment(spec);
     CHECK(e.env == std::vector<Assignment>{{"NCCL_P2P_LEVEL", "SYS"}, {"NCCL_PROTO", "LL"}});
     CHECK(e.workload ==
           std::vector<Assignment>{{"backend", "sim"}, {"iters", "5"}, {"tokens", "8"}, {"fusion", "on"}});
-    CHECK(e.argv == std::vector<std::string>{"tpverify", "--json", "--backend", "sim", "--iters", "5", "--tokens", "8",
-                                             "--fusion", "on"});
+    CHECK(e.argv == std::vector<std::string>{"tpverify", "--json", "--backend", "sim", "--iters", "5",
+                                             "--tokens", "8", "--fusion", "on"});
     CHECK(e.canonical == "NCCL_PROTO=LL;fusion=on;tokens=8");
     CHECK(e.key == key_of_canonical(e.canonical));
     CHECK_FALSE(e.shell);
 }
 
 TEST_CASE("keys: the same point has the same key in any sweep, another point another key") {
-    auto one = must_parse("sweep: one\nworkload: {engine: tpverify}\naxes:\n  NCCL_PROTO: [LL, Simple]\n  tp: [8]\n");
-    auto two = must_parse("sweep: two\nworkload: {engine: tpverify}\naxes:\n  tp: [2, 8]\n  NCCL_PROTO: [Simple, LL]\n",
-                          "other.yaml");
+    auto one = must_parse(
+        "sweep: one\nworkload: {engine: tpverify}\naxes:\n  NCCL_PROTO: [LL, Simple]\n  tp: [8]\n");
+    auto two = must_parse(
+        "sweep: two\nworkload: {engine: tpverify}\naxes:\n  tp: [2, 8]\n  NCCL_PROTO: [Simple, LL]\n",
+        "other.yaml");
     Experiment a = first_experiment(one);  // NCCL_PROTO=LL tp=8
     auto planner = Planner::create(two, PlanOptions{});
     REQUIRE(planner.ok());
@@ -130,9 +136,10 @@ TEST_CASE("keys: the same point has the same key in any sweep, another point ano
 }
 
 TEST_CASE("overrides: --axis replaces or adds, --set fixes") {
-    auto spec = must_parse("workload: {engine: tpverify, args: {backend: sim, tokens: 4}}\n"
-                           "env: {NCCL_P2P_LEVEL: SYS}\naxes:\n  NCCL_PROTO: [LL, Simple]\n  fusion: [off, on]\n"
-                           "exclude:\n  - {NCCL_PROTO: Simple, fusion: on}\n");
+    auto spec = must_parse(
+        "workload: {engine: tpverify, args: {backend: sim, tokens: 4}}\n"
+        "env: {NCCL_P2P_LEVEL: SYS}\naxes:\n  NCCL_PROTO: [LL, Simple]\n  fusion: [off, on]\n"
+        "exclude:\n  - {NCCL_PROTO: Simple, fusion: on}\n");
     auto axis = parse_override(OverrideKind::axis, "NCCL_PROTO=LL128,Simple");
     auto added = parse_override(OverrideKind::axis, "tokens=4,8");
     auto fixed = parse_override(OverrideKind::set, "fusion=on");
@@ -160,7 +167,8 @@ TEST_CASE("override parsing: escapes, errors and validation") {
     CHECK_FALSE(parse_override(OverrideKind::axis, "NCCL_ALGO").ok());
     auto mixed = parse_override(OverrideKind::axis, "Nccl_Algo=ring");
     REQUIRE_FALSE(mixed.ok());
-    CHECK(mixed.error().message.rfind("--axis Nccl_Algo=ring: 'Nccl_Algo' mixes upper and lower case", 0) == 0);
+    CHECK(mixed.error().message.rfind("--axis Nccl_Algo=ring: 'Nccl_Algo' mixes upper and lower case", 0) ==
+          0);
 
     auto spec = must_parse(std::string(k_head) + "axes:\n  NCCL_NTHREADS: [64]\n");
     auto bad = parse_override(OverrideKind::axis, "NCCL_NTHREADS=64,100");
@@ -172,8 +180,9 @@ TEST_CASE("override parsing: escapes, errors and validation") {
 }
 
 TEST_CASE("an axis replaced on the command line may drop values named by exclude") {
-    auto spec = must_parse(std::string(k_head) + "axes:\n  NCCL_PROTO: [LL, Simple]\n  a: [1, 2]\n"
-                                                 "exclude:\n  - {NCCL_PROTO: Simple, a: 2}\n");
+    auto spec = must_parse(std::string(k_head) +
+                           "axes:\n  NCCL_PROTO: [LL, Simple]\n  a: [1, 2]\n"
+                           "exclude:\n  - {NCCL_PROTO: Simple, a: 2}\n");
     auto axis = parse_override(OverrideKind::axis, "NCCL_PROTO=LL");
     REQUIRE(axis.ok());
     REQUIRE(apply_overrides(spec, {*axis}).ok());
@@ -189,11 +198,13 @@ TEST_CASE("sweeps above the limit are refused without expanding them") {
     auto refused = Planner::create(spec, PlanOptions{});
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.error().kind == ErrorKind::bad_input);
-    CHECK(refused.error().message.rfind("spec.yaml: the sweep expands to 1000000000000 points before exclude (a 10 x "
-                                        "b 10 x",
-                                        0) == 0);
-    CHECK(refused.error().message.find("more than the limit of 100000; narrow the axes, or pass --max-experiments "
-                                       "1000000000000 if you mean it") != std::string::npos);
+    CHECK(refused.error().message.rfind(
+              "spec.yaml: the sweep expands to 1000000000000 points before exclude (a 10 x "
+              "b 10 x",
+              0) == 0);
+    CHECK(refused.error().message.find(
+              "more than the limit of 100000; narrow the axes, or pass --max-experiments "
+              "1000000000000 if you mean it") != std::string::npos);
     PlanOptions allow;
     allow.max_experiments = 1000000000000ULL;
     auto allowed = Planner::create(spec, allow);
@@ -202,10 +213,11 @@ TEST_CASE("sweeps above the limit are refused without expanding them") {
 }
 
 TEST_CASE("a large plan is counted lazily") {
-    auto spec = must_parse(std::string(k_head) +
-                           "axes:\n  a: [0,1,2,3,4,5,6,7,8,9]\n  b: [0,1,2,3,4,5,6,7,8,9]\n"
-                           "  c: [0,1,2,3,4,5,6,7,8,9]\n  d: [0,1,2,3,4,5,6,7,8,9]\n  e: [0,1,2,3,4,5,6,7,8,9]\n"
-                           "  f: [0,1,2]\nexclude:\n  - {a: 0}\n");
+    auto spec =
+        must_parse(std::string(k_head) +
+                   "axes:\n  a: [0,1,2,3,4,5,6,7,8,9]\n  b: [0,1,2,3,4,5,6,7,8,9]\n"
+                   "  c: [0,1,2,3,4,5,6,7,8,9]\n  d: [0,1,2,3,4,5,6,7,8,9]\n  e: [0,1,2,3,4,5,6,7,8,9]\n"
+                   "  f: [0,1,2]\nexclude:\n  - {a: 0}\n");
     CHECK_FALSE(check_plan(spec, PlanOptions{}).ok());  // 300,000 > the default limit
     PlanOptions options;
     options.max_experiments = 300000;
@@ -215,8 +227,9 @@ TEST_CASE("a large plan is counted lazily") {
 }
 
 TEST_CASE("NCCL warnings are grouped with compact experiment ranges; errors stop the plan") {
-    auto spec = must_parse(std::string(k_head) +
-                           "axes:\n  NCCL_ALGO: [Tree, allreduce:tree]\n  NCCL_PROTO: [LL, Simple]\n  a: [1, 2]\n");
+    auto spec =
+        must_parse(std::string(k_head) +
+                   "axes:\n  NCCL_ALGO: [Tree, allreduce:tree]\n  NCCL_PROTO: [LL, Simple]\n  a: [1, 2]\n");
     auto summary = check_plan(spec, PlanOptions{});
     REQUIRE(summary.ok());
     CHECK(summary->count == 8);
@@ -233,7 +246,8 @@ TEST_CASE("NCCL warnings are grouped with compact experiment ranges; errors stop
     auto stopped = check_plan(bad, PlanOptions{});
     REQUIRE_FALSE(stopped.ok());
     CHECK(stopped.error().kind == ErrorKind::bad_input);
-    CHECK(stopped.error().message.find("experiment 3 (NCCL_MIN_CTAS=16 NCCL_MAX_CTAS=2)") != std::string::npos);
+    CHECK(stopped.error().message.find("experiment 3 (NCCL_MIN_CTAS=16 NCCL_MAX_CTAS=2)") !=
+          std::string::npos);
     CHECK(stopped.error().message.rfind("spec.yaml:", 0) == 0);
 }
 
@@ -241,13 +255,15 @@ TEST_CASE("every point excluded is an error") {
     auto spec = must_parse(std::string(k_head) + "axes:\n  a: [1]\nexclude:\n  - {a: 1}\n");
     auto summary = check_plan(spec, PlanOptions{});
     REQUIRE_FALSE(summary.ok());
-    CHECK(summary.error().message == "spec.yaml: every point of the sweep is excluded; loosen `exclude:` or add "
-                                     "`include:` points");
+    CHECK(summary.error().message ==
+          "spec.yaml: every point of the sweep is excluded; loosen `exclude:` or add "
+          "`include:` points");
 }
 
 TEST_CASE("workload context: message size from tokens and the model preset, topology from args") {
-    auto spec = must_parse("workload: {engine: tpverify, args: {topology: pcie-gen5}}\n"
-                           "axes:\n  tokens: [4]\n  model: [llama-70b]\n");
+    auto spec = must_parse(
+        "workload: {engine: tpverify, args: {topology: pcie-gen5}}\n"
+        "axes:\n  tokens: [4]\n  model: [llama-70b]\n");
     auto context = workload_context(spec, first_experiment(spec));
     CHECK(context.max_message_bytes.value_or(0) == 4 * 8192 * 2);
     CHECK(context.topology.value_or("") == "pcie-gen5");

@@ -104,9 +104,10 @@ axes: {tp: [8]}
 }
 
 TEST_CASE("hostile values are data and survive parsing exactly") {
-    auto spec = parse_spec("workload: {engine: tpverify}\nenv:\n  X_QUOTE: \"it's \\\"q\\\" $(rm -rf /) `id`\\nnext\"\n"
-                           "axes:\n  label: [\"ünï 😀\", '; echo pwned']\n",
-                           "h.yaml");
+    auto spec = parse_spec(
+        "workload: {engine: tpverify}\nenv:\n  X_QUOTE: \"it's \\\"q\\\" $(rm -rf /) `id`\\nnext\"\n"
+        "axes:\n  label: [\"ünï 😀\", '; echo pwned']\n",
+        "h.yaml");
     REQUIRE(spec.ok());
     CHECK(spec->env[0].second.text == "it's \"q\" $(rm -rf /) `id`\nnext");
     CHECK(spec->axes[0].values[0].text == "ünï 😀");
@@ -119,20 +120,25 @@ TEST_CASE("parser errors name file, line and column") {
           "spec.yaml:3:1: unknown key 'axis' in the top level of the spec; did you mean 'axes'?");
     CHECK(error_of(m + "axes:\n  NCCL_PROTO: LL\n") ==
           "spec.yaml:4:15: axes.NCCL_PROTO must be a list of values, e.g. [a, b]");
-    CHECK(error_of(m + "repeats: 0\n") == "spec.yaml:3:10: repeats must be a whole number from 1 to 1000, not '0'");
+    CHECK(error_of(m + "repeats: 0\n") ==
+          "spec.yaml:3:10: repeats must be a whole number from 1 to 1000, not '0'");
     CHECK(error_of(m + "axes:\n  tokens: [1, [2]]\n") ==
           "spec.yaml:4:15: axes.tokens[1] must be a single value, but it is a list");
     CHECK(error_of(m + "env:\n  NCCL_ALGO:\n") ==
           "spec.yaml:4:3: env.NCCL_ALGO has no value; write one (use \"\" for an empty string)");
     CHECK(error_of(m + "timeouts: {stall: soon}\n") ==
-          "spec.yaml:3:19: timeouts.stall must be a duration in seconds such as 90, 90s, 20m or 1h (0 = no limit), "
+          "spec.yaml:3:19: timeouts.stall must be a duration in seconds such as 90, 90s, 20m or 1h (0 = no "
+          "limit), "
           "not 'soon'");
     CHECK(error_of(m + "timeouts: {stal: 3}\n") ==
           "spec.yaml:3:12: unknown key 'stal' in timeouts; did you mean 'stall'?");
-    CHECK(error_of(m + "env: {A: 1, A: 2}\n") == "spec.yaml:3:13: 'A' appears twice in env; keep one of them");
-    CHECK(error_of("sweep: s\nworkload: {engine: tpverify\n").rfind("spec.yaml:3:1: YAML syntax error:", 0) == 0);
+    CHECK(error_of(m + "env: {A: 1, A: 2}\n") ==
+          "spec.yaml:3:13: 'A' appears twice in env; keep one of them");
+    CHECK(error_of("sweep: s\nworkload: {engine: tpverify\n").rfind("spec.yaml:3:1: YAML syntax error:", 0) ==
+          0);
     CHECK(error_of("sweep: s\n") ==
-          "spec.yaml: the spec has no `workload:`; add `workload: {engine: tpverify, args: {backend: sim}}` or a "
+          "spec.yaml: the spec has no `workload:`; add `workload: {engine: tpverify, args: {backend: sim}}` "
+          "or a "
           "`command:`");
     CHECK(error_of("") == "spec.yaml: the spec is empty; start from experiments/quickstart.yaml");
     CHECK(error_of("- a\n- b\n").rfind("spec.yaml:1:1: the top level of the spec must be a map", 0) == 0);
@@ -150,16 +156,20 @@ TEST_CASE("target and workload errors are located") {
     CHECK(error_of("workload:\n  engine: tpverify\n  command: [x]\n") ==
           "spec.yaml:2:3: workload has both `engine:` and `command:`; keep one of them");
     CHECK(error_of("workload:\n  engine: vllm\n") ==
-          "spec.yaml:2:11: workload.engine 'vllm' is not known; the only engine is tpverify (use `command:` for "
+          "spec.yaml:2:11: workload.engine 'vllm' is not known; the only engine is tpverify (use `command:` "
+          "for "
           "anything else)");
-    CHECK(error_of("workload:\n  command: server\n  metrics: {tok_s: 'tok/s: [0-9.]+'}\n") ==
-          "spec.yaml:3:20: workload.metrics.tok_s must have exactly 1 capturing group(s) (it has 0); wrap the "
-          "number in ( ) and use (?: ) for other groups");
-    CHECK(error_of("workload:\n  command: server\n  ready: 'ready ('\n").rfind(
-              "spec.yaml:3:10: workload.ready is not a valid regular expression (RE2 syntax): ", 0) == 0);
-    CHECK(error_of("workload:\n  engine: tpverify\n  ready: x\n") ==
-          "spec.yaml:3:3: workload.ready only applies to `command:` workloads; tpverify reports readiness and "
-          "results itself, so remove it");
+    CHECK(
+        error_of("workload:\n  command: server\n  metrics: {tok_s: 'tok/s: [0-9.]+'}\n") ==
+        "spec.yaml:3:20: workload.metrics.tok_s must have exactly 1 capturing group(s) (it has 0); wrap the "
+        "number in ( ) and use (?: ) for other groups");
+    CHECK(error_of("workload:\n  command: server\n  ready: 'ready ('\n")
+              .rfind("spec.yaml:3:10: workload.ready is not a valid regular expression (RE2 syntax): ", 0) ==
+          0);
+    CHECK(
+        error_of("workload:\n  engine: tpverify\n  ready: x\n") ==
+        "spec.yaml:3:3: workload.ready only applies to `command:` workloads; tpverify reports readiness and "
+        "results itself, so remove it");
     CHECK(error_of("workload:\n  engine: tpverify\n  rules: [{name: a, regex: b, fatl: false}]\n") ==
           "spec.yaml:3:31: unknown key 'fatl' in workload.rules[0]; did you mean 'fatal'?");
 }
@@ -167,38 +177,50 @@ TEST_CASE("target and workload errors are located") {
 TEST_CASE("semantic errors are located at the offending value") {
     std::string m = k_minimal;
     CHECK(error_of(m + "axes:\n  Nccl_Algo: [ring]\n") ==
-          "spec.yaml:4:3: axis 'Nccl_Algo' mixes upper and lower case; write environment variables in UPPER_CASE "
+          "spec.yaml:4:3: axis 'Nccl_Algo' mixes upper and lower case; write environment variables in "
+          "UPPER_CASE "
           "and workload parameters in lower_case");
-    CHECK(error_of(m + "axes:\n  9lives: [1]\n").rfind("spec.yaml:4:3: axis '9lives' is not a valid name", 0) == 0);
+    CHECK(
+        error_of(m + "axes:\n  9lives: [1]\n").rfind("spec.yaml:4:3: axis '9lives' is not a valid name", 0) ==
+        0);
     CHECK(error_of(m + "axes:\n  NCCL_PROTO: [LL, Simple, LL]\n") ==
           "spec.yaml:4:28: axis NCCL_PROTO lists 'LL' twice; each value once");
     std::string nthreads = error_of(m + "axes:\n  NCCL_NTHREADS: [64, 100]\n");
     CHECK(nthreads.rfind("spec.yaml:4:23: ", 0) == 0);
     CHECK(nthreads.find("NCCL_NTHREADS") != std::string::npos);
     CHECK(error_of(m + "env: {NCCL_PROTO: LL}\naxes:\n  NCCL_PROTO: [LL, Simple]\n") ==
-          "spec.yaml:5:3: NCCL_PROTO is both an axis and a fixed value in env: (spec.yaml:3:19); remove one of them");
-    CHECK(error_of(m + "axes:\n  tokens: [4, four]\n") == "spec.yaml:4:15: tokens=four must be a positive whole number");
+          "spec.yaml:5:3: NCCL_PROTO is both an axis and a fixed value in env: (spec.yaml:3:19); remove one "
+          "of them");
+    CHECK(error_of(m + "axes:\n  tokens: [4, four]\n") ==
+          "spec.yaml:4:15: tokens=four must be a positive whole number");
 }
 
 TEST_CASE("zip, exclude and include are checked against the axes") {
-    std::string m = std::string(k_minimal) + "axes:\n  NCCL_MIN_CTAS: [1, 2, 16]\n  NCCL_MAX_CTAS: [1, 2]\n"
-                                             "  NCCL_PROTO: [LL, Simple]\n";
-    CHECK(error_of(m + "zip: [[NCCL_MIN_CTAS, NCCL_MAX_CTAS]]\n") ==
-          "spec.yaml:7:7: zip group [NCCL_MIN_CTAS, NCCL_MAX_CTAS] needs axes of equal length, but NCCL_MIN_CTAS "
-          "has 3 values (spec.yaml:4:3) and NCCL_MAX_CTAS has 2 (spec.yaml:5:3); give them the same number of "
-          "values");
+    std::string m = std::string(k_minimal) +
+                    "axes:\n  NCCL_MIN_CTAS: [1, 2, 16]\n  NCCL_MAX_CTAS: [1, 2]\n"
+                    "  NCCL_PROTO: [LL, Simple]\n";
+    CHECK(
+        error_of(m + "zip: [[NCCL_MIN_CTAS, NCCL_MAX_CTAS]]\n") ==
+        "spec.yaml:7:7: zip group [NCCL_MIN_CTAS, NCCL_MAX_CTAS] needs axes of equal length, but "
+        "NCCL_MIN_CTAS "
+        "has 3 values (spec.yaml:4:3) and NCCL_MAX_CTAS has 2 (spec.yaml:5:3); give them the same number of "
+        "values");
     CHECK(error_of(m + "zip: [[NCCL_MIN_CTAS, NCCL_MAX_CTA]]\n") ==
           "spec.yaml:7:7: zip names 'NCCL_MAX_CTA', which is not an axis; did you mean 'NCCL_MAX_CTAS'?");
-    CHECK(error_of(m + "zip: [[NCCL_PROTO]]\n").rfind("spec.yaml:7:7: a zip group needs at least two axes", 0) == 0);
-    CHECK(error_of(m + "exclude:\n  - {NCCL_PROTOO: LL}\n") ==
-          "spec.yaml:8:5: exclude names 'NCCL_PROTOO', which is not an axis (exclude entries match axis values "
-          "only); did you mean 'NCCL_PROTO'?");
+    CHECK(error_of(m + "zip: [[NCCL_PROTO]]\n")
+              .rfind("spec.yaml:7:7: a zip group needs at least two axes", 0) == 0);
+    CHECK(
+        error_of(m + "exclude:\n  - {NCCL_PROTOO: LL}\n") ==
+        "spec.yaml:8:5: exclude names 'NCCL_PROTOO', which is not an axis (exclude entries match axis values "
+        "only); did you mean 'NCCL_PROTO'?");
     CHECK(error_of(m + "exclude:\n  - {NCCL_PROTO: [LL, Simpel]}\n") ==
-          "spec.yaml:8:23: exclude value 'Simpel' is not a value of axis NCCL_PROTO (LL, Simple), so it would never "
+          "spec.yaml:8:23: exclude value 'Simpel' is not a value of axis NCCL_PROTO (LL, Simple), so it "
+          "would never "
           "match; did you mean 'Simple'?");
-    CHECK(error_of(m + "include:\n  - {NCCL_PROTO: LL, Bad_Name: 1}\n").rfind("spec.yaml:8:32: include key 'Bad_Name'",
-                                                                              0) == 0);
-    CHECK(error_of(m + "exclude:\n  - {NCCL_PROTO: [LL]}\ninclude:\n  - {NCCL_PROTO: LL128, tokens: 8}\n").empty());
+    CHECK(error_of(m + "include:\n  - {NCCL_PROTO: LL, Bad_Name: 1}\n")
+              .rfind("spec.yaml:8:32: include key 'Bad_Name'", 0) == 0);
+    CHECK(error_of(m + "exclude:\n  - {NCCL_PROTO: [LL]}\ninclude:\n  - {NCCL_PROTO: LL128, tokens: 8}\n")
+              .empty());
 }
 
 TEST_CASE("load_spec reports a missing file with its path") {

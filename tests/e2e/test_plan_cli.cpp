@@ -38,8 +38,9 @@ TEST_CASE("plan of a bad spec exits 2 with a located message and prints nothing"
     auto result = plan({spec.string()});
     CHECK(result.exit_code == 2);
     CHECK(result.out.empty());
-    CHECK(result.err.find(spec.string() + ":3:1: unknown key 'axis' in the top level of the spec; did you mean "
-                                          "'axes'?") != std::string::npos);
+    CHECK(result.err.find(spec.string() +
+                          ":3:1: unknown key 'axis' in the top level of the spec; did you mean "
+                          "'axes'?") != std::string::npos);
 
     auto nccl = dir.write("nccl.yaml", "workload: {engine: tpverify}\naxes:\n  NCCL_NTHREADS: [64, 100]\n");
     auto bad_value = plan({nccl.string()});
@@ -54,10 +55,13 @@ TEST_CASE("plan of a bad spec exits 2 with a located message and prints nothing"
 
 TEST_CASE("plan --format json carries hostile values exactly") {
     TempDir dir;
-    const std::string hostile = "it's \"q\" $(touch " + (dir.path() / "pwned").string() + ") `id`\nnext ünï 😀 \\";
-    std::string yaml_value = nlohmann::json(hostile).dump();  // a JSON string is a valid YAML double-quoted scalar
-    auto spec = dir.write("h.yaml", "sweep: hostile\nworkload:\n  command: [\"/bin/echo\", \"{label}\"]\nenv:\n  X_HOSTILE: " +
-                                        yaml_value + "\naxes:\n  label: [" + yaml_value + ", plain]\n");
+    const std::string hostile =
+        "it's \"q\" $(touch " + (dir.path() / "pwned").string() + ") `id`\nnext ünï 😀 \\";
+    std::string yaml_value =
+        nlohmann::json(hostile).dump();  // a JSON string is a valid YAML double-quoted scalar
+    auto spec = dir.write(
+        "h.yaml", "sweep: hostile\nworkload:\n  command: [\"/bin/echo\", \"{label}\"]\nenv:\n  X_HOSTILE: " +
+                      yaml_value + "\naxes:\n  label: [" + yaml_value + ", plain]\n");
     auto result = plan({spec.string(), "--format", "json"});
     INFO(result.err);
     REQUIRE(result.exit_code == 0);
