@@ -9,12 +9,17 @@
 namespace ncclsweep::test {
 
 /// Runs `ncclsweep args...` with the tpverify of this build and NO_COLOR set.
-inline CommandResult ncclsweep(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+inline CommandResult run_ncclsweep(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
     std::vector<std::string> argv{binary_path("cli/ncclsweep").string()};
     argv.insert(argv.end(), args.begin(), args.end());
     std::vector<std::string> full_env{"NO_COLOR=1", "NCCLSWEEP_DB="};
     full_env.insert(full_env.end(), env.begin(), env.end());
     return run_command(argv, {}, full_env);
+}
+
+/// Same as run_ncclsweep, for callers that qualify it as test::ncclsweep(...).
+inline CommandResult ncclsweep(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+    return run_ncclsweep(args, env);
 }
 
 /// A spec running the simulated tpverify with the given axes block (YAML, indented 2).

@@ -31,7 +31,7 @@ TEST_CASE("run: a local sweep on the simulated engine records every experiment w
                                              "  fusion: [\"off\", \"on\"]\n",
                                              2));
     std::string db = (dir.path() / "r.db").string();
-    auto r = ncclsweep({"run", spec.string(), "--db", db});
+    auto r = run_ncclsweep({"run", spec.string(), "--db", db});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     CHECK(r.out.find("results in " + db) != std::string::npos);
@@ -62,7 +62,7 @@ TEST_CASE("run: injected faults are detected, classified and recorded; a hang en
                                              1, "  stall: 2\n  total: 60\n"));
     std::string db = (dir.path() / "r.db").string();
     auto started = std::chrono::steady_clock::now();
-    auto r = ncclsweep({"run", spec.string(), "--db", db, "--kill-grace", "0.5"});
+    auto r = run_ncclsweep({"run", spec.string(), "--db", db, "--kill-grace", "0.5"});
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     INFO(r.err);
     REQUIRE(r.exit_code == 0);  // failed experiments are results, not errors
@@ -87,7 +87,7 @@ TEST_CASE("run: bare NCCL_ALGO=Tree crashes in capture like NCCL and is recorded
     TempDir dir;
     auto spec = dir.write("s.yaml", sim_spec("e2e-tree", "  NCCL_ALGO: [allreduce:tree, Tree]\n"));
     std::string db = (dir.path() / "r.db").string();
-    auto r = ncclsweep({"run", spec.string(), "--db", db});
+    auto r = run_ncclsweep({"run", spec.string(), "--db", db});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     CHECK(r.err.find("allreduce:tree") != std::string::npos);  // the planner's suggestion
@@ -102,7 +102,7 @@ TEST_CASE("run: a bad spec exits 2 and records nothing") {
     TempDir dir;
     auto spec = dir.write("s.yaml", sim_spec("e2e-bad", "  NCCL_NTHREADS: [100]\n"));
     std::string db = (dir.path() / "r.db").string();
-    auto r = ncclsweep({"run", spec.string(), "--db", db});
+    auto r = run_ncclsweep({"run", spec.string(), "--db", db});
     CHECK(r.exit_code == 2);
     CHECK(r.err.find("s.yaml:") != std::string::npos);
     CHECK_FALSE(std::filesystem::exists(db));
@@ -111,7 +111,7 @@ TEST_CASE("run: a bad spec exits 2 and records nothing") {
 TEST_CASE("run: --json prints one object per experiment and nothing decorative") {
     TempDir dir;
     auto spec = dir.write("s.yaml", sim_spec("e2e-json", "  NCCL_PROTO: [LL, Simple]\n"));
-    auto r = ncclsweep({"run", spec.string(), "--db", (dir.path() / "r.db").string(), "--json"});
+    auto r = run_ncclsweep({"run", spec.string(), "--db", (dir.path() / "r.db").string(), "--json"});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     int lines = 0;
@@ -157,7 +157,7 @@ TEST_CASE("run: SIGINT stops cleanly, and --resume finishes with each experiment
     CHECK(finished >= 1);
     CHECK(finished < 6);
 
-    auto r = ncclsweep({"run", spec.string(), "--db", db, "--resume"});
+    auto r = run_ncclsweep({"run", spec.string(), "--db", db, "--resume"});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     auto all = latest_experiments(db);
