@@ -62,8 +62,8 @@ Result<std::vector<std::string>> client_argv(const SweepRunOptions& options, con
     return render::command_argv(client, experiment.workload, "");
 }
 
-RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const SweepRunOptions& options,
-                         const std::atomic<bool>& stop) {
+RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std::string& dir,
+                         const SweepRunOptions& options, const std::atomic<bool>& stop) {
     RepeatOutcome outcome;
     auto start_time = Clock::now();
     auto finish = [&](RepeatEnd end) {
@@ -71,12 +71,7 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const Swe
         outcome.seconds = std::chrono::duration<double>(Clock::now() - start_time).count();
         return std::move(outcome);
     };
-    auto dir = deliver(target, experiment, options);
-    if (!dir) {
-        outcome.lost_reason = dir.error().message;
-        return finish(RepeatEnd::lost);
-    }
-    auto process = target.start(command_for(experiment.argv, experiment, *dir, options.delivery));
+    auto process = target.start(command_for(experiment.argv, experiment, dir, options.delivery));
     if (!process) {
         outcome.lost_reason = process.error().message;
         if (process.error().kind == ErrorKind::infrastructure) return finish(RepeatEnd::lost);
@@ -101,7 +96,7 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const Swe
         supervise_options.stop_when = [&]() {
             if (client_done) return true;
             if (!client && (watcher.state() == WatchState::ready)) {
-                auto started = target.start(command_for(*client_args, experiment, *dir, options.delivery));
+                auto started = target.start(command_for(*client_args, experiment, dir, options.delivery));
                 if (!started) {
                     watcher.feed(OutputLine{Stream::err, "client: " + started.error().message, Clock::now(), false});
                     client_done = true;
@@ -226,9 +221,24 @@ Result<SweepRunSummary> run_experiments(Target& target, const std::vector<Experi
             double total_s = 0;
             bool lost = false;
             std::string lost_reason;
-            for (int repeat = 0; repeat < std::max(1, options.repeats); ++repeat) {
+            // The environment files are written once per attempt; every repeat reads them.
+            auto dir = deliver(target, experiment, options);
+            if (!dir && dir.error().kind != ErrorKind::infrastructure) {
+                // The environment itself cannot be rendered: a failure of this point, not of the host.
+                report.status = RunStatus::failed;
+                report.failure_class = "config";
+                report.diagnosis = dir.error().message;
+                if (auto done = sink.experiment_finished(report); !done) return done.error();
+                recorded = true;
+                break;
+            }
+            if (!dir) {
+                lost = true;
+                lost_reason = dir.error().message;
+            }
+            for (int repeat = 0; !lost && repeat < std::max(1, options.repeats); ++repeat) {
                 observer.started(experiment, index + 1, total, repeat);
-                RepeatOutcome outcome = run_repeat(target, experiment, options, stop);
+                RepeatOutcome outcome = run_repeat(target, experiment, *dir, options, stop);
                 total_s += outcome.seconds;
                 previous_groups.insert(previous_groups.end(), outcome.process_groups.begin(), outcome.process_groups.end());
                 if (outcome.end == RepeatEnd::interrupted) {

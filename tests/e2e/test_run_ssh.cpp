@@ -1,0 +1,128 @@
+// End-to-end: `ncclsweep run` against a real OpenSSH sshd on 127.0.0.1 (scripts/test-sshd.sh),
+// with host key checking on, the simulated engine on the "remote" host, and a dying server.
+#include <pwd.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "tests/e2e/e2e_support.hpp"
+#include "tests/support/catch.hpp"
+
+using namespace ncclsweep;
+using namespace ncclsweep::test;
+
+namespace {
+
+std::string sshd_script() { return source_path("scripts/test-sshd.sh").string(); }
+
+/// One throwaway sshd for a test case.
+struct Sshd {
+    TempDir dir;
+    int port = 0;
+    bool available = false;
+    Sshd() { available = start(""); }
+    ~Sshd() { stop(); }
+    bool start(const std::string& fixed_port) {
+        std::vector<std::string> argv{sshd_script(), "start", dir.path().string()};
+        if (!fixed_port.empty()) argv.push_back(fixed_port);
+        auto r = run_command(argv);
+        if (r.exit_code == 77) {
+            WARN("SKIPPED: sshd is not installed (scripts/install-deps.sh installs openssh-server)");
+            return false;
+        }
+        INFO(r.err);
+        REQUIRE(r.exit_code == 0);
+        port = std::stoi(r.out);
+        return true;
+    }
+    void stop() { run_command({sshd_script(), "stop", dir.path().string()}); }
+    [[nodiscard]] std::string url() const {
+        return "ssh://" + std::string(::getpwuid(::getuid())->pw_name) + "@127.0.0.1:" + std::to_string(port);
+    }
+    [[nodiscard]] std::vector<std::string> flags() const {
+        return {"--known-hosts", (dir.path() / "known_hosts").string(), "--identity", (dir.path() / "user_key").string(),
+                "--engine", binary_path("engine/tpverify").string()};
+    }
+};
+
+}  // namespace
+
+TEST_CASE("run over ssh: experiments run on the host and are recorded; unknown host key refused") {
+    Sshd sshd;
+    if (!sshd.available) return;
+    TempDir dir;
+    std::string spec_text = sim_spec("e2e-ssh", "  NCCL_PROTO: [LL, Simple]\n");
+    spec_text.replace(spec_text.find("target: local"), 13,
+                      "target:\n  url: " + sshd.url() + "\n  workdir: " + (dir.path() / "remote").string());
+    auto spec = dir.write("s.yaml", spec_text);
+    std::string db = (dir.path() / "r.db").string();
+
+    // An empty known_hosts: the host is unknown and must be refused, nothing recorded.
+    auto empty_known = dir.write("empty_known_hosts", "");
+    auto flags = sshd.flags();
+    flags[1] = empty_known.string();
+    std::vector<std::string> args{"run", spec.string(), "--db", db};
+    args.insert(args.end(), flags.begin(), flags.end());
+    auto refused = run_ncclsweep(args);
+    CHECK(refused.exit_code == 3);
+    CHECK(refused.err.find("known_hosts") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(db));
+
+    args = {"run", spec.string(), "--db", db};
+    auto good = sshd.flags();
+    args.insert(args.end(), good.begin(), good.end());
+    auto r = run_ncclsweep(args);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    auto experiments = latest_experiments(db);
+    REQUIRE(experiments.size() == 2);
+    for (const auto& e : experiments) CHECK(e.outcome.status == results::ExperimentStatus::ok);
+    // The environment files were written on the host through SFTP.
+    CHECK(std::filesystem::exists(dir.path() / "remote" / "sweep-1" / "exp-1" / "env"));
+    CHECK(std::filesystem::exists(dir.path() / "remote" / "sweep-1" / "exp-2" / "sitecustomize.py"));
+}
+
+TEST_CASE("run over ssh: sshd killed mid-sweep is an infrastructure failure; --resume finishes exactly once") {
+    Sshd sshd;
+    if (!sshd.available) return;
+    TempDir dir;
+    std::string spec_text =
+        sim_spec("e2e-ssh-loss", "  NCCL_PROTO: [LL, Simple]\n  tokens: [1, 2]\n  inject: [\"hang@warmup:2\"]\n");
+    spec_text.replace(spec_text.find("target: local"), 13,
+                      "target:\n  url: " + sshd.url() + "\n  workdir: " + (dir.path() / "remote").string());
+    auto spec = dir.write("s.yaml", spec_text);
+    std::string db = (dir.path() / "r.db").string();
+    std::vector<std::string> args{"run", spec.string(), "--db", db};
+    auto flags = sshd.flags();
+    args.insert(args.end(), flags.begin(), flags.end());
+
+    // Kill the server (and its connections) while the sweep runs.
+    std::thread killer([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5000));
+        sshd.stop();
+    });
+    auto r = run_ncclsweep(args);
+    killer.join();
+    INFO(r.err);
+    CHECK(r.exit_code == 3);
+    CHECK(r.err.find("--resume") != std::string::npos);
+    auto partial = latest_experiments(db);
+    REQUIRE(partial.size() == 4);
+    for (const auto& e : partial)  // a lost connection is never a crash of the configuration
+        CHECK(e.outcome.status != results::ExperimentStatus::failed);
+
+    REQUIRE(sshd.start(std::to_string(sshd.port)));
+    args.push_back("--resume");
+    auto resumed = run_ncclsweep(args);
+    INFO(resumed.err);
+    REQUIRE(resumed.exit_code == 0);
+    auto all = latest_experiments(db);
+    REQUIRE(all.size() == 4);
+    for (const auto& e : all) {
+        CHECK(e.outcome.status == results::ExperimentStatus::ok);
+        int tok_s = 0;
+        for (const auto& s : e.outcome.samples) tok_s += s.metric == "tok_s";
+        CHECK(tok_s == 1);
+    }
+}
