@@ -1,0 +1,143 @@
+// End-to-end: `ncclsweep watch` and command workloads (servers that crash, hang, or serve a client).
+#include <chrono>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/e2e/e2e_support.hpp"
+#include "tests/support/catch.hpp"
+
+using namespace ncclsweep;
+using namespace ncclsweep::test;
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+}  // namespace
+
+TEST_CASE("watch: a server that prints a capture failure and then hangs is failed within about a second") {
+    auto start = std::chrono::steady_clock::now();
+    auto r = run_ncclsweep({"watch", "--json", "--kill-grace", "0.5", "--", "sh", "-c",
+                            "echo 'Capture cuda graph begin'; sleep 0.3; "
+                            "echo 'host:1:1 [0] NCCL INFO Channel 00/02 : 0 1 2 3 4 5 6 7'; "
+                            "echo 'Capture cuda graph failed: operation not permitted when stream is capturing'; "
+                            "sleep 300"});
+    double wall = seconds_since(start);
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(wall < 5.0);  // sleep 300 was killed, not waited for
+    auto verdict = nlohmann::json::parse(r.out);
+    CHECK(verdict["verdict"] == "failed");
+    CHECK(verdict["class"] == "graph_capture");
+    CHECK(verdict["seconds_to_detection"].get<double>() < 2.0);
+    CHECK(verdict["detection_latency_s"].get<double>() < 1.0);
+    // The NCCL line above the failure is kept as context.
+    CHECK(verdict["diagnosis"].get<std::string>().find("NCCL INFO Channel 00/02") != std::string::npos);
+}
+
+TEST_CASE("watch: a clean tpverify run is ok with its metrics; exit 0") {
+    auto r = run_ncclsweep({"watch", "--json", "--expect-result", "--", binary_path("engine/tpverify").string(),
+                            "--backend", "sim", "--json", "--iters", "5"});
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    auto verdict = nlohmann::json::parse(r.out);
+    CHECK(verdict["verdict"] == "ok");
+    CHECK(verdict["metrics"]["tok_s"].get<double>() > 0);
+}
+
+TEST_CASE("watch: a stalled command ends by the stall timeout") {
+    auto start = std::chrono::steady_clock::now();
+    auto r = run_ncclsweep({"watch", "--json", "--stall-timeout", "1", "--kill-grace", "0.2", "--", "sh", "-c",
+                            "echo loading; sleep 300"});
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(seconds_since(start) < 6.0);
+    auto verdict = nlohmann::json::parse(r.out);
+    CHECK(verdict["verdict"] == "timed_out");
+}
+
+TEST_CASE("watch --log: a recorded SGLang log with a capture failure is diagnosed") {
+    auto r = run_ncclsweep({"watch", "--log", source_path("tests/fixtures/logs/sglang_capture_failure.log").string()});
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(r.out.find("graph_capture") != std::string::npos);
+}
+
+TEST_CASE("watch: usage errors exit 2") {
+    CHECK(run_ncclsweep({"watch"}).exit_code == 2);
+    CHECK(run_ncclsweep({"watch", "--log", "/nonexistent/x.log"}).exit_code == 2);
+}
+
+TEST_CASE("run: a command workload with ready, a client and a metric regex (the SGLang shape)") {
+    TempDir dir;
+    auto server = dir.write("server.sh",
+                            "echo \"NCCL_ALGO=$NCCL_ALGO\"\n"
+                            "echo 'The server is fired up and ready to roll!'\n"
+                            "sleep 300\n");
+    auto client = dir.write("client.sh", "echo \"Output token throughput (tok/s): $1\"\n");
+    auto spec = dir.write("s.yaml",
+                          "sweep: e2e-command\n"
+                          "target: local\n"
+                          "workload:\n"
+                          "  command: [sh, " + server.string() + "]\n"
+                          "  client: [sh, " + client.string() + ", \"{rate}\"]\n"
+                          "  ready: 'fired up and ready to roll'\n"
+                          "  metrics:\n"
+                          "    tok_s: 'Output token throughput \\(tok/s\\): ([0-9.]+)'\n"
+                          "env:\n"
+                          "  NCCL_PROTO: LL\n"
+                          "axes:\n"
+                          "  NCCL_ALGO: [allreduce:ring, allreduce:tree]\n"
+                          "  rate: ['41.5', '57.25']\n"
+                          "timeouts:\n"
+                          "  startup: 10\n"
+                          "  total: 30\n");
+    std::string db = (dir.path() / "r.db").string();
+    auto start = std::chrono::steady_clock::now();
+    auto r = run_ncclsweep({"run", spec.string(), "--db", db, "--kill-grace", "0.5"});
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(seconds_since(start) < 30);  // the servers were stopped after their client, not waited for
+    auto experiments = latest_experiments(db);
+    REQUIRE(experiments.size() == 4);
+    for (const auto& e : experiments) {
+        INFO(e.outcome.diagnosis);
+        CHECK(e.outcome.status == results::ExperimentStatus::ok);
+        const std::string& rate = e.experiment.params.at(1).second;
+        int found = 0;
+        for (const auto& sample : e.outcome.samples)
+            if (sample.metric == "tok_s") {
+                ++found;
+                CHECK(sample.value == Approx(std::stod(rate)));
+            }
+        CHECK(found == 1);
+    }
+}
+
+TEST_CASE("run: a command workload that crashes in capture and hangs is failed fast and recorded") {
+    TempDir dir;
+    auto server = dir.write("server.sh",
+                            "echo 'Capture cuda graph begin'\n"
+                            "echo 'torch.AcceleratorError: CUDA error: operation not permitted when stream is capturing'\n"
+                            "sleep 300\n");
+    auto spec = dir.write("s.yaml",
+                          "sweep: e2e-crash\n"
+                          "target: local\n"
+                          "workload:\n"
+                          "  command: [sh, " + server.string() + "]\n"
+                          "  ready: 'fired up'\n"
+                          "axes:\n"
+                          "  NCCL_ALGO: [Tree]\n");
+    std::string db = (dir.path() / "r.db").string();
+    auto start = std::chrono::steady_clock::now();
+    auto r = run_ncclsweep({"run", spec.string(), "--db", db, "--kill-grace", "0.5"});
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(seconds_since(start) < 10);
+    auto experiments = latest_experiments(db);
+    REQUIRE(experiments.size() == 1);
+    CHECK(experiments[0].outcome.status == results::ExperimentStatus::failed);
+    CHECK(experiments[0].outcome.failure_class == "graph_capture");
+    REQUIRE(experiments[0].outcome.detected_after_s.has_value());
+    CHECK(*experiments[0].outcome.detected_after_s < 2.0);
+}
