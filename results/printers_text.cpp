@@ -1,0 +1,144 @@
+// Table and markdown layouts of `results list|show|best` (the diff is in printers_text_diff.cpp).
+#include <fmt/format.h>
+
+#include "results/printers_detail.hpp"
+
+namespace ncclsweep::results::detail {
+namespace {
+
+std::string other_count(const StatusCounts& c) {
+    const int other = c.pending + c.running + c.infra_error + c.skipped;
+    return std::to_string(other);
+}
+
+std::string when(const SweepInfo& sweep) {
+    return sweep.created_at.empty() ? "-" : sweep.created_at;
+}
+
+std::string counts_sentence(const SweepInfo& sweep) {
+    const StatusCounts& c = sweep.counts;
+    std::string text = fmt::format("{} experiments ({} ok", c.total(), c.ok);
+    if (c.failed) text += fmt::format(", {} failed", c.failed);
+    if (c.timed_out) text += fmt::format(", {} timed out", c.timed_out);
+    if (c.infra_error) text += fmt::format(", {} infra errors", c.infra_error);
+    if (c.skipped) text += fmt::format(", {} skipped", c.skipped);
+    if (c.pending + c.running) text += fmt::format(", {} not run yet", c.pending + c.running);
+    return text + ")";
+}
+
+// The status cell: "ok", or "failed (graph_capture)".
+std::string status_cell(const ExperimentRow& row) {
+    std::string text(to_string(row.status));
+    if (!row.failure_class.empty()) text += " (" + row.failure_class + ")";
+    return text;
+}
+
+// The last cell: the diagnosis of a failure, else the effective NCCL config.
+std::string note_cell(const ExperimentRow& row) {
+    if (row.status != ExperimentStatus::ok) return row.diagnosis.empty() ? row.failure_class : row.diagnosis;
+    return row.effective_nccl.empty() ? "-" : one_line_diagnosis(row.effective_nccl, 120);
+}
+
+}  // namespace
+
+void TextPrinter::heading(std::string_view text) {
+    m_out.write(m_style == Style::markdown ? fmt::format("### {}\n\n", text) : fmt::format("{}\n", text));
+}
+
+void TextPrinter::line(std::string_view text) {
+    m_out.write(m_style == Style::markdown ? fmt::format("{}\n\n", text) : fmt::format("{}\n", text));
+}
+
+void TextPrinter::grid(const Grid& g) {
+    m_out.write(render_grid(g, m_style));
+    m_out.write("\n");
+}
+
+void TextPrinter::print_sweeps(std::span<const SweepInfo> sweeps) {
+    if (sweeps.empty()) {
+        line("no sweeps yet; `ncclsweep run SPEC` records one");
+        return;
+    }
+    Grid g;
+    for (const char* h : {"id", "name", "tag", "target", "created", "state"})
+        g.column(h, h == std::string("id") ? Align::right : Align::left);
+    for (const char* h : {"ok", "failed", "other", "total"}) g.column(h, Align::right);
+    for (const auto& s : sweeps) {
+        const StatusCounts& c = s.counts;
+        g.rows.push_back({std::to_string(s.id), s.record.name, s.record.tag.empty() ? "-" : s.record.tag,
+                          s.record.target, when(s), std::string(to_string(s.state)), std::to_string(c.ok),
+                          std::to_string(c.failed + c.timed_out), other_count(c), std::to_string(c.total())});
+    }
+    grid(g);
+}
+
+void TextPrinter::print_table(const SweepTable& table) {
+    const SweepInfo& s = table.sweep;
+    heading(fmt::format("{} on {}, created {}, {}: {}", describe_sweep(s), s.record.target, when(s),
+                        to_string(s.state), counts_sentence(s)));
+    if (table.rows.empty()) {
+        line("no experiments recorded");
+        return;
+    }
+    Grid g;
+    g.column("exp", Align::right);
+    g.column("status");
+    for (const auto& name : table.varying) g.column(name);
+    for (const auto& metric : table.columns) {
+        g.column(metric, Align::right);
+        g.column("95% CI", Align::right);
+    }
+    g.column("n", Align::right);
+    g.column("effective NCCL | diagnosis");
+    for (const auto& row : table.rows) {
+        std::vector<std::string> cells{std::to_string(row.exp_id), status_cell(row)};
+        for (const auto& [name, value] : row.changed) cells.push_back(value);
+        std::size_t n = 0;
+        for (const auto& metric : table.columns) {
+            const MetricSummary* m = row.metric(metric);
+            cells.push_back(m ? format_value(m->summary.median) : "-");
+            cells.push_back(m ? format_interval(m->summary) : "");
+            if (m && n == 0) n = m->summary.n;
+        }
+        cells.push_back(std::to_string(n));
+        cells.push_back(note_cell(row));
+        g.rows.push_back(std::move(cells));
+    }
+    grid(g);
+}
+
+void TextPrinter::print_best(const BestExperiment& best) {
+    const ExperimentRow& row = best.best;
+    const MetricSummary* m = row.metric(best.metric.name);
+    heading(fmt::format("best of {} by {} ({}), among {} ok experiments with it", describe_sweep(best.sweep),
+                        best.metric.name, direction_text(best.metric.direction), best.candidates));
+    Grid g;
+    g.column("field");
+    g.column("value");
+    g.rows.push_back({"experiment", std::to_string(row.exp_id)});
+    g.rows.push_back({"parameters", format_assignments(row.params)});
+    if (m) {
+        g.rows.push_back({best.metric.name,
+                          fmt::format("{} (median of {})", format_value(m->summary.median), m->summary.n)});
+        g.rows.push_back({"95% CI", format_interval(m->summary)});
+    }
+    g.rows.push_back(
+        {"effective NCCL", row.effective_nccl.empty() ? "-" : one_line_diagnosis(row.effective_nccl, 200)});
+    if (best.runner_up) {
+        const MetricSummary* r = best.runner_up->metric(best.metric.name);
+        g.rows.push_back({"runner-up", fmt::format("experiment {} ({}): {}", best.runner_up->exp_id,
+                                                   format_assignments(best.runner_up->changed),
+                                                   r ? format_value(r->summary.median) : "-")});
+    }
+    if (best.margin) {
+        const stats::Comparison& c = *best.margin;
+        std::string verdict = c.verdict == stats::Verdict::improvement
+                                  ? "clearly better than the runner-up"
+                                  : "not clearly better than the runner-up";
+        g.rows.push_back({"margin", fmt::format("{} ({}, p={}): {}", format_delta(c.delta), verdict,
+                                                format_p(c.p_value), c.reason)});
+    }
+    grid(g);
+}
+
+}  // namespace ncclsweep::results::detail

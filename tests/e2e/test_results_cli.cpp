@@ -1,0 +1,114 @@
+// End-to-end: `ncclsweep results list|show|best` and `diff` flags through the real binary, on a
+// sweep recorded by `ncclsweep run` with the simulated engine.
+#include <nlohmann/json.hpp>
+
+#include "tests/e2e/e2e_support.hpp"
+#include "tests/support/catch.hpp"
+
+using namespace ncclsweep;
+using namespace ncclsweep::test;
+
+namespace {
+
+/// Records one sweep tagged `tag`: fusion off/on x (no fault, capture failure), 6 repeats (enough
+/// for a 95% interval), so 2 experiments are ok and 2 fail.
+std::string recorded_sweep(TempDir& dir, const std::string& tag = "study") {
+    auto spec = dir.write("s.yaml", sim_spec("e2e-results",
+                                             "  fusion: [\"off\", \"on\"]\n"
+                                             "  inject: [\"false\"]\n",
+                                             6));
+    std::string db = (dir.path() / "r.db").string();
+    auto r = test::ncclsweep({"run", spec.string(), "--db", db, "--tag", tag, "--axis",
+                              "inject=false,capture-fail", "--set", "noise=0.02"});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    return db;
+}
+
+}  // namespace
+
+TEST_CASE("results cli: list, show and best read a recorded sweep in table and json form") {
+    TempDir dir;
+    const std::string db = recorded_sweep(dir);
+
+    auto list = test::ncclsweep({"results", "list", "--db", db});
+    INFO(list.err);
+    REQUIRE(list.exit_code == 0);
+    CHECK(list.out.find("e2e-results") != std::string::npos);
+    CHECK(list.out.find("study") != std::string::npos);
+    auto list_json = nlohmann::json::parse(test::ncclsweep({"results", "list", "--db", db, "--json"}).out);
+    CHECK(list_json["schema"] == "ncclsweep.sweeps/1");
+    REQUIRE(list_json["sweeps"].size() == 1);
+    CHECK(list_json["sweeps"][0]["counts"]["ok"] == 2);
+    CHECK(list_json["sweeps"][0]["counts"]["failed"] == 2);
+    auto other_tag = test::ncclsweep({"results", "list", "--db", db, "--tag", "nightly"});
+    CHECK(other_tag.exit_code == 0);
+    CHECK(other_tag.out.find("no sweep tagged 'nightly'") != std::string::npos);
+
+    auto show = test::ncclsweep({"results", "show", "latest:study", "--db", db, "--sort", "tok_s"});
+    INFO(show.err);
+    REQUIRE(show.exit_code == 0);
+    CHECK(show.out.find("95% CI") != std::string::npos);
+    CHECK(show.out.find("failed (graph_capture)") != std::string::npos);
+    auto show_json = nlohmann::json::parse(test::ncclsweep({"results", "show", "--db", db, "--json"}).out);
+    REQUIRE(show_json["experiments"].size() == 4);
+    for (const auto& e : show_json["experiments"]) {
+        if (e["status"] != "ok") {
+            CHECK(e["failure_class"] == "graph_capture");
+            CHECK_FALSE(e["diagnosis"].is_null());
+            continue;
+        }
+        CHECK(e["metrics"]["tok_s"]["n"] == 6);
+        CHECK(e["metrics"]["tok_s"]["ci95"].is_object());
+    }
+
+    auto best = test::ncclsweep({"results", "best", "--db", db, "--json"});
+    INFO(best.err);
+    REQUIRE(best.exit_code == 0);
+    auto best_json = nlohmann::json::parse(best.out);
+    CHECK(best_json["best"]["params"]["fusion"] == "on");  // fusion removes the separate norm kernels
+    CHECK(best_json["candidates"] == 2);
+    auto best_text = test::ncclsweep({"results", "best", "1", "--db", db, "--metric", "verify_us_p50"});
+    REQUIRE(best_text.exit_code == 0);
+    CHECK(best_text.out.find("by verify_us_p50 (lower is better)") != std::string::npos);
+}
+
+TEST_CASE(
+    "results cli: bad references, metrics and flags exit 2 and say what to do; a missing database exits 3") {
+    TempDir dir;
+    const std::string db = recorded_sweep(dir);
+    auto missing_sweep = test::ncclsweep({"results", "show", "9", "--db", db});
+    CHECK(missing_sweep.exit_code == 2);
+    CHECK(missing_sweep.err.find("no sweep 9") != std::string::npos);
+    CHECK(missing_sweep.err.find("ncclsweep results list") != std::string::npos);
+    auto bad_metric = test::ncclsweep({"results", "best", "--db", db, "--metric", "ttft_ms"});
+    CHECK(bad_metric.exit_code == 2);
+    CHECK(bad_metric.err.find("recorded: ") != std::string::npos);
+    auto bad_threshold = test::ncclsweep({"diff", "1", "1", "--db", db, "--threshold", "3"});
+    CHECK(bad_threshold.exit_code == 2);
+    CHECK(bad_threshold.err.find("3%") != std::string::npos);
+    auto bad_format = test::ncclsweep({"diff", "1", "1", "--db", db, "--format", "html"});
+    CHECK(bad_format.exit_code == 2);
+    CHECK(bad_format.err.find("table, markdown or json") != std::string::npos);
+    auto no_args = test::ncclsweep({"diff", "1"});
+    CHECK(no_args.exit_code == 2);
+    auto no_db = test::ncclsweep({"results", "list", "--db", (dir.path() / "absent.db").string()});
+    CHECK(no_db.exit_code == 3);
+    CHECK(no_db.err.find("absent.db") != std::string::npos);
+    // NCCLSWEEP_DB is honoured when --db is absent.
+    auto from_env = test::ncclsweep({"results", "list", "--json"}, {"NCCLSWEEP_DB=" + db});
+    CHECK(from_env.exit_code == 0);
+    CHECK(from_env.out.find("e2e-results") != std::string::npos);
+}
+
+TEST_CASE("results cli: a sweep diffed with itself shows no change and passes the gate") {
+    TempDir dir;
+    const std::string db = recorded_sweep(dir);
+    auto r = test::ncclsweep({"diff", "latest", "latest", "--db", db, "--fail-on-regression", "--metric",
+                              "tok_s", "--metric", "verify_us_p50", "--threshold", "5%"});
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("verify_us_p50 (lower is better)") != std::string::npos);
+    CHECK(r.out.find("summary: 0 regressed, 0 improved, 4 unchanged (~)") != std::string::npos);
+    CHECK(r.out.find("|delta| > 5.0%") != std::string::npos);
+}

@@ -1,0 +1,160 @@
+// results/printers: every printer (table, markdown, json) of list/show/best/diff against golden
+// files in tests/golden/results/. Regenerate after an intended change with
+//   NCCLSWEEP_UPDATE_GOLDEN=1 ./test_results "printers*"   and review the git diff.
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+
+#include "results/printers.hpp"
+#include "tests/results/results_fixtures.hpp"
+#include "tests/support/catch.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using namespace ncclsweep;
+using namespace ncclsweep::test;
+using results::ExperimentStatus;
+
+namespace {
+
+void check_golden(const std::string& name, const std::string& text) {
+    const auto path = source_path("tests/golden/results/" + name);
+    if (const char* update = std::getenv("NCCLSWEEP_UPDATE_GOLDEN"); update && *update) {
+        std::ofstream(path, std::ios::binary) << text;
+    }
+    const std::string expected = read_file(path);
+    INFO("golden file " << path.string() << " (NCCLSWEEP_UPDATE_GOLDEN=1 rewrites it)\n--- got ---\n"
+                        << text);
+    CHECK(text == expected);
+}
+
+std::string render(results::Format format, const std::function<void(results::Printer&)>& print) {
+    std::string text;
+    results::Output out(text);
+    auto printer = results::make_printer(format, out);
+    print(*printer);
+    return text;
+}
+
+const std::vector<std::pair<results::Format, std::string>> k_formats{
+    {results::Format::table, "txt"}, {results::Format::markdown, "md"}, {results::Format::json, "json"}};
+
+std::vector<results::StoredExperiment> base_sweep() {
+    return {
+        stored_experiment(1, {{"NCCL_PROTO", "LL"}, {"fusion", "off"}}, ExperimentStatus::ok,
+                          {812.25, 809.5, 815.75, 811, 813.5, 810.25}, around(4100, 6)),
+        stored_experiment(2, {{"NCCL_PROTO", "LL"}, {"fusion", "on"}}, ExperimentStatus::ok, around(905),
+                          around(3500)),
+        stored_experiment(3, {{"NCCL_PROTO", "Simple"}, {"fusion", "off"}}, ExperimentStatus::ok, around(640),
+                          around(5200)),
+        failed_experiment(4, {{"NCCL_PROTO", "Simple"}, {"fusion", "on"}}, "graph_capture"),
+        stored_experiment(5, {{"NCCL_PROTO", "LL|128"}, {"fusion", "off"}}, ExperimentStatus::ok,
+                          {700, 701, 702}),
+    };
+}
+
+std::vector<results::StoredExperiment> new_sweep() {
+    return {
+        stored_experiment(1, {{"NCCL_PROTO", "LL"}, {"fusion", "off"}}, ExperimentStatus::ok, around(814),
+                          around(4090)),
+        stored_experiment(2, {{"NCCL_PROTO", "LL"}, {"fusion", "on"}}, ExperimentStatus::ok, around(790),
+                          around(3900)),
+        failed_experiment(3, {{"NCCL_PROTO", "Simple"}, {"fusion", "off"}}, "nccl"),
+        stored_experiment(4, {{"NCCL_PROTO", "Simple"}, {"fusion", "on"}}, ExperimentStatus::ok, around(660),
+                          around(5000)),
+        stored_experiment(5, {{"NCCL_PROTO", "LL|128"}, {"fusion", "off"}}, ExperimentStatus::ok,
+                          {650, 651, 652}),
+        stored_experiment(6, {{"NCCL_PROTO", "LL"}, {"fusion", "on"}, {"tokens", "16"}}, ExperimentStatus::ok,
+                          around(400)),
+    };
+}
+
+results::SweepTable table(std::int64_t id, const std::vector<results::StoredExperiment>& experiments) {
+    return results::build_sweep_table(with_counts(sweep_info(id, "nightly", "nightly"), experiments),
+                                      experiments);
+}
+
+results::SweepDiff fixture_diff() {
+    results::DiffOptions options;
+    options.metrics = {{"tok_s", stats::Direction::higher_is_better},
+                       {"verify_us_p50", stats::Direction::lower_is_better}};
+    auto diff = results::diff_tables(table(1, base_sweep()), table(2, new_sweep()), options);
+    REQUIRE(diff);
+    return *diff;
+}
+
+}  // namespace
+
+TEST_CASE("printers: format names parse; unknown ones list the choices") {
+    CHECK(*results::parse_format("md") == results::Format::markdown);
+    CHECK(*results::parse_format("json") == results::Format::json);
+    auto bad = results::parse_format("html");
+    REQUIRE_FALSE(bad);
+    CHECK(bad.error().message == "unknown format 'html'; use table, markdown or json");
+}
+
+TEST_CASE("printers: results list in every format") {
+    auto a = with_counts(sweep_info(2, "nightly", "nightly"), new_sweep());
+    auto b = with_counts(sweep_info(1, "quickstart"), base_sweep());
+    b.state = results::SweepState::interrupted;
+    std::vector<results::SweepInfo> sweeps{a, b};
+    for (const auto& [format, ext] : k_formats)
+        check_golden("list." + ext, render(format, [&](results::Printer& p) { p.print_sweeps(sweeps); }));
+    CHECK(render(results::Format::table, [](results::Printer& p) {
+              p.print_sweeps({});
+          }).find("no sweeps yet") != std::string::npos);
+}
+
+TEST_CASE("printers: results show in every format") {
+    auto t = table(1, base_sweep());
+    for (const auto& [format, ext] : k_formats)
+        check_golden("show." + ext, render(format, [&](results::Printer& p) { p.print_table(t); }));
+}
+
+TEST_CASE("printers: results best in every format") {
+    auto t = table(1, base_sweep());
+    auto best = results::best_experiment(t, {"tok_s", stats::Direction::higher_is_better});
+    REQUIRE(best);
+    for (const auto& [format, ext] : k_formats)
+        check_golden("best." + ext, render(format, [&](results::Printer& p) { p.print_best(*best); }));
+}
+
+TEST_CASE("printers: diff in every format") {
+    auto diff = fixture_diff();
+    for (const auto& [format, ext] : k_formats)
+        check_golden("diff." + ext, render(format, [&](results::Printer& p) { p.print_diff(diff); }));
+}
+
+TEST_CASE("printers: diff table names every regressed experiment and why") {
+    auto text = render(results::Format::table, [](results::Printer& p) { p.print_diff(fixture_diff()); });
+    CHECK(text.find("regressed: experiment 2 (NCCL_PROTO=LL fusion=on): tok_s -12.7% (p=0.008), "
+                    "verify_us_p50 +11.4% (p=0.008)") != std::string::npos);
+    CHECK(text.find("regressed: experiment 3 (NCCL_PROTO=Simple fusion=off): ok -> failed (nccl): nccl: the "
+                    "process reported an error") != std::string::npos);
+    CHECK(text.find("note: experiment 5: too few samples (n=3+3)") != std::string::npos);
+}
+
+TEST_CASE("printers: markdown escapes pipes so cells stay cells") {
+    auto text = render(results::Format::markdown, [](results::Printer& p) { p.print_diff(fixture_diff()); });
+    CHECK(text.find("LL\\|128") != std::string::npos);
+    CHECK(text.find("| LL|128 |") == std::string::npos);
+}
+
+TEST_CASE("printers: json documents parse, carry their schema and write NaN as null") {
+    auto diff = fixture_diff();
+    auto text = render(results::Format::json, [&](results::Printer& p) { p.print_diff(diff); });
+    auto j = nlohmann::json::parse(text);
+    CHECK(j["schema"] == results::k_diff_schema);
+    CHECK(j["regression"] == true);
+    CHECK(j["counts"]["regressions"] == diff.counts.regressions);
+    CHECK(j["only_in_new"].size() == 1);
+    CHECK(j["experiments"][0]["metrics"]["tok_s"]["base"]["ci95"].is_object());  // n = 6 has a 95% interval
+    CHECK(j["experiments"][0]["metrics"]["tok_s"]["new"]["ci95"].is_null());     // n = 5 has none
+    // Invalid UTF-8 in a diagnosis must not break the document.
+    auto broken = new_sweep();
+    broken[2].outcome.diagnosis = "nccl: bad byte \xff here\n";
+    auto t = table(3, broken);
+    auto shown = render(results::Format::json, [&](results::Printer& p) { p.print_table(t); });
+    CHECK(nlohmann::json::parse(shown)["experiments"][2]["diagnosis"] == "nccl: bad byte \xef\xbf\xbd here");
+}
