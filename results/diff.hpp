@@ -15,11 +15,6 @@
 
 namespace ncclsweep::results {
 
-/// Default minimum effect that counts as a change: 3% (smaller deltas are "~" even when significant).
-inline constexpr double k_default_threshold = 0.03;
-/// Default significance level of the U test.
-inline constexpr double k_default_alpha = 0.05;
-
 /// Settings of a diff.
 struct DiffOptions {
     std::vector<MetricChoice> metrics{{"tok_s", stats::Direction::higher_is_better}};  ///< compared metrics

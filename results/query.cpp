@@ -254,8 +254,7 @@ Result<BestExperiment> best_experiment(const SweepTable& table, const MetricChoi
     result.candidates = candidates;
     if (second) {
         result.runner_up = *second;
-        stats::CompareOptions options;
-        options.direction = metric.direction;
+        const stats::CompareOptions options{k_default_alpha, k_default_threshold, metric.direction};
         auto margin =
             stats::compare(second->metric(metric.name)->values, best->metric(metric.name)->values, options);
         if (margin) result.margin = std::move(*margin);

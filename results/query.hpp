@@ -19,6 +19,11 @@ namespace ncclsweep::results {
 
 class Store;
 
+/// Default minimum effect that counts as a change: 3% (smaller deltas are "~" even when significant).
+inline constexpr double k_default_threshold = 0.03;
+/// Default significance level of the U test.
+inline constexpr double k_default_alpha = 0.05;
+
 /// Which way `metric` is good, from its name. Rates (holding `tok_s`, `per_s`, `throughput`,
 /// `bandwidth`, `gbps`) are higher-is-better; times and spreads (a `_us`, `_ms` or `_ns` word,
 /// a trailing `_s`, or `latency`, `ttft`, `itl`, `tpot`, `rsd`) lower-is-better; anything
@@ -107,12 +112,13 @@ struct SweepTable {
 
 /// The best experiment of a sweep by one metric, and how sure that is.
 struct BestExperiment {
-    SweepInfo sweep;                          ///< the sweep it belongs to
-    MetricChoice metric;                      ///< what "best" means
-    ExperimentRow best;                       ///< the ok experiment with the best median
-    std::size_t candidates = 0;               ///< ok experiments that have the metric
-    std::optional<ExperimentRow> runner_up;   ///< the second best, when there is one
-    std::optional<stats::Comparison> margin;  ///< runner-up (base) vs best (new), U test at alpha 0.05
+    SweepInfo sweep;                         ///< the sweep it belongs to
+    MetricChoice metric;                     ///< what "best" means
+    ExperimentRow best;                      ///< the ok experiment with the best median
+    std::size_t candidates = 0;              ///< ok experiments that have the metric
+    std::optional<ExperimentRow> runner_up;  ///< the second best, when there is one
+    /// Runner-up (base) vs best (new) with the diff defaults (alpha 0.05, threshold 3%).
+    std::optional<stats::Comparison> margin;
 };
 
 /// The ok experiment with the best median of `metric` (ties: the lower id). bad_input when the
