@@ -24,6 +24,10 @@ void register_commands(CLI::App& app, const GlobalOptions&, CommandList& out) {
     out.push_back(setup_plan(app));
     out.push_back(setup_run(app));
     out.push_back(setup_watch(app));
+    out.push_back(setup_results(app));
+    out.push_back(setup_diff(app));
+    out.push_back(setup_export(app));
+    out.push_back(setup_report(app));
 }
 
 ExitStatus report_error(const Error& error) {

@@ -36,5 +36,9 @@ ExitStatus report_error(const Error& error);
 Command setup_plan(CLI::App& app);
 Command setup_run(CLI::App& app);
 Command setup_watch(CLI::App& app);
+Command setup_results(CLI::App& app);
+Command setup_diff(CLI::App& app);
+Command setup_export(CLI::App& app);
+Command setup_report(CLI::App& app);
 
 }  // namespace ncclsweep::cli

@@ -1,0 +1,139 @@
+// The HTML report: what it draws (bars, intervals, heat map, failures, deltas) and that hostile
+// text can never become markup. Python's html.parser checks the structure of the page.
+#include <nlohmann/json.hpp>
+
+#include "results/report_html.hpp"
+#include "tests/results/export_fixtures.hpp"
+
+using namespace ncclsweep;
+using namespace ncclsweep::results;
+using namespace ncclsweep::results::report;
+using ncclsweep::test::run_command;
+using ncclsweep::test::TempDir;
+
+namespace {
+
+/// Start tags (name -> count) and whether any <script> or external reference appears.
+nlohmann::json page_structure(const std::string& html) {
+    TempDir dir;
+    auto file = dir.write("r.html", html);
+    auto run = run_command({"python3", "-c",
+                            "import sys, json\nfrom html.parser import HTMLParser\n"
+                            "class P(HTMLParser):\n"
+                            "    def __init__(s):\n"
+                            "        super().__init__(); s.tags = {}; s.external = []\n"
+                            "    def handle_starttag(s, tag, attrs):\n"
+                            "        s.tags[tag] = s.tags.get(tag, 0) + 1\n"
+                            "        for k, v in attrs:\n"
+                            "            if k in ('src', 'href') or (k.startswith('on')): s.external.append([tag, k, v])\n"
+                            "p = P(); p.feed(open(sys.argv[1], encoding='utf-8').read()); p.close()\n"
+                            "print(json.dumps({'tags': p.tags, 'external': p.external}))\n",
+                            file.string()});
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    return nlohmann::json::parse(run.out);
+}
+
+}  // namespace
+
+TEST_CASE("report draws bars with intervals, a heat map and failures by class") {
+    TempDir dir;
+    auto sweep = test::make_export_sweep((dir.path() / "x.db").string());
+    auto data = build_report(sweep, nullptr, {});
+    REQUIRE(data);
+    REQUIRE(data->bars.size() == 8);
+    CHECK(data->bars[3].best);
+    CHECK(data->bars[0].stats->interval_is_ci);
+    CHECK_FALSE(data->bars[1].stats->interval_is_ci);  // 3 samples: min..max
+    CHECK(data->bars[2].failure_class == "graph_capture");
+    // Default heat map: the first two parameters that vary.
+    REQUIRE(data->heatmap);
+    CHECK(data->heatmap->x_axis == "NCCL_ALGO");
+    CHECK(data->heatmap->y_axis == "NCCL_PROTO");
+    CHECK(data->heatmap->aggregated);
+    REQUIRE(data->failures.size() == 3);
+    CHECK(data->failures[0].entries.size() == 1);
+
+    std::string html = render_html(*data);
+    auto page = page_structure(html);
+    CHECK(page["tags"]["svg"] == 2);
+    CHECK(page["tags"]["rect"].get<int>() > 8);
+    CHECK_FALSE(page["tags"].contains("script"));
+    CHECK(page["external"].empty());
+    CHECK(html.find("<script") == std::string::npos);
+    CHECK(html.find("&lt;script&gt;alert(1)&lt;/script&gt;") != std::string::npos);
+    CHECK(html.find("min\xE2\x80\x93max, because fewer than 6 samples") != std::string::npos);
+    CHECK(html.find("95% confidence interval of the median") != std::string::npos);
+    CHECK(html.find("graph_capture") != std::string::npos);
+    CHECK(html.find("graph_capture: capture invalidated &lt;b&gt;&amp;amp;&lt;/b&gt;") != std::string::npos);
+    CHECK(html.find("\x1b") == std::string::npos);
+    CHECK(html.find("class=\"whisker minmax\"") != std::string::npos);
+}
+
+TEST_CASE("heat map over chosen axes marks failed cells by class") {
+    TempDir dir;
+    auto sweep = test::make_export_sweep((dir.path() / "x.db").string());
+    ReportOptions options;
+    options.heatmap_axes = {"NCCL_ALGO", "tokens"};
+    auto data = build_report(sweep, nullptr, options);
+    REQUIRE(data);
+    const Heatmap& map = *data->heatmap;
+    CHECK(map.x_values == std::vector<std::string>{"Ring", "allreduce:tree", "Tree"});
+    CHECK(map.y_values == std::vector<std::string>{"8", "16"});
+    const HeatCell& tree8 = map.cells[0 * 3 + 2];
+    CHECK_FALSE(tree8.value);
+    CHECK(tree8.failed == 1);
+    CHECK(tree8.failure_class == "graph_capture");
+    CHECK(map.cells[1 * 3 + 2].failure_class == "hang");
+    CHECK(map.cells[0 * 3 + 1].value == 1100.0);
+    CHECK(map.cells[1 * 3 + 0].value == 1500.0);  // best over the other parameters
+    std::string svg = heatmap_svg(map, data->direction);
+    CHECK(svg.find("class=\"cell failed\"") != std::string::npos);
+    CHECK(svg.find("\xE2\x9C\x97 graph_capture") != std::string::npos);
+
+    options.heatmap_axes = {"NCCL_ALGO", "nope"};
+    auto bad = build_report(sweep, nullptr, options);
+    REQUIRE_FALSE(bad);
+    CHECK(bad.error().message.find("'nope' is not a parameter") != std::string::npos);
+    CHECK(bad.error().message.find("NCCL_ALGO, NCCL_PROTO, tokens, label") != std::string::npos);
+    options.heatmap_axes = {"tokens"};
+    CHECK_FALSE(build_report(sweep, nullptr, options));
+}
+
+TEST_CASE("report against a base shows per-experiment change and status changes") {
+    TempDir dir;
+    auto base = test::make_export_sweep((dir.path() / "x.db").string(), "base");
+    auto sweep = base;
+    sweep.info.id = 2;
+    // Experiment 1 10% slower (significant: 6 vs 6 samples, disjoint), 2 fails now, 3 works now.
+    for (auto& s : sweep.experiments[0].outcome.samples)
+        if (s.metric == "tok_s") s.value *= 0.9;
+    sweep.experiments[1].outcome.status = ExperimentStatus::failed;
+    sweep.experiments[1].outcome.failure_class = "nccl";
+    sweep.experiments[2].outcome.status = ExperimentStatus::ok;
+    sweep.experiments[2].outcome.samples = {{0, "tok_s", 900}};
+    sweep.experiments.pop_back();
+    sweep.experiments[3].experiment.key = "new-key";
+    auto data = build_report(sweep, &base, {});
+    REQUIRE(data);
+    CHECK(data->only_in_new == 1);
+    CHECK(data->only_in_base == 2);
+    REQUIRE(data->deltas.size() == 6);
+    CHECK(data->deltas[0].verdict == "regression");
+    CHECK(*data->deltas[0].delta == Approx(-0.1));
+    CHECK(data->deltas[1].verdict == "regression: now nccl");
+    CHECK(data->deltas[2].verdict == "improvement: was graph_capture");
+    std::string html = render_html(*data);
+    CHECK(html.find("<svg class=\"delta\"") != std::string::npos);
+    CHECK(html.find("class=\"dbar regression\"") != std::string::npos);
+    CHECK(html.find("1 only in this sweep") != std::string::npos);
+    CHECK(page_structure(html)["tags"]["svg"] == 3);
+}
+
+TEST_CASE("colour ramp is ordered and valid") {
+    CHECK(ramp_colour(0) == "#440154");
+    CHECK(ramp_colour(1) == "#fde725");
+    CHECK(ramp_colour(-3) == ramp_colour(0));
+    CHECK(ramp_colour(NAN) == ramp_colour(0));
+    CHECK(ramp_colour(0.5).size() == 7);
+}
