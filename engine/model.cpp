@@ -198,7 +198,10 @@ PassPlan build_pass(const ModelShape& model, int tp, int tokens) {
     plan.steps.push_back(norm);
 
     for (int l = 0; l < m.layers; ++l) {
-        const std::string p = "L" + std::to_string(l) + ".";
+        // Built by appending: GCC 12 -O2 warns (-Wrestrict, a known false positive) on "L" + to_string.
+        std::string p = "L";
+        p += std::to_string(l);
+        p += '.';
         if (m.mla) {
             add_gemm(plan, p + "q_a", m.hidden, m.q_lora_rank);                      // replicated
             add_gemm(plan, p + "kv_a", m.hidden, m.kv_lora_rank + m.qk_rope);         // replicated

@@ -19,6 +19,30 @@ RankComm::~RankComm() {
     if (m_comm != nullptr) ncclCommDestroy(m_comm);
 }
 
+bool enable_peer_access(int self, const std::vector<int>& devices, std::string& reason) {
+    if (cudaSetDevice(self) != cudaSuccess) {
+        reason = "cudaSetDevice(" + std::to_string(self) + ") failed";
+        return false;
+    }
+    for (int dev : devices) {
+        if (dev == self) continue;
+        int can = 0;
+        if (cudaDeviceCanAccessPeer(&can, self, dev) != cudaSuccess || can == 0) {
+            reason = "GPU " + std::to_string(self) + " cannot access GPU " + std::to_string(dev) +
+                     " (cudaDeviceCanAccessPeer = 0)";
+            return false;
+        }
+        cudaError_t e = cudaDeviceEnablePeerAccess(dev, 0);
+        if (e == cudaErrorPeerAccessAlreadyEnabled) {
+            cudaGetLastError();
+        } else if (e != cudaSuccess) {
+            reason = std::string("cudaDeviceEnablePeerAccess failed: ") + cudaGetErrorString(e);
+            return false;
+        }
+    }
+    return true;
+}
+
 Status RankComm::init(const ncclUniqueId& id, int nranks, int rank) {
     m_rank = rank;
     m_nranks = nranks;
@@ -58,26 +82,8 @@ Status RankComm::connect_peers(const std::vector<bf16*>* local, const std::vecto
     } else if (local != nullptr) {
         // One process: enable peer access to every other rank's device and use raw pointers.
         int self = (*local_devices)[m_rank];
-        for (int p = 0; p < m_nranks && failed == 0; ++p) {
-            int dev = (*local_devices)[p];
-            m_peers.buffers[p] = (*local)[p];
-            if (dev == self) continue;
-            int can = 0;
-            TPV_CUDA("init", cudaDeviceCanAccessPeer(&can, self, dev));
-            if (can == 0) {
-                failed = 1;
-                reason = "GPU " + std::to_string(self) + " cannot access GPU " + std::to_string(dev) +
-                         " (cudaDeviceCanAccessPeer = 0)";
-                break;
-            }
-            cudaError_t e = cudaDeviceEnablePeerAccess(dev, 0);
-            if (e == cudaErrorPeerAccessAlreadyEnabled) {
-                cudaGetLastError();
-            } else if (e != cudaSuccess) {
-                failed = 1;
-                reason = std::string("cudaDeviceEnablePeerAccess failed: ") + cudaGetErrorString(e);
-            }
-        }
+        if (!enable_peer_access(self, *local_devices, reason)) failed = 1;
+        for (int p = 0; p < m_nranks; ++p) m_peers.buffers[p] = (*local)[p];
     } else {
         // One process per rank: all-gather IPC handles through NCCL, then open each peer's.
         cudaIpcMemHandle_t mine{};

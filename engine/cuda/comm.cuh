@@ -13,6 +13,12 @@ namespace tpverify::cuda {
 Status make_unique_id(ncclUniqueId& id);
 
 /// One rank's communicator and the peer buffers of the fused one-shot all-reduce.
+/// One process, one thread per GPU: lets `self` address every other device in `devices`
+/// (cudaDeviceEnablePeerAccess; already enabled is fine). Sets `reason` and returns false when
+/// a pair cannot reach each other. Must run before the first NCCL call of the rank: NCCL's
+/// in-process P2P transport failed with "internal error" on the H200 x2 machine without it.
+bool enable_peer_access(int self, const std::vector<int>& devices, std::string& reason);
+
 class RankComm {
 public:
     RankComm() = default;

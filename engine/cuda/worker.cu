@@ -17,6 +17,13 @@ public:
     Status run() {
         TPV_TRY(setup());
         if (m_options.check) {
+            // The check runs its collectives inside a capture when --graph on (the same path as the
+            // pass), so NCCL must connect eagerly first: a first use inside the capture fails with
+            // "failed to peer ... operation not permitted when stream is capturing" (seen at TP=2).
+            if (m_options.graph && m_options.warmup_before_capture) {
+                enter("warmup");
+                TPV_TRY(m_engine.warm_collectives(*m_run.plan));
+            }
             enter("check");
             TPV_TRY(run_check(m_engine, *m_run.plan, m_slot.check));
             // All ranks stop together when any rank saw a wrong element (reported by the caller).
@@ -45,6 +52,14 @@ private:
 
     Status setup() {
         enter("init");
+        if (m_run.in_process && m_run.nranks > 1) {
+            // Before NCCL's first call: its in-process P2P transport needs the peers reachable
+            // (without this the first all-reduce failed with "internal error" on 2 H200s).
+            std::string reason;
+            if (!enable_peer_access(m_run.devices[m_local], m_run.devices, reason) && reporting())
+                std::fprintf(stderr, "tpverify: init: peer access between GPUs is not available (%s); NCCL picks "
+                                     "another transport\n", reason.c_str());
+        }
         TPV_TRY(m_engine.setup({m_run.plan, m_run.baseline}, m_run.id));
         m_slot.comm.store(&m_engine.comm());
         m_slot.copy_gbps = m_engine.copy_gbps();
