@@ -144,7 +144,16 @@ TEST_CASE("run: SIGINT stops cleanly, and --resume finishes with each experiment
         execv(cargv[0], cargv.data());
         _exit(127);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(4000));
+    // Interrupt once at least one experiment is recorded (polling the database, not the clock,
+    // so a loaded machine does not change what is tested).
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+    for (;;) {
+        int done = 0;
+        if (std::filesystem::exists(db))
+            for (const auto& e : latest_experiments(db)) done += results::is_finished(e.outcome.status) ? 1 : 0;
+        if (done >= 1 || std::chrono::steady_clock::now() > deadline) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
     kill(pid, SIGINT);
     int status = 0;
     waitpid(pid, &status, 0);
