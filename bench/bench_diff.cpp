@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -94,18 +95,22 @@ int fill(const std::string& path, int experiments, int repeats) {
     return 0;
 }
 
-// Runs `work` `runs` times and prints min and median seconds.
+// Runs `work` `runs` times and prints min and median wall seconds, and the median CPU seconds
+// of this process (the honest figure on a shared, loaded machine).
 void measure(const char* what, int runs, const std::function<std::size_t()>& work) {
-    std::vector<double> seconds;
+    std::vector<double> wall, cpu;
     std::size_t bytes = 0;
     for (int i = 0; i < runs; ++i) {
-        auto start = Clock::now();
+        const auto start = Clock::now();
+        const std::clock_t cpu_start = std::clock();
         bytes = work();
-        seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+        cpu.push_back(static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC);
+        wall.push_back(std::chrono::duration<double>(Clock::now() - start).count());
     }
-    std::sort(seconds.begin(), seconds.end());
-    std::printf("%-44s min %.3f s  median %.3f s  (%zu bytes of output)\n", what, seconds.front(),
-                seconds[seconds.size() / 2], bytes);
+    std::sort(wall.begin(), wall.end());
+    std::sort(cpu.begin(), cpu.end());
+    std::printf("%-44s wall min %.3f s  median %.3f s  cpu median %.3f s  (%zu bytes out)\n", what,
+                wall.front(), wall[wall.size() / 2], cpu[cpu.size() / 2], bytes);
 }
 
 [[noreturn]] void die(const Error& error) {

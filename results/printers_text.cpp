@@ -60,8 +60,8 @@ void TextPrinter::print_sweeps(std::span<const SweepInfo> sweeps) {
         return;
     }
     Grid g;
-    for (const char* h : {"id", "name", "tag", "target", "created", "state"})
-        g.column(h, h == std::string("id") ? Align::right : Align::left);
+    g.column("id", Align::right);
+    for (const char* h : {"name", "tag", "target", "created", "state"}) g.column(h);
     for (const char* h : {"ok", "failed", "other", "total"}) g.column(h, Align::right);
     for (const auto& s : sweeps) {
         const StatusCounts& c = s.counts;

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
+#include <iterator>
+#include <set>
+#include <type_traits>
 #include <unordered_map>
 
 #include "results/store.hpp"
@@ -149,45 +151,76 @@ std::vector<std::string> default_columns(std::span<const std::string> recorded) 
     return columns;
 }
 
-SweepTable build_sweep_table(const SweepInfo& sweep, std::span<const StoredExperiment> experiments) {
+namespace {
+
+// Fills `row` from `stored`; Source is `const StoredExperiment&` (copy) or `StoredExperiment&` (move).
+template <typename Source>
+ExperimentRow make_row(Source&& stored, const std::vector<std::string>& varying,
+                       std::set<std::string>& all_metrics) {
+    constexpr bool k_move = !std::is_const_v<std::remove_reference_t<Source>>;
+    auto take = [](auto& value) -> decltype(auto) {
+        if constexpr (k_move)
+            return std::move(value);
+        else
+            return static_cast<const std::remove_reference_t<decltype(value)>&>(value);
+    };
+    ExperimentRow row;
+    auto& e = stored.experiment;
+    row.exp_id = e.id;
+    for (const auto& name : varying) {
+        auto it = std::find_if(e.params.begin(), e.params.end(),
+                               [&](const Assignment& a) { return a.first == name; });
+        row.changed.emplace_back(name, it == e.params.end() ? std::string("-") : it->second);
+    }
+    row.key = take(e.key);
+    row.canonical = take(e.canonical);
+    row.params = take(e.params);
+    row.status = stored.outcome.status;
+    row.failure_class = take(stored.outcome.failure_class);
+    row.diagnosis = one_line_diagnosis(stored.outcome.diagnosis);
+    row.effective_nccl = take(stored.outcome.effective_nccl);
+    row.attempts = stored.attempts;
+    row.total_s = stored.outcome.timings.total_s;
+    // Samples come in (repeat, metric) order: group them by metric, keeping repeat order.
+    for (const auto& sample : stored.outcome.samples) {
+        auto it = std::find_if(row.metrics.begin(), row.metrics.end(),
+                               [&](const MetricSummary& m) { return m.metric == sample.metric; });
+        if (it == row.metrics.end()) {
+            row.metrics.push_back(MetricSummary{sample.metric, {}, {}});
+            it = std::prev(row.metrics.end());
+        }
+        it->values.push_back(sample.value);
+    }
+    std::sort(row.metrics.begin(), row.metrics.end(),
+              [](const MetricSummary& a, const MetricSummary& b) { return a.metric < b.metric; });
+    for (auto& m : row.metrics) {
+        m.summary = stats::summarize(m.values);
+        all_metrics.insert(m.metric);
+    }
+    return row;
+}
+
+template <typename Experiments>
+SweepTable make_table(const SweepInfo& sweep, Experiments&& experiments) {
     SweepTable table;
     table.sweep = sweep;
-    table.varying = varying_parameters(experiments);
+    table.varying = varying_parameters(std::span<const StoredExperiment>(experiments));
     table.rows.reserve(experiments.size());
-    std::map<std::string, bool> all_metrics;
-    for (const auto& stored : experiments) {
-        ExperimentRow row;
-        const Experiment& e = stored.experiment;
-        row.exp_id = e.id;
-        row.key = e.key;
-        row.canonical = e.canonical;
-        row.params = e.params;
-        for (const auto& name : table.varying) {
-            auto it = std::find_if(e.params.begin(), e.params.end(),
-                                   [&](const Assignment& a) { return a.first == name; });
-            row.changed.emplace_back(name, it == e.params.end() ? std::string("-") : it->second);
-        }
-        row.status = stored.outcome.status;
-        row.failure_class = stored.outcome.failure_class;
-        row.diagnosis = one_line_diagnosis(stored.outcome.diagnosis);
-        row.effective_nccl = stored.outcome.effective_nccl;
-        row.attempts = stored.attempts;
-        row.total_s = stored.outcome.timings.total_s;
-        std::map<std::string, std::vector<double>> by_metric;
-        for (const auto& sample : stored.outcome.samples) by_metric[sample.metric].push_back(sample.value);
-        for (auto& [name, values] : by_metric) {
-            all_metrics[name] = true;
-            MetricSummary m;
-            m.metric = name;
-            m.summary = stats::summarize(values);
-            m.values = std::move(values);
-            row.metrics.push_back(std::move(m));
-        }
-        table.rows.push_back(std::move(row));
-    }
-    for (const auto& [name, unused] : all_metrics) table.metrics.push_back(name);
+    std::set<std::string> all_metrics;
+    for (auto& stored : experiments) table.rows.push_back(make_row(stored, table.varying, all_metrics));
+    table.metrics.assign(all_metrics.begin(), all_metrics.end());
     table.columns = default_columns(table.metrics);
     return table;
+}
+
+}  // namespace
+
+SweepTable build_sweep_table(const SweepInfo& sweep, std::span<const StoredExperiment> experiments) {
+    return make_table(sweep, experiments);
+}
+
+SweepTable build_sweep_table(const SweepInfo& sweep, std::vector<StoredExperiment>&& experiments) {
+    return make_table(sweep, experiments);
 }
 
 Result<SweepTable> load_sweep_table(Store& store, std::string_view ref) {
@@ -197,7 +230,7 @@ Result<SweepTable> load_sweep_table(Store& store, std::string_view ref) {
     if (!info) return info.error();
     auto experiments = store.load_experiments(*id);
     if (!experiments) return experiments.error();
-    return build_sweep_table(*info, *experiments);
+    return build_sweep_table(*info, std::move(*experiments));
 }
 
 Result<void> require_metric(const SweepTable& table, std::string_view metric) {

@@ -94,6 +94,11 @@ struct SweepTable {
 [[nodiscard]] SweepTable build_sweep_table(const SweepInfo& sweep,
                                            std::span<const StoredExperiment> experiments);
 
+/// The same, taking the experiments over (moves their strings instead of copying them; what
+/// load_sweep_table uses for large sweeps).
+[[nodiscard]] SweepTable build_sweep_table(const SweepInfo& sweep,
+                                           std::vector<StoredExperiment>&& experiments);
+
 /// Resolves `ref` ("17", "latest", "latest:TAG~1", ...) and builds its table. Errors come from
 /// the store (bad reference: bad_input; database: infrastructure).
 [[nodiscard]] Result<SweepTable> load_sweep_table(Store& store, std::string_view ref);
