@@ -1,0 +1,85 @@
+// Reliability: `kill -9` of ncclsweep at random moments of a sweep, again and again, each time
+// followed by `run --resume`: at the end every experiment is recorded exactly once and the
+// database is sound.
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "tests/e2e/e2e_support.hpp"
+#include "tests/support/catch.hpp"
+
+using namespace ncclsweep;
+using namespace ncclsweep::test;
+
+namespace {
+
+std::string scalar(const std::string& db, const std::string& sql) {
+    auto rows = sqlite_rows(db, sql);
+    return rows.empty() || rows[0].empty() ? "" : rows[0][0];
+}
+
+}  // namespace
+
+TEST_CASE("kill -9: fifteen random kills, each followed by --resume, record every experiment exactly once") {
+    TempDir dir;
+    // 6 experiments x 2 repeats, each run about half a second: a complete sweep takes several
+    // seconds, so kills land in startup, in a workload, and between commits.
+    auto spec = dir.write("s.yaml", sim_spec("kill9", "  NCCL_PROTO: [LL, Simple]\n  tokens: [1, 2, 4]\n  inject: [\"hang@warmup:0.4\"]\n",
+                                             2));
+    std::string db = (dir.path() / "r.db").string();
+    const unsigned seed = std::random_device{}();
+    INFO("random seed " << seed);
+    std::mt19937 random(seed);
+    std::uniform_int_distribution<int> delay_ms(100, 2500);
+
+    bool completed = false;
+    int kills = 0;
+    int killed_while_running = 0;
+    for (int iteration = 0; iteration < 15 && !completed; ++iteration) {
+        const bool has_sweep = !latest_experiments(db).empty();
+        std::vector<std::string> args{"run", spec.string(), "--db", db};
+        if (has_sweep) args.push_back("--resume");
+        auto run = spawn_ncclsweep(dir.path(), args, "run" + std::to_string(iteration));
+        REQUIRE(run.pid > 0);
+        std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(random)));
+        ::kill(run.pid, SIGKILL);
+        auto ended = finish(run);
+        INFO("iteration " << iteration << ": " << ended.err);
+        if (ended.exit_code == 0) {  // it finished before the kill
+            completed = true;
+            break;
+        }
+        REQUIRE(ended.exit_code == 128 + SIGKILL);
+        ++kills;
+        if (std::filesystem::exists(db)) CHECK(integrity_check(db) == "ok");  // killed before it was created: nothing to check
+        // A sweep killed with -9 cannot mark itself; it stays 'running' and --resume must find it.
+        if (scalar(db, "SELECT state FROM sweeps ORDER BY id DESC LIMIT 1") == "running") ++killed_while_running;
+    }
+    CHECK(kills >= 3);
+    if (kills >= 3) CHECK(killed_while_running >= 1);
+    for (int attempt = 0; attempt < 3 && !completed; ++attempt) {
+        std::vector<std::string> args{"run", spec.string(), "--db", db};
+        if (!latest_experiments(db).empty()) args.push_back("--resume");
+        auto r = run_ncclsweep(args);
+        INFO(r.err);
+        completed = r.exit_code == 0;
+    }
+    REQUIRE(completed);
+
+    CHECK(integrity_check(db) == "ok");
+    CHECK(sqlite_rows(db, "PRAGMA foreign_key_check").empty());
+    CHECK(scalar(db, "SELECT count(*) FROM sweeps") == "1");
+    CHECK(scalar(db, "SELECT state FROM sweeps") == "done");
+    auto experiments = latest_experiments(db);
+    REQUIRE(experiments.size() == 6);
+    for (const auto& e : experiments) CHECK(e.outcome.status == results::ExperimentStatus::ok);
+    // Samples only for the two repeats of each experiment, one per (experiment, repeat).
+    auto rows = sqlite_rows(db, "SELECT exp_id, group_concat(repeat) FROM (SELECT exp_id, repeat FROM samples "
+                                "WHERE metric = 'tok_s' ORDER BY exp_id, repeat) GROUP BY exp_id");
+    REQUIRE(rows.size() == 6);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        CHECK(rows[i][0] == std::to_string(i + 1));
+        CHECK(rows[i][1] == "0,1");
+    }
+    CHECK(scalar(db, "SELECT count(*) FROM samples WHERE exp_id NOT BETWEEN 1 AND 6 OR repeat NOT IN (0, 1)") == "0");
+}
