@@ -40,10 +40,12 @@ ExitStatus run_export(const ExportOptions& options) {
     if (!text) return report_error(text.error());
     if (options.output.empty() || options.output == "-") {
         std::fwrite(text->data(), 1, text->size(), stdout);
-        return std::fflush(stdout) == 0 ? ExitStatus::done
-                                        : report_error(Error::infrastructure("cannot write the export to stdout"));
+        return std::fflush(stdout) == 0
+                   ? ExitStatus::done
+                   : report_error(Error::infrastructure("cannot write the export to stdout"));
     }
-    if (auto written = ex::write_file_atomically(options.output, *text); !written) return report_error(written.error());
+    if (auto written = ex::write_file_atomically(options.output, *text); !written)
+        return report_error(written.error());
     return ExitStatus::done;
 }
 
@@ -60,8 +62,10 @@ Command setup_export(CLI::App& app) {
         "  ncclsweep export 7 --format nccl-tuner --experiment 12 -o nccl_tuner.conf\n"
         "Exit status: 0 written, 2 bad flags or nothing to export, 3 database or file error.\n"
         "See docs/export.md.");
-    sub->add_option("SWEEP", options->sweep, "Sweep: id, latest, latest~N, latest:TAG, latest:TAG~N")->required();
-    sub->add_option("--format", options->format, "json, csv, md, junit, sitecustomize, env or nccl-tuner (default json)");
+    sub->add_option("SWEEP", options->sweep, "Sweep: id, latest, latest~N, latest:TAG, latest:TAG~N")
+        ->required();
+    sub->add_option("--format", options->format,
+                    "json, csv, md, junit, sitecustomize, env or nccl-tuner (default json)");
     sub->add_flag("--best", options->best, "Point formats: export the best experiment by --metric");
     sub->add_option("--metric", options->metric, "Metric for --best and the md table (default tok_s)");
     sub->add_option("--experiment", options->experiment, "Point formats: export this experiment id");

@@ -43,7 +43,8 @@ ExitStatus run_report(const ReportOptions& options) {
         std::fwrite(html.data(), 1, html.size(), stdout);
         return ExitStatus::done;
     }
-    if (auto written = ex::write_file_atomically(options.output, html); !written) return report_error(written.error());
+    if (auto written = ex::write_file_atomically(options.output, html); !written)
+        return report_error(written.error());
     return ExitStatus::done;
 }
 
@@ -59,7 +60,8 @@ Command setup_report(CLI::App& app) {
         "  ncclsweep report latest -o report.html\n"
         "  ncclsweep report latest:nightly --vs latest:nightly~1 --heatmap NCCL_ALGO,tokens -o report.html\n"
         "Exit status: 0 written, 2 bad flags, 3 database or file error. See docs/export.md.");
-    sub->add_option("SWEEP", options->sweep, "Sweep: id, latest, latest~N, latest:TAG, latest:TAG~N")->required();
+    sub->add_option("SWEEP", options->sweep, "Sweep: id, latest, latest~N, latest:TAG, latest:TAG~N")
+        ->required();
     sub->add_option("--vs", options->vs, "Base sweep to compare with (matched by canonical key)");
     sub->add_option("--metric", options->metric, "Metric to draw (default tok_s)");
     sub->add_option("--heatmap", options->heatmap, "Two parameters for the heat map, e.g. NCCL_ALGO,tokens")

@@ -50,16 +50,18 @@ enum class Format { json, csv, markdown, junit, sitecustomize, env, nccl_tuner }
 struct MetricStats {
     std::size_t n = 0;
     double median = 0;
-    double low = 0;           ///< CI low, or min when !interval_is_ci
-    double high = 0;          ///< CI high, or max when !interval_is_ci
+    double low = 0;   ///< CI low, or min when !interval_is_ci
+    double high = 0;  ///< CI high, or max when !interval_is_ci
     bool interval_is_ci = false;
 };
 /// Stats of `metric` for one experiment; nullopt when it has no samples of it.
-[[nodiscard]] std::optional<MetricStats> metric_stats(const StoredExperiment& experiment, std::string_view metric);
+[[nodiscard]] std::optional<MetricStats> metric_stats(const StoredExperiment& experiment,
+                                                      std::string_view metric);
 
 /// The ok experiment with the best median of `metric` (ties: lowest id). bad_input when no
 /// ok experiment measured it, naming the metrics that exist.
-[[nodiscard]] Result<const StoredExperiment*> best_experiment(const SweepData& sweep, std::string_view metric);
+[[nodiscard]] Result<const StoredExperiment*> best_experiment(const SweepData& sweep,
+                                                              std::string_view metric);
 /// The experiment with id `id`; bad_input naming the valid range otherwise.
 [[nodiscard]] Result<const StoredExperiment*> find_experiment(const SweepData& sweep, int id);
 
@@ -69,7 +71,8 @@ struct MetricStats {
 /// The value of parameter `name` of the experiment, nullopt when it has none.
 [[nodiscard]] std::optional<std::string> parameter(const StoredExperiment& experiment, std::string_view name);
 /// "NCCL_ALGO=Ring tokens=8" over `names` (all params when empty).
-[[nodiscard]] std::string params_label(const StoredExperiment& experiment, const std::vector<std::string>& names = {});
+[[nodiscard]] std::string params_label(const StoredExperiment& experiment,
+                                       const std::vector<std::string>& names = {});
 /// The first non-empty line of the diagnosis, control bytes shown as \xNN, cut to 200 characters.
 [[nodiscard]] std::string one_line_diagnosis(std::string_view diagnosis);
 
@@ -127,9 +130,9 @@ struct MessageSizes {
 /// What `ncclsweep export` asks for.
 struct ExportRequest {
     Format format = Format::json;
-    std::string metric = "tok_s";           ///< markdown column; --best ranking
-    bool best = false;                      ///< point formats: the best experiment by `metric`
-    std::optional<int> experiment;          ///< point formats: this experiment
+    std::string metric = "tok_s";   ///< markdown column; --best ranking
+    bool best = false;              ///< point formats: the best experiment by `metric`
+    std::optional<int> experiment;  ///< point formats: this experiment
 };
 /// Produces the text of `request.format`. A point format needs `best` or `experiment`; a
 /// whole-sweep format refuses them (bad_input, saying what to do).

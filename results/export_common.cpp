@@ -28,9 +28,10 @@ Result<Format> parse_format(std::string_view text) {
     if (text == "sitecustomize") return Format::sitecustomize;
     if (text == "env") return Format::env;
     if (text == "nccl-tuner") return Format::nccl_tuner;
-    return Error::bad_input(fmt::format("--format {}: unknown format; use json, csv, md, junit, sitecustomize, env "
-                                        "or nccl-tuner",
-                                        clean_text(text, false)));
+    return Error::bad_input(
+        fmt::format("--format {}: unknown format; use json, csv, md, junit, sitecustomize, env "
+                    "or nccl-tuner",
+                    clean_text(text, false)));
 }
 
 bool is_point_format(Format format) {
@@ -48,13 +49,15 @@ std::vector<std::string> metric_names(const SweepData& sweep) {
     std::vector<std::string> names;
     for (const auto& experiment : sweep.experiments)
         for (const auto& sample : experiment.outcome.samples)
-            if (std::find(names.begin(), names.end(), sample.metric) == names.end()) names.push_back(sample.metric);
+            if (std::find(names.begin(), names.end(), sample.metric) == names.end())
+                names.push_back(sample.metric);
     return names;
 }
 
 stats::Direction metric_direction(std::string_view metric) {
     std::string lower(metric);
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
     auto has = [&](std::string_view part) { return lower.find(part) != std::string::npos; };
     bool ends_seconds = lower.size() >= 8 && lower.compare(lower.size() - 8, 8, "_seconds") == 0;
     if (has("latency") || has("_us") || has("_ms") || has("_ns") || has("time") || ends_seconds)
@@ -97,18 +100,19 @@ Result<const StoredExperiment*> best_experiment(const SweepData& sweep, std::str
     auto names = metric_names(sweep);
     std::string known = names.empty() ? std::string("it has no measured samples at all")
                                       : "metrics present: " + fmt::format("{}", fmt::join(names, ", "));
-    return Error::bad_input(fmt::format("sweep {} ({}): no ok experiment measured '{}' ({}); pick one with --metric "
-                                        "or name a point with --experiment ID",
-                                        sweep.info.id, clean_text(sweep.info.record.name, false),
-                                        clean_text(metric, false), known));
+    return Error::bad_input(fmt::format(
+        "sweep {} ({}): no ok experiment measured '{}' ({}); pick one with --metric "
+        "or name a point with --experiment ID",
+        sweep.info.id, clean_text(sweep.info.record.name, false), clean_text(metric, false), known));
 }
 
 Result<const StoredExperiment*> find_experiment(const SweepData& sweep, int id) {
     for (const auto& experiment : sweep.experiments)
         if (experiment.experiment.id == id) return &experiment;
-    return Error::bad_input(fmt::format("--experiment {}: sweep {} has experiments 1..{}; `ncclsweep results show {}` "
-                                        "lists them",
-                                        id, sweep.info.id, sweep.experiments.size(), sweep.info.id));
+    return Error::bad_input(
+        fmt::format("--experiment {}: sweep {} has experiments 1..{}; `ncclsweep results show {}` "
+                    "lists them",
+                    id, sweep.info.id, sweep.experiments.size(), sweep.info.id));
 }
 
 std::optional<std::string> parameter(const StoredExperiment& experiment, std::string_view name) {
@@ -128,7 +132,8 @@ std::vector<std::string> varying_parameters(const SweepData& sweep) {
         std::optional<std::optional<std::string>> first;
         for (const auto& experiment : sweep.experiments) {
             auto value = parameter(experiment, name);
-            if (!first) first = value;
+            if (!first)
+                first = value;
             else if (*first != value) {
                 varying.push_back(name);
                 break;
@@ -176,19 +181,25 @@ std::string one_line_diagnosis(std::string_view diagnosis) {
 Result<std::string> export_sweep(const SweepData& sweep, const ExportRequest& request) {
     if (!is_point_format(request.format)) {
         if (request.best || request.experiment)
-            return Error::bad_input("--best/--experiment choose one point; they apply only to --format "
-                                    "sitecustomize, env or nccl-tuner (the table formats export every experiment)");
+            return Error::bad_input(
+                "--best/--experiment choose one point; they apply only to --format "
+                "sitecustomize, env or nccl-tuner (the table formats export every experiment)");
         switch (request.format) {
-            case Format::json: return to_json(sweep);
-            case Format::csv: return to_csv(sweep);
-            case Format::markdown: return to_markdown(sweep, request.metric);
-            default: return to_junit(sweep);
+            case Format::json:
+                return to_json(sweep);
+            case Format::csv:
+                return to_csv(sweep);
+            case Format::markdown:
+                return to_markdown(sweep, request.metric);
+            default:
+                return to_junit(sweep);
         }
     }
     if (request.best && request.experiment)
         return Error::bad_input("--best and --experiment both choose the point; give only one");
     if (!request.best && !request.experiment)
-        return Error::bad_input("this format exports one point: add --best [--metric tok_s] or --experiment ID");
+        return Error::bad_input(
+            "this format exports one point: add --best [--metric tok_s] or --experiment ID");
     auto point = request.experiment ? find_experiment(sweep, *request.experiment)
                                     : best_experiment(sweep, request.metric);
     if (!point) return point.error();
@@ -197,9 +208,12 @@ Result<std::string> export_sweep(const SweepData& sweep, const ExportRequest& re
         NCCLSWEEP_LOG(warning, "experiment {} of sweep {} is {}, not ok: exporting its settings anyway",
                       experiment.experiment.id, sweep.info.id, to_string(experiment.outcome.status));
     switch (request.format) {
-        case Format::sitecustomize: return to_sitecustomize(sweep, experiment);
-        case Format::env: return to_env_file(sweep, experiment);
-        default: return to_nccl_tuner(sweep, experiment);
+        case Format::sitecustomize:
+            return to_sitecustomize(sweep, experiment);
+        case Format::env:
+            return to_env_file(sweep, experiment);
+        default:
+            return to_nccl_tuner(sweep, experiment);
     }
 }
 

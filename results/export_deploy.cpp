@@ -46,7 +46,8 @@ struct Preset {
     int vocab;
 };
 // The tpverify model presets (engine/model.cpp; NCCL-FACTS §1): the shapes that set message sizes.
-constexpr Preset k_presets[] = {{"kimi-k2.5", 7168, 163840}, {"deepseek-v3", 7168, 129280}, {"llama-70b", 8192, 128256}};
+constexpr Preset k_presets[] = {
+    {"kimi-k2.5", 7168, 163840}, {"deepseek-v3", 7168, 129280}, {"llama-70b", 8192, 128256}};
 
 bool runs_tpverify(const StoredExperiment& experiment) {
     const auto& argv = experiment.experiment.argv;
@@ -83,7 +84,8 @@ Result<std::string> single_choice(const nd::ParsedList& parsed, std::size_t f,
         if (parsed.enabled[f][e]) chosen.push_back(elements[e]);
     if (chosen.size() == 1) return std::string(chosen.front());
     return Error::bad_input(fmt::format(
-        "experiment {}: {}={} allows {} for {} ({}); the tuner plugin forces exactly one per collective, so this "
+        "experiment {}: {}={} allows {} for {} ({}); the tuner plugin forces exactly one per collective, so "
+        "this "
         "point cannot be expressed as a tuner line; deploy it with --format env or sitecustomize",
         exp_id, variable, clean_text(value, false), chosen.empty() ? "nothing" : "several choices",
         nd::k_collectives[f], fmt::join(chosen, ",")));
@@ -98,8 +100,8 @@ Result<int> plugin_channels(const StoredExperiment& experiment) {
         if (!value) continue;
         auto number = to_int(*value);
         if (!number)
-            return Error::bad_input(fmt::format("experiment {}: {}={} is not a number", experiment.experiment.id, name,
-                                                clean_text(*value, false)));
+            return Error::bad_input(fmt::format("experiment {}: {}={} is not a number",
+                                                experiment.experiment.id, name, clean_text(*value, false)));
         seen.push_back(fmt::format("{}={}", name, *number));
         bool is_min = std::string_view(name).find("MIN") != std::string_view::npos;
         auto& slot = is_min ? low : high;
@@ -107,10 +109,11 @@ Result<int> plugin_channels(const StoredExperiment& experiment) {
     }
     if (!low && !high) return -1;
     if (low && high && *low == *high) return static_cast<int>(*low);
-    return Error::bad_input(fmt::format(
-        "experiment {}: {} bounds the channel count, but the tuner plugin sets an exact count; give the sweep equal "
-        "MIN and MAX (e.g. NCCL_MIN_CTAS=NCCL_MAX_CTAS) or deploy this point with --format env",
-        experiment.experiment.id, fmt::join(seen, " ")));
+    return Error::bad_input(
+        fmt::format("experiment {}: {} bounds the channel count, but the tuner plugin sets an exact count; "
+                    "give the sweep equal "
+                    "MIN and MAX (e.g. NCCL_MIN_CTAS=NCCL_MAX_CTAS) or deploy this point with --format env",
+                    experiment.experiment.id, fmt::join(seen, " ")));
 }
 
 }  // namespace
@@ -130,15 +133,17 @@ Result<MessageSizes> message_sizes(const StoredExperiment& experiment) {
         auto text = workload_value(experiment, name);
         if (!text) {
             if (fallback) return *fallback;
-            return Error::bad_input(fmt::format(
-                "experiment {}: the workload has no parameter '{}', so the collective sizes are unknown; tuner lines "
-                "need tokens and hidden (or model) among the workload parameters",
-                id, name));
+            return Error::bad_input(
+                fmt::format("experiment {}: the workload has no parameter '{}', so the collective sizes are "
+                            "unknown; tuner lines "
+                            "need tokens and hidden (or model) among the workload parameters",
+                            id, name));
         }
         auto value = to_int(*text);
         if (!value || *value <= 0)
-            return Error::bad_input(fmt::format("experiment {}: workload parameter {}={} is not a positive integer", id,
-                                                name, clean_text(*text, false)));
+            return Error::bad_input(
+                fmt::format("experiment {}: workload parameter {}={} is not a positive integer", id, name,
+                            clean_text(*text, false)));
         return *value;
     };
     auto model = workload_value(experiment, "model");
@@ -147,9 +152,10 @@ Result<MessageSizes> message_sizes(const StoredExperiment& experiment) {
     for (const auto& p : k_presets)
         if (model && *model == p.name) preset = &p;
     if (model && !preset && !workload_value(experiment, "hidden"))
-        return Error::bad_input(fmt::format("experiment {}: model '{}' is not a tpverify preset (kimi-k2.5, "
-                                            "deepseek-v3, llama-70b) and no 'hidden' parameter gives its width",
-                                            id, clean_text(*model, false)));
+        return Error::bad_input(
+            fmt::format("experiment {}: model '{}' is not a tpverify preset (kimi-k2.5, "
+                        "deepseek-v3, llama-70b) and no 'hidden' parameter gives its width",
+                        id, clean_text(*model, false)));
     auto tokens = integer("tokens", engine ? std::optional<std::int64_t>(4) : std::nullopt);
     if (!tokens) return tokens.error();
     auto hidden = integer("hidden", preset ? std::optional<std::int64_t>(preset->hidden) : std::nullopt);
@@ -160,10 +166,13 @@ Result<MessageSizes> message_sizes(const StoredExperiment& experiment) {
     sizes.ranks = static_cast<int>(*tp);
     sizes.allreduce_bytes = static_cast<std::uint64_t>(*tokens) * static_cast<std::uint64_t>(*hidden) * 2;
     std::optional<std::int64_t> vocab;
-    if (auto text = workload_value(experiment, "vocab")) vocab = to_int(*text);
-    else if (preset) vocab = preset->vocab;
+    if (auto text = workload_value(experiment, "vocab"))
+        vocab = to_int(*text);
+    else if (preset)
+        vocab = preset->vocab;
     if (vocab && *vocab > 0) {
-        std::uint64_t per_rank = static_cast<std::uint64_t>(*tokens) * static_cast<std::uint64_t>(*vocab / *tp) * 2;
+        std::uint64_t per_rank =
+            static_cast<std::uint64_t>(*tokens) * static_cast<std::uint64_t>(*vocab / *tp) * 2;
         sizes.allgather_min = per_rank;
         sizes.allgather_max = per_rank * static_cast<std::uint64_t>(*tp);
     }
@@ -192,9 +201,11 @@ Result<std::string> to_nccl_tuner(const SweepData& sweep, const StoredExperiment
     std::string reason;
     std::optional<nd::ParsedList> algo_list, proto_list;
     if (!algo_value.empty() && !(algo_list = nd::parse_list(algo_value, algos, reason)))
-        return Error::bad_input(fmt::format("experiment {}: NCCL_ALGO={}: {}", id, clean_text(algo_value, false), reason));
+        return Error::bad_input(
+            fmt::format("experiment {}: NCCL_ALGO={}: {}", id, clean_text(algo_value, false), reason));
     if (!proto_value.empty() && !(proto_list = nd::parse_list(proto_value, protos, reason)))
-        return Error::bad_input(fmt::format("experiment {}: NCCL_PROTO={}: {}", id, clean_text(proto_value, false), reason));
+        return Error::bad_input(
+            fmt::format("experiment {}: NCCL_PROTO={}: {}", id, clean_text(proto_value, false), reason));
     auto channels = plugin_channels(experiment);
     if (!channels) return channels.error();
 
@@ -204,60 +215,76 @@ Result<std::string> to_nccl_tuner(const SweepData& sweep, const StoredExperiment
         const bool gather = collective == "allgather";
         if (gather && !ag_min) continue;
         std::size_t f = static_cast<std::size_t>(
-            std::find(nd::k_collectives.begin(), nd::k_collectives.end(), collective) - nd::k_collectives.begin());
-        auto algo = algo_list ? single_choice(*algo_list, f, algos, "NCCL_ALGO", algo_value, id) : Result<std::string>("");
+            std::find(nd::k_collectives.begin(), nd::k_collectives.end(), collective) -
+            nd::k_collectives.begin());
+        auto algo = algo_list ? single_choice(*algo_list, f, algos, "NCCL_ALGO", algo_value, id)
+                              : Result<std::string>("");
         if (!algo) return algo.error();
-        auto proto = proto_list ? single_choice(*proto_list, f, protos, "NCCL_PROTO", proto_value, id) : Result<std::string>("");
+        auto proto = proto_list ? single_choice(*proto_list, f, protos, "NCCL_PROTO", proto_value, id)
+                                : Result<std::string>("");
         if (!proto) return proto.error();
         if (algo->empty() && proto->empty()) {
             if (*channels != -1 && !gather)
-                return Error::bad_input(fmt::format(
-                    "experiment {}: it fixes the channel count ({}) but neither NCCL_ALGO nor NCCL_PROTO; a tuner line "
-                    "must name an algorithm and a protocol, so add them to the sweep or deploy this point with "
-                    "--format env",
-                    id, *channels));
+                return Error::bad_input(
+                    fmt::format("experiment {}: it fixes the channel count ({}) but neither NCCL_ALGO nor "
+                                "NCCL_PROTO; a tuner line "
+                                "must name an algorithm and a protocol, so add them to the sweep or deploy "
+                                "this point with "
+                                "--format env",
+                                id, *channels));
             continue;  // NCCL's own choice for this collective
         }
         if (algo->empty() || proto->empty()) {
             const char* set = algo->empty() ? "NCCL_PROTO" : "NCCL_ALGO";
             const char* unset = algo->empty() ? "NCCL_ALGO" : "NCCL_PROTO";
             if (gather) {  // the logits all-gather is secondary: leave it to NCCL and say so
-                skipped.push_back(fmt::format("allgather: {} is set but not {}, no line (keep {} in the environment)",
-                                              set, unset, set));
+                skipped.push_back(
+                    fmt::format("allgather: {} is set but not {}, no line (keep {} in the environment)", set,
+                                unset, set));
                 continue;
             }
-            return Error::bad_input(fmt::format(
-                "experiment {}: for {} the point sets {} but not {}; a tuner line must name both an algorithm and a "
-                "protocol (the plugin has no 'any'), so add {} to the sweep or deploy this point with --format env",
-                id, collective, set, unset, unset));
+            return Error::bad_input(
+                fmt::format("experiment {}: for {} the point sets {} but not {}; a tuner line must name both "
+                            "an algorithm and a "
+                            "protocol (the plugin has no 'any'), so add {} to the sweep or deploy this point "
+                            "with --format env",
+                            id, collective, set, unset, unset));
         }
         std::size_t a = std::find(algos.begin(), algos.end(), *algo) - algos.begin();
         std::size_t p = std::find(protos.begin(), protos.end(), *proto) - protos.begin();
         if (!nd::algo_proto_exists(a, p, f))
-            return Error::bad_input(fmt::format("experiment {}: NCCL has no {}/{} for {}; no tuner line can force it",
-                                                id, *algo, *proto, collective));
-        lines += fmt::format("{},{},{},{},{},{},1,{},-1,-1\n", collective, gather ? *ag_min : ar_min,
-                             gather ? *ag_max : ar_max, plugin_algorithm(*algo), *proto, *channels, sizes->ranks);
+            return Error::bad_input(
+                fmt::format("experiment {}: NCCL has no {}/{} for {}; no tuner line can force it", id, *algo,
+                            *proto, collective));
+        lines +=
+            fmt::format("{},{},{},{},{},{},1,{},-1,-1\n", collective, gather ? *ag_min : ar_min,
+                        gather ? *ag_max : ar_max, plugin_algorithm(*algo), *proto, *channels, sizes->ranks);
     }
     if (lines.empty())
-        return Error::bad_input(fmt::format("experiment {}: it sets neither NCCL_ALGO nor NCCL_PROTO nor channels, so "
-                                            "NCCL chose by itself and there is nothing for a tuner line to force",
-                                            id));
-    std::string out = comment("NCCL example tuner plugin config (NCCL_TUNER_CONFIG_FILE) written by ncclsweep export");
-    out += comment(fmt::format("sweep {} '{}', experiment {} (key {}): {}", sweep.info.id, sweep.info.record.name, id,
-                               experiment.experiment.key, params_label(experiment)));
+        return Error::bad_input(
+            fmt::format("experiment {}: it sets neither NCCL_ALGO nor NCCL_PROTO nor channels, so "
+                        "NCCL chose by itself and there is nothing for a tuner line to force",
+                        id));
+    std::string out =
+        comment("NCCL example tuner plugin config (NCCL_TUNER_CONFIG_FILE) written by ncclsweep export");
+    out +=
+        comment(fmt::format("sweep {} '{}', experiment {} (key {}): {}", sweep.info.id,
+                            sweep.info.record.name, id, experiment.experiment.key, params_label(experiment)));
     out += comment(fmt::format("allreduce bytes = tokens x hidden x 2 over this sweep at {} ranks: {}..{}",
                                sizes->ranks, ar_min, ar_max));
     if (ag_min)
-        out += comment(fmt::format("allgather (logits) bytes from per-rank to whole buffer: {}..{}", *ag_min, *ag_max));
-    out += comment("collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff");
+        out += comment(
+            fmt::format("allgather (logits) bytes from per-rank to whole buffer: {}..{}", *ag_min, *ag_max));
+    out += comment(
+        "collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff");
     std::vector<std::string> rest;
     for (const auto& [name, value] : experiment.experiment.env)
         if (name.rfind("NCCL_", 0) == 0 && name != "NCCL_ALGO" && name != "NCCL_PROTO" &&
             name.find("CTAS") == std::string::npos && name.find("NCHANNELS") == std::string::npos)
             rest.push_back(name + "=" + value);
     if (!rest.empty())
-        out += comment(fmt::format("not expressible here, keep in the environment: {}", fmt::join(rest, " ")));
+        out +=
+            comment(fmt::format("not expressible here, keep in the environment: {}", fmt::join(rest, " ")));
     for (const auto& note : skipped) out += comment(note);
     return out + lines;
 }

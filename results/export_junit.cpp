@@ -7,7 +7,9 @@
 namespace ncclsweep::results::exports {
 namespace {
 
-std::string attr(std::string_view text) { return xml_escape(text, false); }
+std::string attr(std::string_view text) {
+    return xml_escape(text, false);
+}
 
 std::string seconds(const std::optional<double>& value) {
     return value && std::isfinite(*value) && *value >= 0 ? fmt::format("{:.3f}", *value) : "0";
@@ -39,10 +41,16 @@ std::string to_junit(const SweepData& sweep) {
     for (const auto& stored : sweep.experiments) {
         switch (stored.outcome.status) {
             case ExperimentStatus::failed:
-            case ExperimentStatus::timed_out: ++failures; break;
-            case ExperimentStatus::infra_error: ++errors; break;
-            case ExperimentStatus::ok: break;
-            default: ++skipped;
+            case ExperimentStatus::timed_out:
+                ++failures;
+                break;
+            case ExperimentStatus::infra_error:
+                ++errors;
+                break;
+            case ExperimentStatus::ok:
+                break;
+            default:
+                ++skipped;
         }
         if (stored.outcome.timings.total_s && std::isfinite(*stored.outcome.timings.total_s))
             total_time += *stored.outcome.timings.total_s;
@@ -50,13 +58,14 @@ std::string to_junit(const SweepData& sweep) {
     const std::string name = attr(sweep.info.record.name);
     const int tests = static_cast<int>(sweep.experiments.size());
     std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-    out += fmt::format("<testsuites name=\"ncclsweep\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" "
-                       "time=\"{:.3f}\">\n",
-                       tests, failures, errors, skipped, total_time);
-    out += fmt::format("  <testsuite name=\"{}\" id=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" "
-                       "time=\"{:.3f}\" timestamp=\"{}\">\n",
-                       name, sweep.info.id, tests, failures, errors, skipped, total_time,
-                       attr(sweep.info.created_at));
+    out += fmt::format(
+        "<testsuites name=\"ncclsweep\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" "
+        "time=\"{:.3f}\">\n",
+        tests, failures, errors, skipped, total_time);
+    out += fmt::format(
+        "  <testsuite name=\"{}\" id=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" "
+        "time=\"{:.3f}\" timestamp=\"{}\">\n",
+        name, sweep.info.id, tests, failures, errors, skipped, total_time, attr(sweep.info.created_at));
     out += "    <properties>\n";
     out += fmt::format("      <property name=\"sweep_id\" value=\"{}\"/>\n", sweep.info.id);
     out += fmt::format("      <property name=\"tag\" value=\"{}\"/>\n", attr(sweep.info.record.tag));
@@ -72,10 +81,12 @@ std::string to_junit(const SweepData& sweep) {
         write_properties(out, sweep, stored);
         const std::string line = one_line_diagnosis(o.diagnosis);
         switch (o.status) {
-            case ExperimentStatus::ok: break;
+            case ExperimentStatus::ok:
+                break;
             case ExperimentStatus::failed:
             case ExperimentStatus::timed_out: {
-                std::string type = o.failure_class.empty() ? std::string(to_string(o.status)) : o.failure_class;
+                std::string type =
+                    o.failure_class.empty() ? std::string(to_string(o.status)) : o.failure_class;
                 std::string message = line.empty() ? std::string(to_string(o.status)) : line;
                 out += fmt::format("      <failure type=\"{}\" message=\"{}\">{}</failure>\n", attr(type),
                                    attr(message), xml_escape(o.diagnosis, true));
@@ -84,12 +95,14 @@ std::string to_junit(const SweepData& sweep) {
             case ExperimentStatus::infra_error:
                 out += fmt::format("      <error type=\"{}\" message=\"{}\">{}</error>\n",
                                    attr(o.failure_class.empty() ? "infra_error" : o.failure_class),
-                                   attr(line.empty() ? "infrastructure error" : line), xml_escape(o.diagnosis, true));
+                                   attr(line.empty() ? "infrastructure error" : line),
+                                   xml_escape(o.diagnosis, true));
                 break;
             default:
                 out += fmt::format("      <skipped message=\"{}\"/>\n",
-                                   attr(o.status == ExperimentStatus::skipped ? (line.empty() ? "skipped" : line)
-                                                                              : "not run (" + std::string(to_string(o.status)) + ")"));
+                                   attr(o.status == ExperimentStatus::skipped
+                                            ? (line.empty() ? "skipped" : line)
+                                            : "not run (" + std::string(to_string(o.status)) + ")"));
         }
         out += "    </testcase>\n";
     }

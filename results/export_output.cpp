@@ -20,8 +20,9 @@ Result<void> write_file_atomically(const std::string& path, std::string_view tex
     auto fail = [&](const char* what) {
         int saved = errno;
         std::remove(temp.c_str());
-        return Error::infrastructure(fmt::format("cannot {} {}: {}; check that the folder exists and is writable", what,
-                                                 path, std::strerror(saved)));
+        return Error::infrastructure(
+            fmt::format("cannot {} {}: {}; check that the folder exists and is writable", what, path,
+                        std::strerror(saved)));
     };
     std::FILE* file = std::fopen(temp.c_str(), "wb");
     if (!file) return fail("create");

@@ -20,7 +20,9 @@ ordered_json optional_number(const std::optional<double>& value) {
     return value && std::isfinite(*value) ? ordered_json(*value) : ordered_json(nullptr);
 }
 
-ordered_json number(double value) { return std::isfinite(value) ? ordered_json(value) : ordered_json(nullptr); }
+ordered_json number(double value) {
+    return std::isfinite(value) ? ordered_json(value) : ordered_json(nullptr);
+}
 
 ordered_json experiment_json(const SweepData& sweep, const StoredExperiment& stored) {
     const Experiment& e = stored.experiment;
@@ -35,7 +37,8 @@ ordered_json experiment_json(const SweepData& sweep, const StoredExperiment& sto
     j["argv"] = e.argv;
     j["status"] = std::string(to_string(o.status));
     j["failure_class"] = o.failure_class.empty() ? ordered_json(nullptr) : ordered_json(o.failure_class);
-    j["diagnosis_line"] = o.diagnosis.empty() ? ordered_json(nullptr) : ordered_json(one_line_diagnosis(o.diagnosis));
+    j["diagnosis_line"] =
+        o.diagnosis.empty() ? ordered_json(nullptr) : ordered_json(one_line_diagnosis(o.diagnosis));
     j["diagnosis"] = o.diagnosis.empty() ? ordered_json(nullptr) : ordered_json(o.diagnosis);
     j["detected_after_s"] = optional_number(o.detected_after_s);
     j["effective_nccl"] = o.effective_nccl;
@@ -63,7 +66,8 @@ ordered_json experiment_json(const SweepData& sweep, const StoredExperiment& sto
     j["metrics"] = std::move(metrics);
     ordered_json samples = ordered_json::array();
     for (const auto& sample : o.samples)
-        samples.push_back({{"repeat", sample.repeat}, {"metric", sample.metric}, {"value", number(sample.value)}});
+        samples.push_back(
+            {{"repeat", sample.repeat}, {"metric", sample.metric}, {"value", number(sample.value)}});
     j["samples"] = std::move(samples);
     ordered_json events = ordered_json::array();
     for (const auto& event : o.events)
@@ -102,14 +106,29 @@ std::string md_cell(std::string_view text) {
     std::string out;
     for (char c : cleaned) {
         switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '|': case '\\': case '`': case '*': case '_': case '[': case ']': case '#': case '~':
+            case '&':
+                out += "&amp;";
+                break;
+            case '<':
+                out += "&lt;";
+                break;
+            case '>':
+                out += "&gt;";
+                break;
+            case '|':
+            case '\\':
+            case '`':
+            case '*':
+            case '_':
+            case '[':
+            case ']':
+            case '#':
+            case '~':
                 out += '\\';
                 out += c;
                 break;
-            default: out += c;
+            default:
+                out += c;
         }
     }
     return out;
@@ -135,13 +154,14 @@ std::string to_json(const SweepData& sweep) {
                   {"tool_version", s.record.tool_version},
                   {"spec_path", s.record.spec_path},
                   {"spec_hash", s.record.spec_hash},
-                  {"counts", {{"ok", s.counts.ok},
-                              {"failed", s.counts.failed},
-                              {"timed_out", s.counts.timed_out},
-                              {"infra_error", s.counts.infra_error},
-                              {"skipped", s.counts.skipped},
-                              {"pending", s.counts.pending},
-                              {"running", s.counts.running}}}};
+                  {"counts",
+                   {{"ok", s.counts.ok},
+                    {"failed", s.counts.failed},
+                    {"timed_out", s.counts.timed_out},
+                    {"infra_error", s.counts.infra_error},
+                    {"skipped", s.counts.skipped},
+                    {"pending", s.counts.pending},
+                    {"running", s.counts.running}}}};
     j["metrics"] = metric_names(sweep);
     ordered_json experiments = ordered_json::array();
     for (const auto& stored : sweep.experiments) experiments.push_back(experiment_json(sweep, stored));
@@ -177,9 +197,10 @@ std::string to_csv(const SweepData& sweep) {
             auto values = metric_values(stored, metric);
             auto [lo, hi] = std::minmax_element(values.begin(), values.end());
             auto row = base;
-            for (const auto& field : {metric, std::to_string(s->n), format_number(s->median), format_number(s->low),
-                                      format_number(s->high), std::string(s->interval_is_ci ? "ci95" : "min_max"),
-                                      format_number(*lo), format_number(*hi)})
+            for (const auto& field :
+                 {metric, std::to_string(s->n), format_number(s->median), format_number(s->low),
+                  format_number(s->high), std::string(s->interval_is_ci ? "ci95" : "min_max"),
+                  format_number(*lo), format_number(*hi)})
                 row.push_back(field);
             csv_row(out, row);
         }
@@ -208,15 +229,15 @@ std::string to_markdown(const SweepData& sweep, std::string_view metric) {
         out += " " + std::string(to_string(stored.outcome.status)) + " |";
         if (auto s = metric_stats(stored, metric)) {
             // Six significant digits for people; json/csv keep every digit.
-            out += fmt::format(" {:.6g} | {}{:.6g} – {:.6g} | {} |", s->median, s->interval_is_ci ? "" : "*", s->low,
-                               s->high, s->n);
+            out += fmt::format(" {:.6g} | {}{:.6g} – {:.6g} | {} |", s->median, s->interval_is_ci ? "" : "*",
+                               s->low, s->high, s->n);
         } else {
             out += " | | |";
         }
         std::string failure;
         if (!stored.outcome.failure_class.empty())
-            failure = "**" + md_cell(stored.outcome.failure_class) + "**: " +
-                      md_cell(one_line_diagnosis(stored.outcome.diagnosis));
+            failure = "**" + md_cell(stored.outcome.failure_class) +
+                      "**: " + md_cell(one_line_diagnosis(stored.outcome.diagnosis));
         out += " " + failure + " |\n";
     }
     out += "\nInterval: 95% confidence interval of the median";

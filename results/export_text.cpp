@@ -12,7 +12,11 @@ namespace {
 std::size_t utf8_sequence(std::string_view text, std::size_t i, char32_t& code) {
     auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
     unsigned char lead = byte(i);
-    std::size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 0;
+    std::size_t length = lead < 0x80           ? 1
+                         : (lead >> 5) == 0x6  ? 2
+                         : (lead >> 4) == 0xE  ? 3
+                         : (lead >> 3) == 0x1E ? 4
+                                               : 0;
     if (length == 0 || i + length > text.size()) return 0;
     code = length == 1 ? lead : length == 2 ? (lead & 0x1F) : length == 3 ? (lead & 0x0F) : (lead & 0x07);
     for (std::size_t k = 1; k < length; ++k) {
@@ -37,7 +41,8 @@ std::string clean_text(std::string_view text, bool keep_newlines) {
             ++i;
             continue;
         }
-        bool control = code < 0x20 || code == 0x7F || (code >= 0x80 && code < 0xA0) || code == 0xFFFE || code == 0xFFFF;
+        bool control =
+            code < 0x20 || code == 0x7F || (code >= 0x80 && code < 0xA0) || code == 0xFFFE || code == 0xFFFF;
         if (control && !(keep_newlines && (code == '\n' || code == '\t'))) {
             out += fmt::format("\\x{:02x}", static_cast<unsigned>(code));
         } else {
@@ -54,12 +59,23 @@ std::string xml_escape(std::string_view text, bool keep_newlines) {
     out.reserve(cleaned.size() + cleaned.size() / 8);
     for (char c : cleaned) {
         switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            case '\'': out += "&#39;"; break;
-            default: out += c;
+            case '&':
+                out += "&amp;";
+                break;
+            case '<':
+                out += "&lt;";
+                break;
+            case '>':
+                out += "&gt;";
+                break;
+            case '"':
+                out += "&quot;";
+                break;
+            case '\'':
+                out += "&#39;";
+                break;
+            default:
+                out += c;
         }
     }
     return out;

@@ -32,12 +32,14 @@ Result<std::optional<Heatmap>> make_heatmap(const SweepData& sweep, const Report
     std::vector<std::string> axes = options.heatmap_axes;
     if (!axes.empty()) {
         if (axes.size() != 2 || axes[0] == axes[1])
-            return Error::bad_input("--heatmap takes two different parameter names, e.g. --heatmap NCCL_ALGO,tokens");
+            return Error::bad_input(
+                "--heatmap takes two different parameter names, e.g. --heatmap NCCL_ALGO,tokens");
         for (const auto& axis : axes)
             if (std::find(all.begin(), all.end(), axis) == all.end())
-                return Error::bad_input(fmt::format("--heatmap: '{}' is not a parameter of sweep {}; its parameters: {}",
-                                                    exports::clean_text(axis, false), sweep.info.id,
-                                                    all.empty() ? std::string("none") : fmt::format("{}", fmt::join(all, ", "))));
+                return Error::bad_input(
+                    fmt::format("--heatmap: '{}' is not a parameter of sweep {}; its parameters: {}",
+                                exports::clean_text(axis, false), sweep.info.id,
+                                all.empty() ? std::string("none") : fmt::format("{}", fmt::join(all, ", "))));
     } else {
         auto varying = exports::varying_parameters(sweep);
         for (const auto& name : varying) {
@@ -88,7 +90,8 @@ Result<std::optional<Heatmap>> make_heatmap(const SweepData& sweep, const Report
         if (p.e->outcome.status != ExperimentStatus::ok) continue;
         auto s = exports::metric_stats(*p.e, options.metric);
         if (!s || std::isnan(s->median)) continue;
-        if (!cell.value || (lower ? s->median < *cell.value : s->median > *cell.value)) cell.value = s->median;
+        if (!cell.value || (lower ? s->median < *cell.value : s->median > *cell.value))
+            cell.value = s->median;
     }
     for (std::size_t i = 0; i < map.cells.size(); ++i) {
         int most = 0;
@@ -175,7 +178,8 @@ Result<ReportData> build_report(const SweepData& sweep, const SweepData* base, c
             std::string cls = class_of(e);
             auto group = std::find_if(data.failures.begin(), data.failures.end(),
                                       [&](const FailureGroup& g) { return g.failure_class == cls; });
-            if (group == data.failures.end()) group = data.failures.insert(data.failures.end(), FailureGroup{cls, {}});
+            if (group == data.failures.end())
+                group = data.failures.insert(data.failures.end(), FailureGroup{cls, {}});
             group->entries.push_back({e.experiment.id, exports::params_label(e, axes),
                                       std::string(to_string(e.outcome.status)),
                                       exports::one_line_diagnosis(e.outcome.diagnosis)});
@@ -192,8 +196,9 @@ Result<ReportData> build_report(const SweepData& sweep, const SweepData* base, c
         data.bars_omitted = data.bars.size() - options.max_bars;
         data.bars.resize(options.max_bars);
     }
-    std::sort(data.failures.begin(), data.failures.end(),
-              [](const FailureGroup& a, const FailureGroup& b) { return a.entries.size() > b.entries.size(); });
+    std::sort(data.failures.begin(), data.failures.end(), [](const FailureGroup& a, const FailureGroup& b) {
+        return a.entries.size() > b.entries.size();
+    });
     auto map = make_heatmap(sweep, options, data.heatmap_note);
     if (!map) return map.error();
     data.heatmap = std::move(*map);

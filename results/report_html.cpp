@@ -34,42 +34,48 @@ std::string sweep_title(const exports::SweepData& sweep) {
 
 std::string meta_line(const exports::SweepData& sweep) {
     const auto& s = sweep.info;
-    return fmt::format("{} on {}, created {}, state {}: {} experiments, {} ok, {} failed, {} timed out, {} infra errors, "
-                       "{} skipped, {} not run; {} repeats each",
-                       sweep_title(sweep), s.record.target, s.created_at, to_string(s.state), s.counts.total(),
-                       s.counts.ok, s.counts.failed, s.counts.timed_out, s.counts.infra_error, s.counts.skipped,
-                       s.counts.pending + s.counts.running, s.record.repeats);
+    return fmt::format(
+        "{} on {}, created {}, state {}: {} experiments, {} ok, {} failed, {} timed out, {} infra errors, "
+        "{} skipped, {} not run; {} repeats each",
+        sweep_title(sweep), s.record.target, s.created_at, to_string(s.state), s.counts.total(), s.counts.ok,
+        s.counts.failed, s.counts.timed_out, s.counts.infra_error, s.counts.skipped,
+        s.counts.pending + s.counts.running, s.record.repeats);
 }
 
 std::string failures_html(const ReportData& data) {
     if (data.failures.empty()) return "<p class=\"note\">No experiment failed.</p>\n";
     std::string out;
     for (const auto& group : data.failures) {
-        out += fmt::format("<h3><span class=\"cls\">{}</span> \xE2\x80\x94 {} experiment{}</h3>\n<table class=\"failures\">"
-                           "<tr><th>id</th><th>configuration</th><th>status</th><th>diagnosis</th></tr>\n",
-                           xml_escape(group.failure_class, false), group.entries.size(),
-                           group.entries.size() == 1 ? "" : "s");
+        out += fmt::format(
+            "<h3><span class=\"cls\">{}</span> \xE2\x80\x94 {} experiment{}</h3>\n<table class=\"failures\">"
+            "<tr><th>id</th><th>configuration</th><th>status</th><th>diagnosis</th></tr>\n",
+            xml_escape(group.failure_class, false), group.entries.size(),
+            group.entries.size() == 1 ? "" : "s");
         for (const auto& entry : group.entries)
-            out += fmt::format("<tr><td class=\"num\">{}</td><td><code>{}</code></td><td>{}</td><td>{}</td></tr>\n",
-                               entry.id, xml_escape(entry.label, false), xml_escape(entry.status, false),
-                               xml_escape(entry.diagnosis_line, false));
+            out += fmt::format(
+                "<tr><td class=\"num\">{}</td><td><code>{}</code></td><td>{}</td><td>{}</td></tr>\n",
+                entry.id, xml_escape(entry.label, false), xml_escape(entry.status, false),
+                xml_escape(entry.diagnosis_line, false));
         out += "</table>\n";
     }
     return out;
 }
 
 std::string deltas_html(const ReportData& data) {
-    std::string out = fmt::format(
-        "<h2>Change against {}</h2>\n<p class=\"meta\">{}</p>\n", xml_escape(sweep_title(*data.base), false),
-        xml_escape(meta_line(*data.base), false));
-    out += fmt::format("<p class=\"legend\">Matched by canonical key: {} matched, {} only in the base, {} only in this "
-                       "sweep. Bars: change of the median {} in percent; <span class=\"swatch\" style=\"background:"
-                       "#1f9d55\"></span>improvement and <span class=\"swatch\" style=\"background:#c0392b\"></span>"
-                       "regression are significant (Mann\xE2\x80\x93Whitney U, \xCE\xB1 0.05), grey is \xE2\x80\x9C~\xE2\x80\x9D "
-                       "(no significant change or too few samples). Use <code>ncclsweep diff</code> for thresholds and "
-                       "the CI gate.</p>\n",
-                       data.deltas.size(), data.only_in_base, data.only_in_new, xml_escape(data.metric, false));
-    if (data.deltas.empty()) return out + "<p class=\"note\">No experiment of this sweep matches one of the base.</p>\n";
+    std::string out =
+        fmt::format("<h2>Change against {}</h2>\n<p class=\"meta\">{}</p>\n",
+                    xml_escape(sweep_title(*data.base), false), xml_escape(meta_line(*data.base), false));
+    out += fmt::format(
+        "<p class=\"legend\">Matched by canonical key: {} matched, {} only in the base, {} only in this "
+        "sweep. Bars: change of the median {} in percent; <span class=\"swatch\" style=\"background:"
+        "#1f9d55\"></span>improvement and <span class=\"swatch\" style=\"background:#c0392b\"></span>"
+        "regression are significant (Mann\xE2\x80\x93Whitney U, \xCE\xB1 0.05), grey is "
+        "\xE2\x80\x9C~\xE2\x80\x9D "
+        "(no significant change or too few samples). Use <code>ncclsweep diff</code> for thresholds and "
+        "the CI gate.</p>\n",
+        data.deltas.size(), data.only_in_base, data.only_in_new, xml_escape(data.metric, false));
+    if (data.deltas.empty())
+        return out + "<p class=\"note\">No experiment of this sweep matches one of the base.</p>\n";
     return out + "<figure>" + delta_svg(data) + "</figure>\n";
 }
 
@@ -78,51 +84,58 @@ std::string deltas_html(const ReportData& data) {
 std::string render_html(const ReportData& data) {
     const exports::SweepData& sweep = *data.sweep;
     const bool lower = data.direction == stats::Direction::lower_is_better;
-    std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-                      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-                      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n";
+    std::string out =
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
+        "'unsafe-inline'; img-src data:\">\n";
     out += fmt::format("<title>ncclsweep report: {}</title>\n<style>{}</style>\n</head>\n<body>\n",
                        xml_escape(sweep_title(sweep), false), k_css);
-    out += fmt::format("<h1>ncclsweep report: {}</h1>\n<p class=\"meta\">{}</p>\n", xml_escape(sweep_title(sweep), false),
-                       xml_escape(meta_line(sweep), false));
+    out += fmt::format("<h1>ncclsweep report: {}</h1>\n<p class=\"meta\">{}</p>\n",
+                       xml_escape(sweep_title(sweep), false), xml_escape(meta_line(sweep), false));
 
     bool any_minmax = false, any_ci = false;
     for (const auto& bar : data.bars)
         if (bar.stats) (bar.stats->interval_is_ci ? any_ci : any_minmax) = true;
     out += fmt::format("<h2>{} per configuration</h2>\n", xml_escape(data.metric, false));
-    std::string legend = fmt::format("Bar: median {} over the repeats ({} is better); <span class=\"swatch\" "
-                                     "style=\"background:#1f9d55\"></span>best. Whiskers: ",
-                                     xml_escape(data.metric, false), lower ? "lower" : "higher");
+    std::string legend = fmt::format(
+        "Bar: median {} over the repeats ({} is better); <span class=\"swatch\" "
+        "style=\"background:#1f9d55\"></span>best. Whiskers: ",
+        xml_escape(data.metric, false), lower ? "lower" : "higher");
     if (any_ci) legend += "95% confidence interval of the median (distribution-free, order statistics)";
     if (any_ci && any_minmax) legend += "; ";
     if (any_minmax)
-        legend += "dashed whiskers are min\xE2\x80\x93max, because fewer than 6 samples cannot give a 95% interval "
-                  "of the median";
+        legend +=
+            "dashed whiskers are min\xE2\x80\x93max, because fewer than 6 samples cannot give a 95% interval "
+            "of the median";
     if (!any_ci && !any_minmax) legend += "none (no samples)";
     legend += ". <span class=\"swatch\" style=\"background:#c0392b\"></span>failed, with its class.";
     out += "<p class=\"legend\">" + legend + "</p>\n";
     if (data.bars_omitted)
-        out += fmt::format("<p class=\"note\">{} more experiments are not drawn (the best {} are); the export formats "
-                           "list them all.</p>\n",
-                           data.bars_omitted, data.bars.size());
+        out += fmt::format(
+            "<p class=\"note\">{} more experiments are not drawn (the best {} are); the export formats "
+            "list them all.</p>\n",
+            data.bars_omitted, data.bars.size());
     out += "<figure>" + bars_svg(data) + "</figure>\n";
 
     out += "<h2>Heat map</h2>\n";
     if (data.heatmap) {
-        out += fmt::format("<p class=\"legend\">Cell colour: {} median {} ({} is better, brighter is better){}. "
-                           "Red cells: every experiment there failed, marked with the most common failure class. Grey: "
-                           "no experiment.</p>\n",
-                           data.heatmap->aggregated ? "best" : "", xml_escape(data.metric, false),
-                           lower ? "lower" : "higher",
-                           data.heatmap->aggregated ? ", over the other parameters at that cell" : "");
+        out += fmt::format(
+            "<p class=\"legend\">Cell colour: {} median {} ({} is better, brighter is better){}. "
+            "Red cells: every experiment there failed, marked with the most common failure class. Grey: "
+            "no experiment.</p>\n",
+            data.heatmap->aggregated ? "best" : "", xml_escape(data.metric, false),
+            lower ? "lower" : "higher",
+            data.heatmap->aggregated ? ", over the other parameters at that cell" : "");
         out += "<figure>" + heatmap_svg(*data.heatmap, data.direction) + "</figure>\n";
     } else {
         out += "<p class=\"note\">" + xml_escape(data.heatmap_note, false) + "</p>\n";
     }
     out += "<h2>Failures by class</h2>\n" + failures_html(data);
     if (data.base) out += deltas_html(data);
-    out += fmt::format("<p class=\"legend\">Written by ncclsweep {}. Self-contained: no script, no network.</p>\n",
-                       xml_escape(NCCLSWEEP_VERSION, false));
+    out += fmt::format(
+        "<p class=\"legend\">Written by ncclsweep {}. Self-contained: no script, no network.</p>\n",
+        xml_escape(NCCLSWEEP_VERSION, false));
     return out + "</body>\n</html>\n";
 }
 

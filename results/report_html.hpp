@@ -15,19 +15,19 @@ namespace ncclsweep::results::report {
 
 /// What the report shows.
 struct ReportOptions {
-    std::string metric = "tok_s";            ///< the metric of bars, heat map and deltas
-    std::vector<std::string> heatmap_axes;   ///< two parameter names; empty = first two that vary
-    std::size_t max_bars = 300;              ///< more experiments: the best max_bars are drawn
+    std::string metric = "tok_s";           ///< the metric of bars, heat map and deltas
+    std::vector<std::string> heatmap_axes;  ///< two parameter names; empty = first two that vary
+    std::size_t max_bars = 300;             ///< more experiments: the best max_bars are drawn
 };
 
 /// One experiment as a bar (or a failure marker when it has no value).
 struct Bar {
     int id = 0;
-    std::string label;          ///< varying parameters, "NCCL_ALGO=Ring tokens=8"
-    std::string status;         ///< ok, failed, ...
-    std::string failure_class;  ///< "" when ok
+    std::string label;                          ///< varying parameters, "NCCL_ALGO=Ring tokens=8"
+    std::string status;                         ///< ok, failed, ...
+    std::string failure_class;                  ///< "" when ok
     std::optional<exports::MetricStats> stats;  ///< absent: nothing measured
-    bool best = false;          ///< the best experiment of the sweep
+    bool best = false;                          ///< the best experiment of the sweep
 };
 
 /// One cell of the heat map: the best median over the experiments at (x, y).
@@ -62,13 +62,13 @@ struct FailureGroup {
 
 /// One experiment matched by canonical key between base and new sweep.
 struct DeltaRow {
-    int id = 0;        ///< id in the new sweep
-    int base_id = 0;   ///< id in the base sweep
+    int id = 0;       ///< id in the new sweep
+    int base_id = 0;  ///< id in the base sweep
     std::string label;
     std::string base_status, new_status;
     std::optional<double> base_median, new_median;
     std::optional<double> delta;  ///< (new - base) / |base|
-    std::string verdict;          ///< improvement, regression, no_change, insufficient_samples, or a status change
+    std::string verdict;  ///< improvement, regression, no_change, insufficient_samples, or a status change
 };
 
 /// Everything the page draws.
@@ -80,7 +80,7 @@ struct ReportData {
     std::vector<Bar> bars;
     std::size_t bars_omitted = 0;  ///< experiments not drawn because of max_bars
     std::optional<Heatmap> heatmap;
-    std::string heatmap_note;      ///< why there is no heat map
+    std::string heatmap_note;  ///< why there is no heat map
     std::vector<FailureGroup> failures;
     std::vector<DeltaRow> deltas;
     int only_in_base = 0, only_in_new = 0;

@@ -29,9 +29,18 @@ std::string short_label(const std::string& text, std::size_t max_chars) {
 std::string compact(double value) {
     if (!std::isfinite(value)) return "-";
     double magnitude = std::fabs(value);
-    if (magnitude >= 100) return fmt::format("{:.0f}", value);
+    if (magnitude >= 100 || value == std::floor(value)) return fmt::format("{:.0f}", value);
     if (magnitude >= 1) return fmt::format("{:.2f}", value);
     return fmt::format("{:.4g}", value);
+}
+
+/// A "nice" tick step (1, 2 or 5 times a power of ten) giving about `ticks` intervals up to `top`.
+double nice_step(double top, int ticks) {
+    double raw = top / ticks;
+    double power = std::pow(10.0, std::floor(std::log10(raw)));
+    for (double m : {1.0, 2.0, 5.0, 10.0})
+        if (m * power >= raw) return m * power;
+    return 10 * power;
 }
 
 }  // namespace
@@ -43,7 +52,9 @@ std::string ramp_colour(double t) {
     t = std::clamp(std::isfinite(t) ? t : 0.0, 0.0, 1.0) * 4;
     int i = std::min(3, static_cast<int>(t));
     double f = t - i;
-    auto channel = [&](int c) { return static_cast<int>(std::lround(k_stops[i][c] + f * (k_stops[i + 1][c] - k_stops[i][c]))); };
+    auto channel = [&](int c) {
+        return static_cast<int>(std::lround(k_stops[i][c] + f * (k_stops[i + 1][c] - k_stops[i][c])));
+    };
     return fmt::format("#{:02x}{:02x}{:02x}", channel(0), channel(1), channel(2));
 }
 
@@ -52,42 +63,51 @@ std::string bars_svg(const ReportData& data) {
     for (const auto& bar : data.bars)
         if (bar.stats) top = std::max({top, bar.stats->high, bar.stats->median});
     if (!(top > 0)) top = 1;
-    top *= 1.08;
+    const double step = nice_step(top * 1.02, 5);
+    top = std::ceil(top * 1.02 / step) * step;
     const double plot_x = k_label_width + 10, plot_w = k_width - plot_x - 90;
     const double height = 30 + data.bars.size() * k_row + 30;
     auto x_of = [&](double v) { return plot_x + std::clamp(v / top, 0.0, 1.0) * plot_w; };
     std::string svg = fmt::format(
-        "<svg class=\"bars\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
+        "<svg class=\"bars\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 "
+        "{0} {1}\" "
         "role=\"img\" aria-label=\"{2} per configuration\">\n",
         k_width, height, xml_escape(data.metric, false));
-    for (int tick = 0; tick <= 4; ++tick) {
-        double v = top * tick / 4, x = x_of(v);
-        svg += fmt::format("<line class=\"grid\" x1=\"{0:.1f}\" y1=\"20\" x2=\"{0:.1f}\" y2=\"{1:.1f}\"/>"
-                           "<text class=\"tick\" x=\"{0:.1f}\" y=\"14\" text-anchor=\"middle\">{2}</text>\n",
-                           x, height - 25, compact(v));
+    for (double v = 0; v <= top + step / 2; v += step) {
+        double x = x_of(v);
+        svg += fmt::format(
+            "<line class=\"grid\" x1=\"{0:.1f}\" y1=\"20\" x2=\"{0:.1f}\" y2=\"{1:.1f}\"/>"
+            "<text class=\"tick\" x=\"{0:.1f}\" y=\"14\" text-anchor=\"middle\">{2}</text>\n",
+            x, height - 25, compact(v));
     }
     double y = 30;
     for (const auto& bar : data.bars) {
         std::string title = fmt::format("experiment {}: {} ({})", bar.id, bar.label, bar.status);
         svg += fmt::format("<g class=\"row\"><title>{}</title>", xml_escape(title, false));
-        svg += fmt::format("<text class=\"label\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">#{} {}</text>",
-                           k_label_width, y + 15, bar.id, xml_escape(short_label(bar.label, 52), false));
+        svg +=
+            fmt::format("<text class=\"label\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">#{} {}</text>",
+                        k_label_width, y + 15, bar.id, xml_escape(short_label(bar.label, 52), false));
         if (bar.stats) {
             const auto& s = *bar.stats;
-            svg += fmt::format("<rect class=\"bar{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"/>",
-                               bar.best ? " best" : "", plot_x, y + 3, x_of(s.median) - plot_x, k_row - 6);
+            svg += fmt::format(
+                "<rect class=\"bar{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"/>",
+                bar.best ? " best" : "", plot_x, y + 3, x_of(s.median) - plot_x, k_row - 6);
             double lo = x_of(s.low), hi = x_of(s.high), mid = y + k_row / 2;
-            svg += fmt::format("<path class=\"whisker{}\" d=\"M{:.1f} {:.1f}H{:.1f}M{:.1f} {:.1f}V{:.1f}M{:.1f} {:.1f}V{:.1f}\"/>",
-                               s.interval_is_ci ? "" : " minmax", lo, mid, hi, lo, mid - 5, mid + 5, hi, mid - 5, mid + 5);
-            svg += fmt::format("<text class=\"value\" x=\"{:.1f}\" y=\"{:.1f}\">{} (n={})</text>", plot_x + plot_w + 6,
-                               y + 15, compact(s.median), s.n);
+            svg += fmt::format(
+                "<path class=\"whisker{}\" d=\"M{:.1f} {:.1f}H{:.1f}M{:.1f} {:.1f}V{:.1f}M{:.1f} "
+                "{:.1f}V{:.1f}\"/>",
+                s.interval_is_ci ? "" : " minmax", lo, mid, hi, lo, mid - 5, mid + 5, hi, mid - 5, mid + 5);
+            svg += fmt::format("<text class=\"value\" x=\"{:.1f}\" y=\"{:.1f}\">{} (n={})</text>",
+                               plot_x + plot_w + 6, y + 15, compact(s.median), s.n);
         } else if (!bar.failure_class.empty()) {
-            svg += fmt::format("<rect class=\"fail\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"12\" height=\"12\"/>"
-                               "<text class=\"failtext\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>",
-                               plot_x, y + 5, plot_x + 18, y + 15, xml_escape(short_label(bar.failure_class, 40), false));
+            svg += fmt::format(
+                "<rect class=\"fail\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"12\" height=\"12\"/>"
+                "<text class=\"failtext\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>",
+                plot_x, y + 5, plot_x + 18, y + 15, xml_escape(short_label(bar.failure_class, 40), false));
         } else {
-            svg += fmt::format("<text class=\"muted\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>", plot_x, y + 15,
-                               xml_escape(bar.status == "ok" ? "no " + data.metric + " samples" : bar.status, false));
+            svg += fmt::format(
+                "<text class=\"muted\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>", plot_x, y + 15,
+                xml_escape(bar.status == "ok" ? "no " + data.metric + " samples" : bar.status, false));
         }
         svg += "</g>\n";
         y += k_row;
@@ -107,44 +127,53 @@ std::string heatmap_svg(const Heatmap& map, stats::Direction direction) {
         "<svg class=\"heatmap\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0:.0f}\" height=\"{1:.0f}\" "
         "viewBox=\"0 0 {0:.0f} {1:.0f}\" role=\"img\" aria-label=\"heat map\">\n",
         width, height);
-    svg += fmt::format("<text class=\"axis\" x=\"{:.1f}\" y=\"16\" text-anchor=\"middle\">{}</text>\n",
-                       left + cell_w * map.x_values.size() / 2, xml_escape(short_label(map.x_axis, 60), false));
+    svg +=
+        fmt::format("<text class=\"axis\" x=\"{:.1f}\" y=\"16\" text-anchor=\"middle\">{}</text>\n",
+                    left + cell_w * map.x_values.size() / 2, xml_escape(short_label(map.x_axis, 60), false));
     svg += fmt::format("<text class=\"axis\" x=\"8\" y=\"{:.1f}\">{} \xE2\x86\x93</text>\n", top - 8,
                        xml_escape(short_label(map.y_axis, 30), false));
     for (std::size_t x = 0; x < map.x_values.size(); ++x)
-        svg += fmt::format("<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}<title>{}</title></text>\n",
-                           left + cell_w * (x + 0.5), top - 10, xml_escape(short_label(map.x_values[x], 14), false),
-                           xml_escape(map.x_values[x], false));
+        svg += fmt::format(
+            "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" "
+            "text-anchor=\"middle\">{}<title>{}</title></text>\n",
+            left + cell_w * (x + 0.5), top - 10, xml_escape(short_label(map.x_values[x], 14), false),
+            xml_escape(map.x_values[x], false));
     for (std::size_t y = 0; y < map.y_values.size(); ++y) {
         double cy = top + cell_h * y;
-        svg += fmt::format("<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}<title>{}</title></text>\n",
-                           left - 8, cy + 21, xml_escape(short_label(map.y_values[y], 28), false),
-                           xml_escape(map.y_values[y], false));
+        svg += fmt::format(
+            "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}<title>{}</title></text>\n",
+            left - 8, cy + 21, xml_escape(short_label(map.y_values[y], 28), false),
+            xml_escape(map.y_values[y], false));
         for (std::size_t x = 0; x < map.x_values.size(); ++x) {
             const HeatCell& cell = map.cells[y * map.x_values.size() + x];
             double cx = left + cell_w * x;
-            std::string tip = fmt::format("{}={}, {}={}: ", map.x_axis, map.x_values[x], map.y_axis, map.y_values[y]);
+            std::string tip =
+                fmt::format("{}={}, {}={}: ", map.x_axis, map.x_values[x], map.y_axis, map.y_values[y]);
             if (cell.value) {
                 double t = hi > lo ? (*cell.value - lo) / (hi - lo) : 1.0;
                 if (direction == stats::Direction::lower_is_better) t = 1 - t;
-                tip += fmt::format("{} ({} experiments, {} failed)", format_number(*cell.value), cell.experiments, cell.failed);
-                svg += fmt::format("<g class=\"cell\"><title>{}</title><rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" "
-                                   "height=\"{:.1f}\" fill=\"{}\"/><text class=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" "
-                                   "text-anchor=\"middle\">{}</text></g>\n",
-                                   xml_escape(tip, false), cx + 1, cy + 1, cell_w - 2, cell_h - 2, ramp_colour(t),
-                                   t > 0.6 ? "celltext dark" : "celltext", cx + cell_w / 2, cy + 21, compact(*cell.value));
+                tip += fmt::format("{} ({} experiments, {} failed)", format_number(*cell.value),
+                                   cell.experiments, cell.failed);
+                svg += fmt::format(
+                    "<g class=\"cell\"><title>{}</title><rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" "
+                    "height=\"{:.1f}\" fill=\"{}\"/><text class=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" "
+                    "text-anchor=\"middle\">{}</text></g>\n",
+                    xml_escape(tip, false), cx + 1, cy + 1, cell_w - 2, cell_h - 2, ramp_colour(t),
+                    t > 0.6 ? "celltext dark" : "celltext", cx + cell_w / 2, cy + 21, compact(*cell.value));
             } else if (cell.failed > 0) {
                 tip += fmt::format("{} of {} failed ({})", cell.failed, cell.experiments, cell.failure_class);
-                svg += fmt::format("<g class=\"cell failed\"><title>{}</title><rect class=\"failcell\" x=\"{:.1f}\" "
-                                   "y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"/><text class=\"failtext\" x=\"{:.1f}\" "
-                                   "y=\"{:.1f}\" text-anchor=\"middle\">\xE2\x9C\x97 {}</text></g>\n",
-                                   xml_escape(tip, false), cx + 1, cy + 1, cell_w - 2, cell_h - 2, cx + cell_w / 2, cy + 21,
-                                   xml_escape(short_label(cell.failure_class, static_cast<std::size_t>(cell_w / 8)), false));
+                svg += fmt::format(
+                    "<g class=\"cell failed\"><title>{}</title><rect class=\"failcell\" x=\"{:.1f}\" "
+                    "y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"/><text class=\"failtext\" x=\"{:.1f}\" "
+                    "y=\"{:.1f}\" text-anchor=\"middle\">\xE2\x9C\x97 {}</text></g>\n",
+                    xml_escape(tip, false), cx + 1, cy + 1, cell_w - 2, cell_h - 2, cx + cell_w / 2, cy + 21,
+                    xml_escape(short_label(cell.failure_class, static_cast<std::size_t>(cell_w / 8)), false));
             } else {
                 tip += cell.experiments ? "no value" : "not in this sweep";
-                svg += fmt::format("<g class=\"cell empty\"><title>{}</title><rect class=\"emptycell\" x=\"{:.1f}\" "
-                                   "y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"/></g>\n",
-                                   xml_escape(tip, false), cx + 1, cy + 1, cell_w - 2, cell_h - 2);
+                svg += fmt::format(
+                    "<g class=\"cell empty\"><title>{}</title><rect class=\"emptycell\" x=\"{:.1f}\" "
+                    "y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"/></g>\n",
+                    xml_escape(tip, false), cx + 1, cy + 1, cell_w - 2, cell_h - 2);
             }
         }
     }
@@ -155,35 +184,44 @@ std::string delta_svg(const ReportData& data) {
     double span = 0.05;
     for (const auto& row : data.deltas)
         if (row.delta && std::isfinite(*row.delta)) span = std::max(span, std::fabs(*row.delta));
-    span *= 1.1;
-    const double plot_x = k_label_width + 10, plot_w = k_width - plot_x - 150, zero = plot_x + plot_w / 2;
+    span = std::ceil(span * 1.05 / nice_step(span * 1.05, 2)) * nice_step(span * 1.05, 2);
+    const double plot_x = k_label_width + 10, plot_w = k_width - plot_x - 190, zero = plot_x + plot_w / 2;
     const double height = 30 + data.deltas.size() * k_row + 20;
     auto x_of = [&](double d) { return zero + std::clamp(d / span, -1.0, 1.0) * plot_w / 2; };
     std::string svg = fmt::format(
-        "<svg class=\"delta\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
+        "<svg class=\"delta\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 "
+        "0 {0} {1}\" "
         "role=\"img\" aria-label=\"change against the base sweep\">\n",
         k_width, height);
     for (double d : {-span, -span / 2, 0.0, span / 2, span})
-        svg += fmt::format("<line class=\"grid{}\" x1=\"{:.1f}\" y1=\"20\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>"
-                           "<text class=\"tick\" x=\"{:.1f}\" y=\"14\" text-anchor=\"middle\">{:+.1f}%</text>\n",
-                           d == 0 ? " zero" : "", x_of(d), x_of(d), height - 15, x_of(d), d * 100);
+        svg += fmt::format(
+            "<line class=\"grid{}\" x1=\"{:.1f}\" y1=\"20\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>"
+            "<text class=\"tick\" x=\"{:.1f}\" y=\"14\" text-anchor=\"middle\">{:+.1f}%</text>\n",
+            d == 0 ? " zero" : "", x_of(d), x_of(d), height - 15, x_of(d), d * 100);
     double y = 30;
     for (const auto& row : data.deltas) {
         std::string cls = row.verdict.rfind("regression", 0) == 0    ? "regression"
                           : row.verdict.rfind("improvement", 0) == 0 ? "improvement"
                                                                      : "same";
         svg += fmt::format("<g class=\"row\"><title>{}</title>",
-                           xml_escape(fmt::format("experiment {} (base {}): {} - {}", row.id, row.base_id, row.label,
-                                                  row.verdict),
+                           xml_escape(fmt::format("experiment {} (base {}): {} - {}", row.id, row.base_id,
+                                                  row.label, row.verdict),
                                       false));
-        svg += fmt::format("<text class=\"label\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">#{} {}</text>",
-                           k_label_width, y + 15, row.id, xml_escape(short_label(row.label, 52), false));
+        svg +=
+            fmt::format("<text class=\"label\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">#{} {}</text>",
+                        k_label_width, y + 15, row.id, xml_escape(short_label(row.label, 52), false));
         if (row.delta && std::isfinite(*row.delta)) {
             double x = x_of(*row.delta);
-            svg += fmt::format("<rect class=\"dbar {}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"/>",
-                               cls, std::min(x, zero), y + 3, std::max(1.0, std::fabs(x - zero)), k_row - 6);
-            svg += fmt::format("<text class=\"value\" x=\"{:.1f}\" y=\"{:.1f}\">{:+.1f}% {}</text>", plot_x + plot_w + 6,
-                               y + 15, *row.delta * 100, xml_escape(row.verdict == "no_change" ? "~" : row.verdict, false));
+            svg += fmt::format(
+                "<rect class=\"dbar {}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"/>", cls,
+                std::min(x, zero), y + 3, std::max(1.0, std::fabs(x - zero)), k_row - 6);
+            svg += fmt::format(
+                "<text class=\"value\" x=\"{:.1f}\" y=\"{:.1f}\">{:+.1f}% {}</text>", plot_x + plot_w + 6,
+                y + 15, *row.delta * 100,
+                xml_escape(row.verdict == "no_change"              ? std::string("~")
+                           : row.verdict == "insufficient_samples" ? std::string("~ too few samples")
+                                                                   : row.verdict,
+                           false));
         } else {
             svg += fmt::format("<text class=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>",
                                cls == "same" ? "muted" : cls + "text", plot_x, y + 15,

@@ -43,13 +43,14 @@ TEST_CASE("export: json, csv, md and junit of a real sweep; junit parses with xm
     INFO(junit.err);
     REQUIRE(junit.exit_code == 0);
     CHECK(junit.out.empty());
-    auto parsed = run_command({"python3", "-c",
-                               "import sys, xml.etree.ElementTree as ET\n"
-                               "s = ET.parse(sys.argv[1]).getroot().find('testsuite')\n"
-                               "cases = s.findall('testcase')\n"
-                               "print(len(cases), len([c for c in cases if c.find('failure') is not None]),\n"
-                               "      sorted({c.find('failure').get('type') for c in cases if c.find('failure') is not None}))\n",
-                               junit_path});
+    auto parsed = run_command(
+        {"python3", "-c",
+         "import sys, xml.etree.ElementTree as ET\n"
+         "s = ET.parse(sys.argv[1]).getroot().find('testsuite')\n"
+         "cases = s.findall('testcase')\n"
+         "print(len(cases), len([c for c in cases if c.find('failure') is not None]),\n"
+         "      sorted({c.find('failure').get('type') for c in cases if c.find('failure') is not None}))\n",
+         junit_path});
     INFO(parsed.err);
     REQUIRE(parsed.exit_code == 0);
     CHECK(parsed.out.rfind("6 2 ", 0) == 0);
@@ -81,8 +82,9 @@ TEST_CASE("export: the best point as sitecustomize, env and tuner lines works wh
                              site + "/sitecustomize.py"});
     INFO(sc.err);
     REQUIRE(sc.exit_code == 0);
-    auto py = run_command({"python3", "-c", "import os; print(os.environ.get('NCCL_ALGO'), os.environ.get('NCCL_PROTO'))"},
-                          {}, {"PYTHONPATH=" + site});
+    auto py = run_command(
+        {"python3", "-c", "import os; print(os.environ.get('NCCL_ALGO'), os.environ.get('NCCL_PROTO'))"}, {},
+        {"PYTHONPATH=" + site});
     INFO(py.err);
     REQUIRE(py.exit_code == 0);
     CHECK(py.out == best_algo + " LL\n");
@@ -99,8 +101,8 @@ TEST_CASE("export: the best point as sitecustomize, env and tuner lines works wh
     REQUIRE(tuner.exit_code == 0);
     // kimi-k2.5 (the sim's default model): hidden 7168; tokens 4..16; tp 8.
     std::string algo = best_algo == "Ring" ? "ring" : "tree";
-    CHECK(tuner.out.find("\nallreduce," + std::to_string(4 * 7168 * 2) + "," + std::to_string(16 * 7168 * 2) + "," + algo +
-                         ",ll,-1,1,8,-1,-1\n") != std::string::npos);
+    CHECK(tuner.out.find("\nallreduce," + std::to_string(4 * 7168 * 2) + "," + std::to_string(16 * 7168 * 2) +
+                         "," + algo + ",ll,-1,1,8,-1,-1\n") != std::string::npos);
     for (std::size_t pos = 0; pos < tuner.out.size();) {
         std::size_t end = tuner.out.find('\n', pos);
         std::string line = tuner.out.substr(pos, end - pos);
@@ -121,7 +123,8 @@ TEST_CASE("export: bad flags exit 2, a missing database exits 3, with messages t
     auto no_point = run_ncclsweep({"export", "latest", "--db", db, "--format", "env"});
     CHECK(no_point.exit_code == 2);
     CHECK(no_point.err.find("--best") != std::string::npos);
-    auto no_metric = run_ncclsweep({"export", "latest", "--db", db, "--format", "env", "--best", "--metric", "gbps"});
+    auto no_metric =
+        run_ncclsweep({"export", "latest", "--db", db, "--format", "env", "--best", "--metric", "gbps"});
     CHECK(no_metric.exit_code == 2);
     CHECK(no_metric.err.find("metrics present: ") != std::string::npos);
     CHECK(no_metric.err.find(" tok_s,") != std::string::npos);
@@ -129,7 +132,8 @@ TEST_CASE("export: bad flags exit 2, a missing database exits 3, with messages t
     CHECK(ref.exit_code == 2);
     auto missing = run_ncclsweep({"export", "latest", "--db", (dir.path() / "none.db").string()});
     CHECK(missing.exit_code == 3);
-    auto unwritable = run_ncclsweep({"export", "latest", "--db", db, "-o", (dir.path() / "no/such/dir/x.json").string()});
+    auto unwritable =
+        run_ncclsweep({"export", "latest", "--db", db, "-o", (dir.path() / "no/such/dir/x.json").string()});
     CHECK(unwritable.exit_code == 3);
     CHECK(unwritable.err.find("no/such/dir/x.json") != std::string::npos);
 }

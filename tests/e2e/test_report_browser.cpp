@@ -19,8 +19,14 @@ std::string chromium_path() {
 }
 
 std::vector<std::string> browser(const std::string& path, const TempDir& dir) {
-    return {path, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-            "--user-data-dir=" + (dir.path() / "profile").string(), "--window-size=1200,900"};
+    return {path,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-extensions",
+            "--user-data-dir=" + (dir.path() / "profile").string(),
+            "--window-size=1200,900"};
 }
 
 /// Two sweeps of the simulated engine, the second on a slower topology, and the report of both.
@@ -45,7 +51,9 @@ std::string make_report(const TempDir& dir) {
 TEST_CASE("report: headless chromium renders it with no console errors and a non-blank screenshot") {
     std::string chromium = chromium_path();
     if (chromium.empty()) {
-        WARN("SKIPPED: chromium is not installed (scripts/install-deps.sh installs it); the report was not rendered");
+        WARN(
+            "SKIPPED: chromium is not installed (scripts/install-deps.sh installs it); the report was not "
+            "rendered");
         return;
     }
     TempDir dir;
@@ -64,14 +72,16 @@ TEST_CASE("report: headless chromium renders it with no console errors and a non
     CHECK(shot.err.find("Uncaught") == std::string::npos);
     CHECK(shot.err.find(":CONSOLE(") == std::string::npos);
     CHECK(shot.err.find("Refused to") == std::string::npos);  // Content-Security-Policy violations
-    if (const char* keep = std::getenv("NCCLSWEEP_KEEP_SCREENSHOT")) std::filesystem::copy_file(
-        png, keep, std::filesystem::copy_options::overwrite_existing);
+    if (const char* keep = std::getenv("NCCLSWEEP_KEEP_SCREENSHOT"))
+        std::filesystem::copy_file(png, keep, std::filesystem::copy_options::overwrite_existing);
 }
 
 TEST_CASE("report: the DOM chromium builds holds the charts and no injected script") {
     std::string chromium = chromium_path();
     if (chromium.empty()) {
-        WARN("SKIPPED: chromium is not installed (scripts/install-deps.sh installs it); the DOM was not checked");
+        WARN(
+            "SKIPPED: chromium is not installed (scripts/install-deps.sh installs it); the DOM was not "
+            "checked");
         return;
     }
     TempDir dir;

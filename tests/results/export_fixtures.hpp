@@ -28,9 +28,13 @@ inline Experiment export_experiment(int id, const ExportPoint& p) {
     Experiment e;
     e.id = id;
     e.params = {{"NCCL_ALGO", p.algo}, {"NCCL_PROTO", p.proto}, {"tokens", p.tokens}, {"label", p.label}};
-    e.canonical = "NCCL_ALGO=" + p.algo + ";NCCL_PROTO=" + p.proto + ";label=" + p.label + ";tokens=" + p.tokens;
+    e.canonical =
+        "NCCL_ALGO=" + p.algo + ";NCCL_PROTO=" + p.proto + ";label=" + p.label + ";tokens=" + p.tokens;
     e.key = "key-" + p.algo + "-" + p.proto + "-" + p.tokens + "-" + std::to_string(p.label.size());
-    e.env = {{"NCCL_DEBUG", "WARN"}, {"NCCL_ALGO", p.algo}, {"NCCL_PROTO", p.proto}, {"NCCL_P2P_LEVEL", "SYS"},
+    e.env = {{"NCCL_DEBUG", "WARN"},
+             {"NCCL_ALGO", p.algo},
+             {"NCCL_PROTO", p.proto},
+             {"NCCL_P2P_LEVEL", "SYS"},
              {"NS_LABEL", p.label}};
     e.workload = {{"model", "llama-70b"}, {"tp", "8"}, {"tokens", p.tokens}, {"label", p.label}};
     e.argv = {"/opt/bin/tpverify", "--json", "--tokens", p.tokens};
@@ -43,8 +47,14 @@ inline std::vector<ExportPoint> export_points() {
     return {
         {"Ring", "LL", "8", "plain", S::ok, "", "", {1000, 1010, 990, 1005, 995, 1002}},
         {"allreduce:tree", "LL", "8", "plain", S::ok, "", "", {1100, 1090, 1120}},
-        {"Tree", "LL", "8", "plain", S::failed, "graph_capture",
-         "graph_capture: capture invalidated <b>&amp;</b>\nline (nccl_invalid_usage): NCCL WARN \x1b[31mNo algorithm\x07 "
+        {"Tree",
+         "LL",
+         "8",
+         "plain",
+         S::failed,
+         "graph_capture",
+         "graph_capture: capture invalidated <b>&amp;</b>\nline (nccl_invalid_usage): NCCL WARN \x1b[31mNo "
+         "algorithm\x07 "
          "\xff\xfe ]]> \"x\"\n> trigger",
          {}},
         {"Ring", "LL", "16", k_hostile_label, S::ok, "", "", {1500, 1490, 1510, 1505, 1495, 1502, 1500}},
@@ -56,7 +66,8 @@ inline std::vector<ExportPoint> export_points() {
 }
 
 /// Creates the fixture sweep in `db` and returns it loaded back.
-inline results::exports::SweepData make_export_sweep(const std::string& db, const std::string& name = "export \"fixture\" <&>") {
+inline results::exports::SweepData make_export_sweep(const std::string& db,
+                                                     const std::string& name = "export \"fixture\" <&>") {
     results::StoreOptions options;
     options.clock = [] { return std::chrono::system_clock::time_point(std::chrono::seconds(1764430387)); };
     auto store = results::Store::open(db, options);
@@ -71,7 +82,8 @@ inline results::exports::SweepData make_export_sweep(const std::string& db, cons
     record.repeats = 6;
     auto points = export_points();
     std::vector<Experiment> experiments;
-    for (std::size_t i = 0; i < points.size(); ++i) experiments.push_back(export_experiment(static_cast<int>(i + 1), points[i]));
+    for (std::size_t i = 0; i < points.size(); ++i)
+        experiments.push_back(export_experiment(static_cast<int>(i + 1), points[i]));
     auto sweep = store->create_sweep(record, experiments);
     REQUIRE(sweep);
     for (std::size_t i = 0; i < points.size(); ++i) {

@@ -70,10 +70,11 @@ TEST_CASE("csv export is RFC 4180: python's csv module reads every field back") 
     TempDir dir;
     auto sweep = test::make_export_sweep((dir.path() / "x.db").string());
     auto file = dir.write("x.csv", to_csv(sweep));
-    auto out = python("import csv, json, sys\n"
-                      "rows = list(csv.DictReader(open(sys.argv[1], newline='', encoding='utf-8')))\n"
-                      "print(json.dumps(rows))\n",
-                      file.string());
+    auto out = python(
+        "import csv, json, sys\n"
+        "rows = list(csv.DictReader(open(sys.argv[1], newline='', encoding='utf-8')))\n"
+        "print(json.dumps(rows))\n",
+        file.string());
     auto rows = nlohmann::json::parse(out);
     // 3 ok experiments x 2 metrics + 5 without samples.
     REQUIRE(rows.size() == 11);
@@ -108,7 +109,8 @@ TEST_CASE("junit export parses with xml.etree: cases, failures, errors, properti
         "         'props': {p.get('name'): p.get('value') for p in c.findall('properties/property')}}\n"
         "    for kind in ('failure', 'error', 'skipped'):\n"
         "        e = c.find(kind)\n"
-        "        if e is not None: d[kind] = {'type': e.get('type'), 'message': e.get('message'), 'text': e.text}\n"
+        "        if e is not None: d[kind] = {'type': e.get('type'), 'message': e.get('message'), 'text': "
+        "e.text}\n"
         "    cases.append(d)\n"
         "print(json.dumps({'root': root.attrib, 'suite': suite.attrib, 'cases': cases}))\n",
         file.string());
@@ -135,7 +137,8 @@ TEST_CASE("junit export parses with xml.etree: cases, failures, errors, properti
     CHECK(text.find('\n') != std::string::npos);
     // The hostile label arrives exactly, except the newline made visible in the attribute.
     std::string name = cases[3]["name"];
-    CHECK(name.find("q\"uote' <script>alert(1)</script> & | pipe\\x0anew line \xe6\x97\xa5") != std::string::npos);
+    CHECK(name.find("q\"uote' <script>alert(1)</script> & | pipe\\x0anew line \xe6\x97\xa5") !=
+          std::string::npos);
     CHECK(cases[4]["failure"]["type"] == "hang");
     CHECK(cases[5]["error"]["type"] == "connection");
     CHECK(cases[5]["error"]["message"] == "ssh connection lost");
@@ -146,13 +149,13 @@ TEST_CASE("junit export parses with xml.etree: cases, failures, errors, properti
 TEST_CASE("clean_text and xml_escape never emit characters XML forbids") {
     std::string all;
     for (int c = 0; c < 256; ++c) all += static_cast<char>(c);
-    all += "\xed\xa0\x80";      // an encoded surrogate: invalid
-    all += "\xef\xbf\xbe";      // U+FFFE: not an XML character
-    all += "\xc0\xaf";          // overlong '/'
+    all += "\xed\xa0\x80";  // an encoded surrogate: invalid
+    all += "\xef\xbf\xbe";  // U+FFFE: not an XML character
+    all += "\xc0\xaf";      // overlong '/'
     std::string escaped = xml_escape(all);
     TempDir dir;
-    auto file = dir.write("x.xml", "<?xml version=\"1.0\" encoding=\"UTF-8\"?><r a=\"" + xml_escape(all, false) + "\">" +
-                                       escaped + "</r>");
+    auto file = dir.write("x.xml", "<?xml version=\"1.0\" encoding=\"UTF-8\"?><r a=\"" +
+                                       xml_escape(all, false) + "\">" + escaped + "</r>");
     python("import sys, xml.etree.ElementTree as ET\nET.parse(sys.argv[1])\n", file.string());
     CHECK(escaped.find("\\x00") != std::string::npos);
     CHECK(escaped.find("\\x1f") != std::string::npos);

@@ -6,9 +6,9 @@
 
 using namespace ncclsweep;
 using namespace ncclsweep::results::exports;
+using ncclsweep::results::StoredExperiment;
 using ncclsweep::test::run_command;
 using ncclsweep::test::TempDir;
-using ncclsweep::results::StoredExperiment;
 
 namespace {
 
@@ -109,8 +109,9 @@ TEST_CASE("exported env file loads in sh with exact values") {
     auto file = dir.write("best.env", *text);
     for (const char* shell : {"sh", "bash"}) {
         INFO(shell);
-        auto run = run_command({std::string(shell), "-c", "set -a; . \"$1\"; set +a; exec python3 -c \"$2\" NCCL_ALGO NS_LABEL",
-                                "sh", file.string(), k_dump_env});
+        auto run = run_command({std::string(shell), "-c",
+                                "set -a; . \"$1\"; set +a; exec python3 -c \"$2\" NCCL_ALGO NS_LABEL", "sh",
+                                file.string(), k_dump_env});
         INFO(run.err);
         REQUIRE(run.exit_code == 0);
         auto env = nlohmann::json::parse(run.out);
@@ -119,7 +120,8 @@ TEST_CASE("exported env file loads in sh with exact values") {
     }
 }
 
-TEST_CASE("nccl-tuner: best point's algo/proto over the sweep's message sizes, parseable by the plugin rules") {
+TEST_CASE(
+    "nccl-tuner: best point's algo/proto over the sweep's message sizes, parseable by the plugin rules") {
     TempDir dir;
     auto sweep = test::make_export_sweep((dir.path() / "x.db").string());
     ExportRequest request;
@@ -150,7 +152,9 @@ TEST_CASE("nccl-tuner: best point's algo/proto over the sweep's message sizes, p
 
 TEST_CASE("nccl-tuner translates per-collective NCCL_ALGO and names, and channel pins") {
     auto sweep = tuner_sweep({{{"NCCL_ALGO", "allreduce:tree"}, {"NCCL_PROTO", "LL"}},
-                              {{"NCCL_ALGO", "NVLSTree"}, {"NCCL_PROTO", "allreduce:simple"}, {"NCCL_MIN_CTAS", "4"},
+                              {{"NCCL_ALGO", "NVLSTree"},
+                               {"NCCL_PROTO", "allreduce:simple"},
+                               {"NCCL_MIN_CTAS", "4"},
                                {"NCCL_MAX_NCHANNELS", "4"}}});
     auto tree = to_nccl_tuner(sweep, sweep.experiments[0]);
     REQUIRE(tree);
@@ -185,11 +189,13 @@ TEST_CASE("nccl-tuner refuses what the plugin cannot express, saying why") {
         CHECK(out.error().message.find(needle) != std::string::npos);
         CHECK(out.error().message.find("experiment 1") != std::string::npos);
     };
-    check_error({{"NCCL_ALGO", "ring,tree"}, {"NCCL_PROTO", "LL"}}, "several choices for allreduce (tree,ring)");
+    check_error({{"NCCL_ALGO", "ring,tree"}, {"NCCL_PROTO", "LL"}},
+                "several choices for allreduce (tree,ring)");
     check_error({{"NCCL_ALGO", "^ring"}, {"NCCL_PROTO", "LL"}}, "several choices");
     check_error({{"NCCL_ALGO", "Ring"}}, "sets NCCL_ALGO but not NCCL_PROTO");
     check_error({{"NCCL_PROTO", "LL"}}, "sets NCCL_PROTO but not NCCL_ALGO");
-    check_error({{"NCCL_ALGO", "Ring"}, {"NCCL_PROTO", "LL"}, {"NCCL_MAX_CTAS", "8"}}, "NCCL_MAX_CTAS=8 bounds");
+    check_error({{"NCCL_ALGO", "Ring"}, {"NCCL_PROTO", "LL"}, {"NCCL_MAX_CTAS", "8"}},
+                "NCCL_MAX_CTAS=8 bounds");
     check_error({{"NCCL_ALGO", "Ring"}, {"NCCL_PROTO", "LL"}, {"NCCL_MIN_CTAS", "2"}, {"NCCL_MAX_CTAS", "8"}},
                 "exact count");
     check_error({{"NCCL_ALGO", "Bogus"}, {"NCCL_PROTO", "LL"}}, "NCCL_ALGO=Bogus");

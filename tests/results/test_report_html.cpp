@@ -17,18 +17,19 @@ namespace {
 nlohmann::json page_structure(const std::string& html) {
     TempDir dir;
     auto file = dir.write("r.html", html);
-    auto run = run_command({"python3", "-c",
-                            "import sys, json\nfrom html.parser import HTMLParser\n"
-                            "class P(HTMLParser):\n"
-                            "    def __init__(s):\n"
-                            "        super().__init__(); s.tags = {}; s.external = []\n"
-                            "    def handle_starttag(s, tag, attrs):\n"
-                            "        s.tags[tag] = s.tags.get(tag, 0) + 1\n"
-                            "        for k, v in attrs:\n"
-                            "            if k in ('src', 'href') or (k.startswith('on')): s.external.append([tag, k, v])\n"
-                            "p = P(); p.feed(open(sys.argv[1], encoding='utf-8').read()); p.close()\n"
-                            "print(json.dumps({'tags': p.tags, 'external': p.external}))\n",
-                            file.string()});
+    auto run = run_command(
+        {"python3", "-c",
+         "import sys, json\nfrom html.parser import HTMLParser\n"
+         "class P(HTMLParser):\n"
+         "    def __init__(s):\n"
+         "        super().__init__(); s.tags = {}; s.external = []\n"
+         "    def handle_starttag(s, tag, attrs):\n"
+         "        s.tags[tag] = s.tags.get(tag, 0) + 1\n"
+         "        for k, v in attrs:\n"
+         "            if k in ('src', 'href') or (k.startswith('on')): s.external.append([tag, k, v])\n"
+         "p = P(); p.feed(open(sys.argv[1], encoding='utf-8').read()); p.close()\n"
+         "print(json.dumps({'tags': p.tags, 'external': p.external}))\n",
+         file.string()});
     INFO(run.err);
     REQUIRE(run.exit_code == 0);
     return nlohmann::json::parse(run.out);
