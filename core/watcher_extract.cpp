@@ -44,12 +44,18 @@ std::string_view group(const re2::RE2& regex, const std::array<re2::StringPiece,
     return {piece.data(), piece.size()};
 }
 
-/// Every numeric field of a result event; nested objects as "outer.inner".
-void numeric_fields(const nlohmann::json& object, const std::string& prefix, std::vector<std::pair<std::string, double>>& out) {
+/// Object levels of a result event read for metrics. tpverify's events are flat; deeper levels
+/// are skipped, so a crafted line ({"a":{"a":...}} 10^4 deep) can neither exhaust the stack nor
+/// cost quadratic time building ever longer "a.a.a..." names.
+constexpr int k_max_field_depth = 4;
+
+/// Every numeric field of a result event; nested objects as "outer.inner", up to k_max_field_depth.
+void numeric_fields(const nlohmann::json& object, const std::string& prefix, int depth,
+                    std::vector<std::pair<std::string, double>>& out) {
     for (const auto& item : object.items()) {
         const auto& value = item.value();
         if (value.is_number()) out.emplace_back(prefix + item.key(), value.get<double>());
-        else if (value.is_object()) numeric_fields(value, prefix + item.key() + ".", out);
+        else if (value.is_object() && depth < k_max_field_depth) numeric_fields(value, prefix + item.key() + ".", depth + 1, out);
     }
 }
 
@@ -117,14 +123,16 @@ void Watcher::json_event(std::string_view text, TimePoint when) {
     if (event == "start") {
         m_last_progress = std::max(m_last_progress, when);
     } else if (event == "capture") {
-        const auto phase = json.value("phase", std::string());
+        // json.value() would throw for a non-string "phase"; such an event is just not a phase.
+        const auto found = json.find("phase");
+        const std::string phase = found != json.end() && found->is_string() ? found->get<std::string>() : std::string();
         if (phase == "begin") effect(PhaseEffect::capture_begin, when);
         else if (phase == "end") effect(PhaseEffect::capture_end, when);
     } else if (event == "ready") {
         effect(PhaseEffect::ready, when);
     } else if (event == "result") {
         std::vector<std::pair<std::string, double>> numbers;
-        numeric_fields(json, "", numbers);
+        numeric_fields(json, "", 1, numbers);
         for (const auto& [name, value] : numbers) add_metric(name, value, when);
         effect(PhaseEffect::done, when);
     }
