@@ -128,6 +128,12 @@ Result<std::vector<std::string>> command_argv(const WorkloadSpec& workload,
                                                     where(workload.mark), name));
         auto script = substitute(workload.command.front(), params, [](const std::string& v) { return shell_quote(v); });
         if (!script) return script.error();
+        // Values were checked above; a NUL here is in the command text itself (e.g. YAML "\0"),
+        // and exec would silently cut the script at it.
+        if (script->find('\0') != std::string::npos)
+            return Error::bad_input(fmt::format("{}the string command contains a NUL byte, which no command line can "
+                                                "carry; remove it",
+                                                where(workload.command.front().mark)));
         return std::vector<std::string>{"/bin/sh", "-c", std::move(*script)};
     }
     std::vector<std::string> argv;
