@@ -53,7 +53,7 @@ std::string scalar(const std::string& db, const std::string& sql) {
 
 }  // namespace
 
-TEST_CASE("database faults: locked by another process -> exit 3 naming the lock, no change; later run works") {
+TEST_CASE("database faults: locked by another process -> exit 3 naming the lock and no change and a later run works") {
     TempDir dir;
     auto spec = dir.write("s.yaml", quick_spec("locked", 2));
     std::string db = (dir.path() / "r.db").string();
@@ -79,7 +79,7 @@ TEST_CASE("database faults: locked by another process -> exit 3 naming the lock,
     CHECK(scalar(db, "SELECT count(*) FROM sweeps") == "2");
 }
 
-TEST_CASE("database faults: a read-only file system -> exit 3 saying it is not writable; the file is untouched") {
+TEST_CASE("database faults: a read-only file system -> exit 3 saying it is not writable and the file is untouched") {
     TempDir dir;
     TmpfsMount mount(dir.path() / "ro", "1m");
     if (!mount.mounted) return;
@@ -105,7 +105,7 @@ TEST_CASE("database faults: a read-only file system -> exit 3 saying it is not w
     CHECK(run_ncclsweep({"run", spec.string(), "--db", db}).exit_code == 0);
 }
 
-TEST_CASE("database faults: disk full mid-sweep -> exit 3 'disk full', earlier experiments intact, --resume finishes") {
+TEST_CASE("database faults: disk full mid-sweep -> exit 3 disk full with earlier experiments intact and --resume finishes") {
     TempDir dir;
     TmpfsMount mount(dir.path() / "full", "1m");
     if (!mount.mounted) return;

@@ -37,7 +37,7 @@ std::map<int, int> samples_per_experiment(const std::string& db, const std::stri
 
 }  // namespace
 
-TEST_CASE("ssh faults: connections killed mid-experiment, server still up: reconnect, retry once, exit 0") {
+TEST_CASE("ssh faults: connections killed mid-experiment with the server still up reconnect and retry once then exit 0") {
     TestSshd sshd;
     if (!sshd.available) return;
     TempDir dir;
@@ -91,7 +91,7 @@ TEST_CASE("ssh faults: a key the host does not accept is refused with exit 3 and
     CHECK_FALSE(std::filesystem::exists(remote));
 }
 
-TEST_CASE("ssh faults: a changed host key is refused with its fingerprint; exit 3, nothing runs on the host") {
+TEST_CASE("ssh faults: a changed host key is refused with its fingerprint and exit 3 and nothing runs on the host") {
     TestSshd sshd;
     if (!sshd.available) return;
     TempDir dir;
@@ -119,7 +119,7 @@ TEST_CASE("ssh faults: a changed host key is refused with its fingerprint; exit 
     CHECK(read_file(known).find(other_pub.substr(0, 40)) != std::string::npos);  // known_hosts left alone
 }
 
-TEST_CASE("ssh load: a sweep of 12 simulated experiments over ssh records each once (full 1,000: scripts/bench-overhead.sh)") {
+TEST_CASE("ssh load: a sweep of 12 simulated experiments over ssh records each once (the full 1000 is scripts/bench-overhead.sh)") {
     TestSshd sshd;
     if (!sshd.available) return;
     TempDir dir;

@@ -123,7 +123,7 @@ TEST_CASE("hostile input: exact data through sitecustomize.py and a /bin/sh stri
 
 TEST_CASE("hostile input: exact data through both deliveries and a string command") { run_hostile("both", Form::string); }
 
-TEST_CASE("hostile input: exact data in the remote command over ssh (env + string, sitecustomize + list)") {
+TEST_CASE("hostile input: exact data in the remote command over ssh (env with a string command and sitecustomize with a list command)") {
     TestSshd sshd;
     if (!sshd.available) return;
     for (auto [delivery, form] : {std::pair{std::string("env"), Form::string}, std::pair{std::string("sitecustomize"), Form::list}}) {
@@ -142,7 +142,7 @@ TEST_CASE("hostile input: exact data in the remote command over ssh (env + strin
     }
 }
 
-TEST_CASE("hostile input: NUL, malformed YAML and type errors are located, exit 2, run nothing") {
+TEST_CASE("hostile input: NUL and malformed YAML and type errors are located with exit 2 and run nothing") {
     TempDir dir;
     const std::string head = "sweep: bad\nworkload:\n  command: [/bin/true]\naxes:\n";
     struct Case {

@@ -20,7 +20,7 @@ std::string scalar(const std::string& db, const std::string& sql) {
 
 }  // namespace
 
-TEST_CASE("kill -9: fifteen random kills, each followed by --resume, record every experiment exactly once") {
+TEST_CASE("kill -9: fifteen random kills each followed by --resume record every experiment exactly once") {
     TempDir dir;
     // 6 experiments x 2 repeats, each run about half a second: a complete sweep takes several
     // seconds, so kills land in startup, in a workload, and between commits.
