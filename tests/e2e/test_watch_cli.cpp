@@ -1,4 +1,8 @@
 // End-to-end: `ncclsweep watch` and command workloads (servers that crash, hang, or serve a client).
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
 
 #include <nlohmann/json.hpp>
@@ -61,6 +65,31 @@ TEST_CASE("watch --log: a recorded SGLang log with a capture failure is diagnose
     INFO(r.out << r.err);
     CHECK(r.exit_code == 1);
     CHECK(r.out.find("graph_capture") != std::string::npos);
+}
+
+TEST_CASE("watch --log --follow: lines appended by another process are judged as they arrive") {
+    TempDir dir;
+    auto log = dir.write("server.log", "loading weights\n");
+    // A writer that appends a capture failure after a while, then keeps the file open and idle.
+    std::string writer = "sleep 1; echo 'Capture cuda graph begin' >> '" + log.string() +
+                         "'; echo 'Capture cuda graph failed: out of memory' >> '" + log.string() + "'; sleep 30";
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", writer.c_str(), static_cast<char*>(nullptr));
+        _exit(127);
+    }
+    auto start = std::chrono::steady_clock::now();
+    auto r = run_ncclsweep({"watch", "--json", "--log", log.string(), "--follow"});
+    double wall = seconds_since(start);
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(wall < 15.0);  // the verdict came from the appended line, not from the writer ending
+    auto verdict = nlohmann::json::parse(r.out);
+    CHECK(verdict["verdict"] == "failed");
+    CHECK(verdict["class"] == "graph_capture");
 }
 
 TEST_CASE("watch: usage errors exit 2") {
