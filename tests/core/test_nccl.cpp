@@ -173,7 +173,7 @@ TEST_CASE("NCCL_DEBUG, NCCL_DEBUG_SUBSYS and NCCL_LAUNCH_MODE") {
     CHECK(has_error(check_value("NCCL_LAUNCH_MODE", "SERIAL")));
 }
 
-TEST_CASE("free-form variables accept any text; non-NCCL names yield nothing") {
+TEST_CASE("free-form variables accept any text, non-NCCL names yield nothing") {
     CHECK(check_value("NCCL_SOCKET_IFNAME", "^docker,lo").empty());
     CHECK(check_value("NCCL_TOPO_FILE", "/tmp/topo with space.xml").empty());
     CHECK(check_value("NCCL_TUNER_CONFIG_FILE", "$(touch x)").empty());
@@ -205,7 +205,7 @@ TEST_CASE("known_variables is sorted and covers the documented knobs") {
         CHECK(std::find(names.begin(), names.end(), name) != names.end());
 }
 
-TEST_CASE("LL128 forced on PCIe warns; on NVLink or unknown topology it does not") {
+TEST_CASE("LL128 forced on PCIe warns, on NVLink or unknown topology it does not") {
     WorkloadContext pcie{16u << 20, std::string("pcie-gen4")};
     auto f = check_environment({{"NCCL_PROTO", "LL128"}}, pcie);
     REQUIRE(has_code(f, "ll128-pcie", Severity::warning));

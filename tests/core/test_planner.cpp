@@ -74,7 +74,7 @@ TEST_CASE("a zip group advances together as one digit at its first axis") {
                                                    "NCCL_MIN_CTAS=16 p=b NCCL_MAX_CTAS=32"});
 }
 
-TEST_CASE("exclude drops points matching all keys; a list value means any of them") {
+TEST_CASE("exclude drops points matching all keys, a list value means any of them") {
     auto spec = must_parse(std::string(k_head) +
                            "axes:\n  a: [1, 2, 3]\n  b: [x, y]\n"
                            "exclude:\n  - {a: [1, 3], b: y}\n  - {a: 2, b: x}\n");
@@ -226,7 +226,7 @@ TEST_CASE("a large plan is counted lazily") {
     CHECK(summary->count == 270000);
 }
 
-TEST_CASE("NCCL warnings are grouped with compact experiment ranges; errors stop the plan") {
+TEST_CASE("NCCL warnings are grouped with compact experiment ranges, errors stop the plan") {
     auto spec =
         must_parse(std::string(k_head) +
                    "axes:\n  NCCL_ALGO: [Tree, allreduce:tree]\n  NCCL_PROTO: [LL, Simple]\n  a: [1, 2]\n");

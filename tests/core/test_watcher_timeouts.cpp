@@ -35,7 +35,7 @@ TEST_CASE("startup timeout: no capture or ready progress") {
     CHECK(*watcher.seconds_to_detection() == Approx(10));
 }
 
-TEST_CASE("startup timeout counts from the last progress; capture has its own timeout") {
+TEST_CASE("startup timeout counts from the last progress, capture has its own timeout") {
     FakeClock clock;
     auto watcher = make_watcher(clock, only(10, 0, 0, 0));
     feed(watcher, clock, "Capture cuda graph begin. This can take up to several minutes.", 5);
@@ -80,7 +80,7 @@ TEST_CASE("total timeout even while output keeps coming") {
     CHECK(watcher.timeout_kind() == TimeoutKind::total);
 }
 
-TEST_CASE("zero timeouts mean none; no timeouts after done or during a deliberate stop") {
+TEST_CASE("zero timeouts mean none, no timeouts after done or during a deliberate stop") {
     FakeClock clock;
     auto none = make_watcher(clock, only(0, 0, 0, 0));
     CHECK(none.tick(clock.t0 + std::chrono::hours(100)).state == WatchState::initializing);

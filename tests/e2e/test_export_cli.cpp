@@ -26,7 +26,7 @@ std::string run_sweep(const TempDir& dir) {
 
 }  // namespace
 
-TEST_CASE("export: json, csv, md and junit of a real sweep; junit parses with xml.etree") {
+TEST_CASE("export: json, csv, md and junit of a real sweep, junit parses with xml.etree") {
     TempDir dir;
     std::string db = run_sweep(dir);
     auto json = run_ncclsweep({"export", "latest", "--db", db});

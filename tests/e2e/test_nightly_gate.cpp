@@ -42,7 +42,7 @@ CommandResult gate(const std::string& db, const std::vector<std::string>& extra 
 
 }  // namespace
 
-TEST_CASE("nightly gate: same settings with another seed pass; a slower topology fails and is named") {
+TEST_CASE("nightly gate: same settings with another seed pass, a slower topology fails and is named") {
     TempDir dir;
     const std::string spec = gate_spec(dir);
     const std::string db = (dir.path() / "nightly.db").string();

@@ -54,7 +54,7 @@ TEST_CASE("run: a local sweep on the simulated engine records every experiment w
     REQUIRE(unfused);
 }
 
-TEST_CASE("run: injected faults are detected, classified and recorded; a hang ends by stall timeout") {
+TEST_CASE("run: injected faults are detected, classified and recorded, a hang ends by stall timeout") {
     TempDir dir;
     auto spec = dir.write("s.yaml", sim_spec("e2e-faults",
                                              "  inject: [\"false\", capture-fail, nccl-error, cuda-oom, segv, "

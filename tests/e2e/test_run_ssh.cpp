@@ -48,7 +48,7 @@ struct Sshd {
 
 }  // namespace
 
-TEST_CASE("run over ssh: experiments run on the host and are recorded; unknown host key refused") {
+TEST_CASE("run over ssh: experiments run on the host and are recorded, unknown host key refused") {
     Sshd sshd;
     if (!sshd.available) return;
     TempDir dir;
@@ -83,7 +83,7 @@ TEST_CASE("run over ssh: experiments run on the host and are recorded; unknown h
     CHECK(std::filesystem::exists(dir.path() / "remote" / "sweep-1" / "exp-2" / "sitecustomize.py"));
 }
 
-TEST_CASE("run over ssh: sshd killed mid-sweep is an infrastructure failure; --resume finishes exactly once") {
+TEST_CASE("run over ssh: sshd killed mid-sweep is an infrastructure failure, --resume finishes exactly once") {
     Sshd sshd;
     if (!sshd.available) return;
     TempDir dir;

@@ -39,7 +39,7 @@ TEST_CASE("watch: a server that prints a capture failure and then hangs is faile
     CHECK(verdict["diagnosis"].get<std::string>().find("NCCL INFO Channel 00/02") != std::string::npos);
 }
 
-TEST_CASE("watch: a clean tpverify run is ok with its metrics; exit 0") {
+TEST_CASE("watch: a clean tpverify run is ok with its metrics, exit 0") {
     auto r = run_ncclsweep({"watch", "--json", "--expect-result", "--", binary_path("engine/tpverify").string(),
                             "--backend", "sim", "--json", "--iters", "5"});
     INFO(r.out << r.err);

@@ -143,7 +143,7 @@ TEST_CASE("sim model: GEMM roofline") {
     CHECK(gpu.gemm_us(10, 10) == gpu.kernel_floor_us);
 }
 
-TEST_CASE("sim check: fused and unfused agree with the reference; corruption is caught") {
+TEST_CASE("sim check: fused and unfused agree with the reference, corruption is caught") {
     CHECK(to_bf16(1.0f) == 1.0f);
     CHECK(to_bf16(1.00390625f) == 1.0f);  // halfway rounds to even
     const CheckOutcome unfused = host_check(8, 4, 7168, 1e-6, false, 0.0, 1);

@@ -143,7 +143,7 @@ TEST_CASE("diff: status changes count: ok -> failed regresses, failed -> ok impr
     CHECK(std::isnan(diff.geomeans[0].ratio));
 }
 
-TEST_CASE("diff: points on one side only are listed, not compared; ids may differ between sweeps") {
+TEST_CASE("diff: points on one side only are listed, not compared, ids may differ between sweeps") {
     std::vector<results::StoredExperiment> base{
         stored_experiment(1, point("LL"), ExperimentStatus::ok, around(800)),
         stored_experiment(2, point("Simple"), ExperimentStatus::ok, around(700)),
@@ -172,7 +172,7 @@ TEST_CASE("diff: the geometric mean summarizes new/base medians over experiments
     CHECK(diff.counts.improvements == 1);
 }
 
-TEST_CASE("diff: several metrics; any regressed metric makes the experiment a regression") {
+TEST_CASE("diff: several metrics, any regressed metric makes the experiment a regression") {
     results::DiffOptions options;
     options.metrics = {{"tok_s", stats::Direction::higher_is_better},
                        {"verify_us_p50", stats::Direction::lower_is_better}};

@@ -196,7 +196,7 @@ TEST_CASE("markdown export escapes cells so the table keeps its shape") {
     CHECK(md.find("; * = min – max") != std::string::npos);
 }
 
-TEST_CASE("best experiment follows the metric's direction; errors name what exists") {
+TEST_CASE("best experiment follows the metric's direction, errors name what exists") {
     TempDir dir;
     auto sweep = test::make_export_sweep((dir.path() / "x.db").string());
     auto best = best_experiment(sweep, "tok_s");

@@ -86,7 +86,7 @@ results::SweepDiff fixture_diff() {
 
 }  // namespace
 
-TEST_CASE("printers: format names parse; unknown ones list the choices") {
+TEST_CASE("printers: format names parse, unknown ones list the choices") {
     CHECK(*results::parse_format("md") == results::Format::markdown);
     CHECK(*results::parse_format("json") == results::Format::json);
     auto bad = results::parse_format("html");

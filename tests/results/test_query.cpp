@@ -41,7 +41,7 @@ TEST_CASE("query: metric direction follows the metric's name") {
     CHECK(results::metric_direction("status") == Direction::higher_is_better);  // "_us" must be a word
 }
 
-TEST_CASE("query: a metric choice may name its direction; bad suffixes say what to write") {
+TEST_CASE("query: a metric choice may name its direction, bad suffixes say what to write") {
     auto plain = results::parse_metric_choice("verify_us_p50");
     REQUIRE(plain);
     CHECK(plain->direction == Direction::lower_is_better);
