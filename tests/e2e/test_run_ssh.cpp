@@ -1,8 +1,5 @@
 // End-to-end: `ncclsweep run` against a real OpenSSH sshd on 127.0.0.1 (scripts/test-sshd.sh),
 // with host key checking on, the simulated engine on the "remote" host, and a dying server.
-#include <pwd.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <thread>
 
@@ -12,49 +9,11 @@
 using namespace ncclsweep;
 using namespace ncclsweep::test;
 
-namespace {
-
-std::string sshd_script() { return source_path("scripts/test-sshd.sh").string(); }
-
-/// One throwaway sshd for a test case.
-struct Sshd {
-    TempDir dir;
-    int port = 0;
-    bool available = false;
-    Sshd() { available = start(""); }
-    ~Sshd() { stop(); }
-    bool start(const std::string& fixed_port) {
-        std::vector<std::string> argv{sshd_script(), "start", dir.path().string()};
-        if (!fixed_port.empty()) argv.push_back(fixed_port);
-        auto r = run_command(argv);
-        if (r.exit_code == 77) {
-            WARN("SKIPPED: sshd is not installed (scripts/install-deps.sh installs openssh-server)");
-            return false;
-        }
-        INFO(r.err);
-        REQUIRE(r.exit_code == 0);
-        port = std::stoi(r.out);
-        return true;
-    }
-    void stop() { run_command({sshd_script(), "stop", dir.path().string()}); }
-    [[nodiscard]] std::string url() const {
-        return "ssh://" + std::string(::getpwuid(::getuid())->pw_name) + "@127.0.0.1:" + std::to_string(port);
-    }
-    [[nodiscard]] std::vector<std::string> flags() const {
-        return {"--known-hosts", (dir.path() / "known_hosts").string(), "--identity", (dir.path() / "user_key").string(),
-                "--engine", binary_path("engine/tpverify").string()};
-    }
-};
-
-}  // namespace
-
 TEST_CASE("run over ssh: experiments run on the host and are recorded, unknown host key refused") {
-    Sshd sshd;
+    TestSshd sshd;
     if (!sshd.available) return;
     TempDir dir;
-    std::string spec_text = sim_spec("e2e-ssh", "  NCCL_PROTO: [LL, Simple]\n");
-    spec_text.replace(spec_text.find("target: local"), 13,
-                      "target:\n  url: " + sshd.url() + "\n  workdir: " + (dir.path() / "remote").string());
+    std::string spec_text = over_ssh(sim_spec("e2e-ssh", "  NCCL_PROTO: [LL, Simple]\n"), sshd, dir.path() / "remote");
     auto spec = dir.write("s.yaml", spec_text);
     std::string db = (dir.path() / "r.db").string();
 
@@ -84,13 +43,12 @@ TEST_CASE("run over ssh: experiments run on the host and are recorded, unknown h
 }
 
 TEST_CASE("run over ssh: sshd killed mid-sweep is an infrastructure failure, --resume finishes exactly once") {
-    Sshd sshd;
+    TestSshd sshd;
     if (!sshd.available) return;
     TempDir dir;
-    std::string spec_text =
-        sim_spec("e2e-ssh-loss", "  NCCL_PROTO: [LL, Simple]\n  tokens: [1, 2]\n  inject: [\"hang@warmup:2\"]\n");
-    spec_text.replace(spec_text.find("target: local"), 13,
-                      "target:\n  url: " + sshd.url() + "\n  workdir: " + (dir.path() / "remote").string());
+    std::string spec_text = over_ssh(
+        sim_spec("e2e-ssh-loss", "  NCCL_PROTO: [LL, Simple]\n  tokens: [1, 2]\n  inject: [\"hang@warmup:2\"]\n"), sshd,
+        dir.path() / "remote");
     auto spec = dir.write("s.yaml", spec_text);
     std::string db = (dir.path() / "r.db").string();
     std::vector<std::string> args{"run", spec.string(), "--db", db};
