@@ -152,22 +152,6 @@ std::string accepted_text(Kind kind) {
     return "any text";
 }
 
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-    std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        std::size_t diagonal = row[0];
-        row[0] = i;
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            std::size_t above = row[j];
-            std::size_t substitute = diagonal + (a[i - 1] == b[j - 1] ? 0 : 1);
-            row[j] = std::min({above + 1, row[j - 1] + 1, substitute});
-            diagonal = above;
-        }
-    }
-    return row[b.size()];
-}
-
 std::optional<std::int64_t> parse_integer(std::string_view text) {
     if (text.empty()) return std::nullopt;
     bool negative = false;

@@ -1,4 +1,5 @@
 #pragma once
+#include "core/text.hpp"
 // Internals of core/nccl.cpp: the variable catalog and the NCCL_ALGO/NCCL_PROTO list parser.
 // Not a public API; only core/nccl*.cpp and their tests include it.
 #include <array>
@@ -42,8 +43,8 @@ const std::vector<VariableInfo>& catalog();
 const VariableInfo* find_variable(std::string_view name);
 /// What values a kind accepts, in words ("0 or 1", "a multiple of 32 in 64..512", ...).
 std::string accepted_text(Kind kind);
-/// Levenshtein distance (for "did you mean").
-std::size_t edit_distance(std::string_view a, std::string_view b);
+/// Levenshtein distance (for "did you mean"); shared with the spec parser.
+using ncclsweep::edit_distance;
 
 /// The collectives NCCL_ALGO/NCCL_PROTO prefixes may name (NCCL's function list, lower case).
 constexpr std::array<std::string_view, 5> k_collectives = {"broadcast", "reduce", "allgather",
