@@ -114,6 +114,7 @@ ExitStatus run_run(const RunOptions& options) {
     if (auto idle = remote::check_gpus_idle(*preflight, options.force ? remote::BusyPolicy::force : remote::BusyPolicy::refuse); !idle)
         return report_error(idle.error());
     for (const auto& note : preflight->notes) NCCLSWEEP_LOG(info, "preflight: {}", note);
+    for (const auto& warning : preflight->warnings) NCCLSWEEP_LOG(warning, "preflight: {}", warning);
 
     std::string db_path = database_path(options.db);
     auto store = results::Store::open(db_path);

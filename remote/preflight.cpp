@@ -149,13 +149,29 @@ nlohmann::json HostPreflight::to_json() const {
     json["busy"] = nlohmann::json::array();
     for (const auto& p : busy) json["busy"].push_back({{"pid", p.pid}, {"name", p.name}, {"used_memory", p.used_memory}});
     json["notes"] = notes;
+    json["command_start_s"] = command_start_s;
+    json["warnings"] = warnings;
     return json;
 }
 
 Result<HostPreflight> run_preflight(Target& target, std::chrono::seconds timeout) {
+    const auto begin = std::chrono::steady_clock::now();
+    auto started = target.capture({"true"}, timeout);
+    if (!started) return started.error();
+    const double start_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     auto output = target.capture({"/bin/sh", "-c", k_probe}, timeout);
     if (!output) return output.error();
-    return parse_preflight(*output, target.describe());
+    HostPreflight preflight = parse_preflight(*output, target.describe());
+    preflight.command_start_s = start_s;
+    if (start_s > k_slow_command_start_s) {
+        preflight.warnings.push_back(fmt::format(
+            "{}: starting a command takes {:.2f} s, and every experiment starts at least one. On an ssh host this is "
+            "mostly the login shell's start-up files: bash runs ~/.bashrc for ssh commands too (pyenv, conda and nvm "
+            "init are the usual cost). Let non-interactive shells return early (first line of ~/.bashrc: "
+            "case $- in *i*) ;; *) return;; esac) or log in as a user with a lean shell",
+            preflight.target, start_s));
+    }
+    return preflight;
 }
 
 Result<void> check_gpus_idle(const HostPreflight& preflight, BusyPolicy policy) {

@@ -39,12 +39,21 @@ struct HostPreflight {
     std::string home_nccl_conf;         ///< contents of ~/.nccl.conf ("" if missing)
     std::vector<GpuProcess> busy;       ///< compute processes already on the GPUs
     std::vector<std::string> notes;     ///< what could not be determined and why
+    /// Seconds the target took to run `true` (over ssh: a new exec channel and the user's login
+    /// shell with its start-up files); every experiment pays it at least once. < 0: not measured.
+    double command_start_s = -1;
+    std::vector<std::string> warnings;  ///< worth the user's attention (a slow command start)
     /// For storing with the sweep (stable keys; versioned by "preflight_version").
     [[nodiscard]] nlohmann::json to_json() const;
 };
 
-/// Runs the probe script on `target` (one capture) and parses it. Missing tools are notes,
-/// not errors; fails (infrastructure) only when the target cannot run the probe.
+/// Above this a command start earns a warning: it is the per-experiment overhead ncclsweep
+/// aims to stay under over ssh, and on its own it would use all of it.
+inline constexpr double k_slow_command_start_s = 0.5;
+
+/// Times a trivial command on `target` (command_start_s; a warning when slower than
+/// k_slow_command_start_s), then runs the probe script (one capture) and parses it. Missing
+/// tools are notes, not errors; fails (infrastructure) only when the target cannot run them.
 Result<HostPreflight> run_preflight(Target& target, std::chrono::seconds timeout = std::chrono::seconds(60));
 
 /// Parses the probe script's output (exposed for tests).

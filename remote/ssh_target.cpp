@@ -107,9 +107,14 @@ Result<void> SshTarget::put_file(const std::string& path, const std::string& con
             done += static_cast<std::size_t>(n);
         }
     }
-    // SFTP v3 rename (all libssh 0.10 offers) refuses to replace an existing file; then
-    // rename(2) through `mv -f`, which replaces it atomically (arguments quoted as data).
+    // SFTP v3 rename (all libssh 0.10 offers) refuses to replace an existing file (a repeat
+    // or a resumed sweep writes the same experiment's files again). Then remove the old file
+    // and rename again, all over SFTP: nothing reads these files until the workload starts,
+    // so the moment without one does no harm, and no remote shell is started (each exec
+    // channel costs a login-shell start, seconds with a heavy ~/.bashrc). `mv -f` (arguments
+    // quoted as data) is the last resort, for servers that refuse the unlink.
     if (sftp_rename(*sftp, temp.c_str(), path.c_str()) == SSH_OK) return success();
+    if (sftp_unlink(*sftp, path.c_str()) == SSH_OK && sftp_rename(*sftp, temp.c_str(), path.c_str()) == SSH_OK) return success();
     const int code = sftp_get_error(*sftp);
     auto moved = capture({"mv", "-f", "--", temp, path}, m_options.connect_timeout);
     if (moved) return success();

@@ -2,23 +2,30 @@
 # Per-experiment overhead of ncclsweep (everything except the workload's own run time), locally
 # and over ssh to a throwaway sshd on 127.0.0.1 (scripts/test-sshd.sh).
 #
-#   scripts/bench-overhead.sh [BUILD_DIR] [N_LOCAL] [N_SSH]     (defaults: build 1000 1000)
-#   BENCH_KINDS="true" scripts/bench-overhead.sh ...            (only the /bin/true workload)
+#   scripts/bench-overhead.sh [BUILD_DIR] [N_LOCAL] [N_SSH] [N_SSH_RC]   (defaults: build 1000 1000 50)
+#   BENCH_KINDS="true" scripts/bench-overhead.sh ...     only the /bin/true workload (default: "sim true")
+#   BENCH_KEEP=1 scripts/bench-overhead.sh ...           keep the work folder (databases, specs, logs)
 #
 # For each target it runs a sweep of 1 and one of N experiments of the simulated tpverify (axis seed: 1..N)
 # and a sweep of N experiments of the trivial command /bin/true, and prints
 #   overhead = (wall(N) - wall(1) - (N-1) x the workload's own time) / (N-1)   (raw: (wall(N) - N x own) / N)
 # where the workload's own time is measured by running the same tpverify (or /bin/true)
-# directly. Over ssh every experiment opens an exec channel, so the remote user's shell starts
-# once per experiment (bash sources ~/.bashrc for ssh commands); that cost is measured
-# separately (bash -c true with and without SSH_CLIENT set) and the ssh figure is printed both
-# raw and net of it.
+# directly. Every experiment of a sweep must end `ok`, or the figure is refused.
+#
+# Over ssh every experiment opens an exec channel, and sshd starts the remote user's login shell
+# for it; bash then sources ~/.bashrc (it does so for commands run by sshd), so a heavy ~/.bashrc
+# (pyenv, conda) is paid once per experiment. That is the host's cost, not the tool's: as root the
+# script logs in as a lean account, ncclsweep-bench (shell /bin/sh, created here if missing), for
+# the N_SSH-experiment figure, and as the current user (with its shell start-up files) for a
+# second, N_SSH_RC-experiment figure; the shell's own start-up is measured and printed beside it.
+# Not root: both use the current user.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$root/build}
+build=$(cd "${1:-$root/build}" && pwd)
 n_local=${2:-1000}
 n_ssh=${3:-1000}
+n_ssh_rc=${4:-50}
 kinds=${BENCH_KINDS:-sim true}  # workloads to measure: sim (tpverify --backend sim) and/or true (/bin/true)
 ncclsweep=$build/cli/ncclsweep
 tpverify=$build/engine/tpverify
@@ -26,7 +33,10 @@ tpverify=$build/engine/tpverify
 
 work=$(mktemp -d)
 sshd_dir=$work/sshd
-cleanup() { bash "$root/scripts/test-sshd.sh" stop "$sshd_dir" >/dev/null 2>&1 || true; rm -rf "$work"; }
+cleanup() {
+  bash "$root/scripts/test-sshd.sh" stop "$sshd_dir" >/dev/null 2>&1 || true
+  if [ -n "${BENCH_KEEP:-}" ]; then echo "bench-overhead: kept $work" >&2; else rm -rf "$work"; fi
+}
 trap cleanup EXIT
 
 now() { date +%s.%N; }
@@ -78,7 +88,12 @@ run_sweep() {
   spec "$label" "$n" "$target" "$kind" >"$work/$label.yaml"
   wall1=$(sweep_wall "$label-1" "$work/$label-1.yaml" "$@")
   walln=$(sweep_wall "$label" "$work/$label.yaml" "$@")
-  ok=$(sqlite3 "$work/$label.db" "SELECT count(*) FROM experiments WHERE status = 'ok'" 2>/dev/null || echo '?')
+  ok=$(sqlite3 "$work/$label.db" "SELECT count(*) FROM experiments WHERE status = 'ok'")
+  if [ "$ok" != "$n" ]; then
+    echo "bench-overhead: $label: only $ok of $n experiments ended ok; not a measurement. Statuses:" >&2
+    sqlite3 "$work/$label.db" "SELECT status, count(*), min(diagnosis) FROM experiments GROUP BY status" >&2
+    exit 1
+  fi
   LAST_OVERHEAD=$(awk -v a="$wall1" -v b="$walln" -v own="$own" -v n="$n" 'BEGIN { printf "%.4f", (b - a - (n - 1) * own) / (n - 1) }')
   printf '%-10s N=%-5s ok=%-5s wall %8.2f s (1 experiment: %6.2f s)  workload own %.4f s  overhead %s s/experiment (raw %s)\n' \
     "$label" "$n" "$ok" "$walln" "$wall1" "$own" "$LAST_OVERHEAD" "$(overhead "$walln" "$own" "$n")"
@@ -97,26 +112,63 @@ if [ "$n_local" -gt 0 ]; then
   done
 fi
 
-if [ "$n_ssh" -gt 0 ]; then
-  port=$(bash "$root/scripts/test-sshd.sh" start "$sshd_dir")
-  user=$(id -un)
-  target=$(printf 'target:\n  url: ssh://%s@127.0.0.1:%s\n  workdir: %s' "$user" "$port" "$work/remote")
-  flags=(--known-hosts "$sshd_dir/known_hosts" --identity "$sshd_dir/user_key" --engine "$tpverify")
-  # The remote shell's start-up, paid once per exec channel: bash as sshd starts it (SSH_CLIENT
-  # set, so it sources ~/.bashrc) versus a bare bash.
-  shell_rc=$(own_time env -u SHLVL SSH_CLIENT="127.0.0.1 1 2" bash -c true)
-  shell_bare=$(own_time env -u SHLVL bash -c true)
-  login_cost=$(awk -v a="$shell_rc" -v b="$shell_bare" 'BEGIN { printf "%.4f", a - b }')
-  start=$(now)
-  for i in 1 2 3; do ssh -q -o BatchMode=yes -o UserKnownHostsFile="$sshd_dir/known_hosts" -i "$sshd_dir/user_key" \
-      -p "$port" "$user@127.0.0.1" true; done
-  ssh_true=$(per "$(seconds "$start" "$(now)")" 3)
-  echo "remote shell start: with ~/.bashrc $shell_rc s, bare $shell_bare s -> ~/.bashrc costs $login_cost s per exec channel;"
-  echo "  a whole 'ssh host true' (new connection + shell) takes $ssh_true s"
+# ssh_sweeps LABEL USER N: the sweeps over ssh as USER, remote work folder REMOTE_WORK.
+ssh_sweeps() {
+  local label=$1 user=$2 n=$3 target kind own
+  target=$(printf 'target:\n  url: ssh://%s@127.0.0.1:%s\n  workdir: %s' "$user" "$port" "$REMOTE_WORK/$label")
   for kind in $kinds; do
     own=$own_sim
     [ $kind = true ] && own=$own_true
-    run_sweep ssh-$kind $kind "$n_ssh" "$own" "$target" "${flags[@]}"
-    echo "               net of the remote ~/.bashrc: $(awk -v o="$LAST_OVERHEAD" -v c="$login_cost" 'BEGIN { printf "%.4f", o - c }') s per experiment"
+    run_sweep $label-$kind $kind "$n" "$own" "$target" \
+      --known-hosts "$sshd_dir/known_hosts" --identity "$sshd_dir/user_key" --engine "$tpverify"
   done
+}
+
+# shell_start USER: mean seconds for sshd's way of starting USER's shell for a command
+# (`SHELL -c true` with SSH_CLIENT set and no SHLVL, so bash sources ~/.bashrc as under sshd).
+shell_start() {
+  local user=$1 shell home
+  shell=$(getent passwd "$user" | cut -d: -f7)
+  home=$(getent passwd "$user" | cut -d: -f6)
+  if [ "$user" = "$(id -un)" ]; then
+    own_time env -u SHLVL HOME="$home" SSH_CLIENT="127.0.0.1 1 2" "$shell" -c true
+  else
+    own_time runuser -u "$user" -- env -u SHLVL HOME="$home" SSH_CLIENT="127.0.0.1 1 2" "$shell" -c true
+  fi
+}
+
+if [ "$n_ssh" -gt 0 ] || [ "$n_ssh_rc" -gt 0 ]; then
+  port=$(bash "$root/scripts/test-sshd.sh" start "$sshd_dir")
+  me=$(id -un)
+  lean=$me
+  REMOTE_WORK=$work/remote
+  if [ "$(id -u)" -eq 0 ]; then
+    lean=ncclsweep-bench
+    if ! getent passwd "$lean" >/dev/null; then
+      useradd --system --shell /bin/sh --home-dir /var/lib/$lean --create-home "$lean"
+    fi
+    usermod -p '*' "$lean"  # no password, but not locked ('!'): sshd refuses locked accounts
+    # sshd reads the key list as the user logging in; the engine must be reachable as that user.
+    chmod 755 "$work" "$sshd_dir"
+    chmod 644 "$sshd_dir/authorized_keys"
+    runuser -u "$lean" -- test -x "$tpverify" || {
+      echo "bench-overhead: $lean cannot run $tpverify (a folder above it is not world-searchable)" >&2; exit 1; }
+    REMOTE_WORK=/var/lib/$lean/bench-$$
+    runuser -u "$lean" -- mkdir -p "$REMOTE_WORK"
+    mkdir -p "$work/remote"
+  fi
+  start=$(now)
+  for i in 1 2 3; do ssh -q -o BatchMode=yes -o UserKnownHostsFile="$sshd_dir/known_hosts" -i "$sshd_dir/user_key" \
+      -p "$port" "$lean@127.0.0.1" true; done
+  echo "a whole 'ssh $lean@127.0.0.1 true' (new connection + login shell) takes $(per "$(seconds "$start" "$(now)")" 3) s"
+  if [ "$n_ssh" -gt 0 ]; then
+    echo "ssh as $lean: its shell ($(getent passwd "$lean" | cut -d: -f7)) starts a command in $(shell_start "$lean") s"
+    ssh_sweeps ssh "$lean" "$n_ssh"
+  fi
+  if [ "$n_ssh_rc" -gt 0 ] && [ "$lean" != "$me" ]; then
+    rc_cost=$(shell_start "$me")
+    echo "ssh as $me: its shell starts a command in $rc_cost s (start-up files included), paid once per experiment"
+    REMOTE_WORK=$work/remote ssh_sweeps ssh-$me "$me" "$n_ssh_rc"
+  fi
+  [ "$lean" = ncclsweep-bench ] && rm -rf "/var/lib/$lean/bench-$$"
 fi

@@ -102,6 +102,30 @@ TEST_CASE("preflight with a fake nvidia-smi finds busy GPUs and our leftover pro
     (*ours)->kill(100ms);
 }
 
+TEST_CASE("preflight times a command start and warns when the host's shell start-up makes it slow", "[remote][preflight]") {
+    remote::LocalTarget target;
+    auto fast = remote::run_preflight(target);
+    REQUIRE(fast.ok());
+    CHECK(fast->command_start_s >= 0);
+    CHECK(fast->to_json()["command_start_s"] == fast->command_start_s);
+    // Consistent with the threshold whatever this machine's load: a warning exactly when slow.
+    CHECK(fast->warnings.empty() == (fast->command_start_s <= remote::k_slow_command_start_s));
+
+    // A host where starting anything costs 0.7 s (as a heavy ~/.bashrc does over ssh): here a
+    // `true` first on PATH that takes that long.
+    test::TempDir dir;
+    const auto slow = dir.write("bin/true", "#!/bin/sh\nsleep 0.7\n");
+    std::filesystem::permissions(slow, std::filesystem::perms::owner_all);
+    PathPrefix path((dir.path() / "bin").string());
+    auto p = remote::run_preflight(target);
+    REQUIRE(p.ok());
+    CHECK(p->command_start_s >= 0.7);
+    REQUIRE(p->warnings.size() == 1);
+    CHECK(p->warnings[0].find("starting a command takes 0.") != std::string::npos);
+    CHECK(p->warnings[0].find("~/.bashrc") != std::string::npos);
+    CHECK(p->to_json()["warnings"].size() == 1);
+}
+
 TEST_CASE("make_target builds local targets and rejects bad URLs with the spec location", "[remote][factory]") {
     TargetSpec spec;
     spec.url = "local";

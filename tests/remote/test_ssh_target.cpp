@@ -210,6 +210,11 @@ TEST_CASE("ssh: put_file through SFTP creates parents and replaces atomically", 
     REQUIRE(replaced.ok());
     CHECK(test::read_file(path) == big);
     CHECK(std::distance(std::filesystem::directory_iterator(*work + "/exp-1/site"), {}) == 1);
+    // Replacing stays within SFTP: no command (a login-shell start on the host) was run for it.
+    // sshd logs each exec channel at LogLevel VERBOSE as "Starting session: command".
+    const std::string log = test::read_file(sshd.dir.path() / "sshd.log");
+    CHECK(log.find("subsystem 'sftp'") != std::string::npos);
+    CHECK(log.find("Starting session: command") == std::string::npos);
     auto cat = target->capture({"cat", path}, 10s);
     REQUIRE(cat.ok());
     CHECK(*cat == big);
