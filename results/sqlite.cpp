@@ -2,11 +2,39 @@
 
 #include <fmt/format.h>
 #include <sqlite3.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <filesystem>
 #include <map>
 #include <utility>
 
 namespace ncclsweep::results::sqlite {
+
+namespace {
+
+/// Why `path` cannot be written, as far as the file system says: a read-only mount, a file or
+/// directory without write permission, a missing directory; "" when nothing is found wrong.
+std::string why_not_writable(const std::string& path) {
+    if (path.empty() || path == ":memory:") return {};
+    std::error_code ec;
+    std::filesystem::path dir = std::filesystem::path(path).parent_path();
+    if (dir.empty()) dir = ".";
+    if (!std::filesystem::is_directory(dir, ec)) return fmt::format("its directory {} does not exist", dir.string());
+    struct statvfs fs {};
+    if (::statvfs(dir.c_str(), &fs) == 0 && (fs.f_flag & ST_RDONLY) != 0)
+        return fmt::format("the file system holding {} is mounted read-only", dir.string());
+    if (::access(path.c_str(), F_OK) == 0 && ::access(path.c_str(), W_OK) != 0)
+        return errno == EROFS ? "it is on a read-only file system" : "the file is read-only for this user";
+    // SQLite creates PATH-journal, PATH-wal and PATH-shm beside the file.
+    if (::access(dir.c_str(), W_OK | X_OK) != 0)
+        return fmt::format("its directory {} is read-only for this user (SQLite needs to create its -wal and -shm files there)",
+                           dir.string());
+    return {};
+}
+
+}  // namespace
 
 struct Connection {
     sqlite3* db = nullptr;
@@ -33,11 +61,13 @@ Error describe_error(int rc, std::string_view sqlite_message, std::string_view w
                 "database {} is locked by another process (busy for {:g} s) while {}: {}; wait for the "
                 "other ncclsweep to finish, raise the busy timeout, or use another --db",
                 path, busy_s, what, sqlite_message));
-        case SQLITE_READONLY:
+        case SQLITE_READONLY: {
+            const std::string why = why_not_writable(path);
             return Error::infrastructure(fmt::format(
-                "database {} is read-only while {}: {}; check the permissions of the file and its "
-                "directory (and its -wal/-shm files), or pass --db with a writable path",
-                path, what, sqlite_message));
+                "database {} is read-only while {}: {}{}; nothing was written to it. Make it writable (check the "
+                "file, its directory and its -wal/-shm files), or pass --db with a writable path",
+                path, what, sqlite_message, why.empty() ? "" : " (" + why + ")"));
+        }
         case SQLITE_FULL:
             return Error::infrastructure(fmt::format(
                 "disk full (SQLITE_FULL) while {} in {}: {}; free space on that file system: everything "
@@ -48,11 +78,20 @@ Error describe_error(int rc, std::string_view sqlite_message, std::string_view w
                 "{} is not an SQLite database ({}) while {}; pass --db with another path or move that "
                 "file away",
                 path, sqlite_message, what));
-        case SQLITE_CANTOPEN:
+        case SQLITE_CANTOPEN: {
+            // SQLite says "unable to open database file" for a read-only mount too (it cannot
+            // create the -wal/-shm files); say which it is.
+            const std::string why = why_not_writable(path);
+            if (!why.empty() && why.find("does not exist") == std::string::npos)
+                return Error::infrastructure(fmt::format(
+                    "database {} is read-only while {}: {} ({}); nothing was written to it. Make it writable, "
+                    "or pass --db with a writable path",
+                    path, what, why, sqlite_message));
             return Error::infrastructure(fmt::format(
-                "cannot open database {} while {}: {}; check that the directory exists and is "
+                "cannot open database {} while {}: {}{}; check that the directory exists and is "
                 "writable (SQLite also needs to create {}-wal and {}-shm next to it)",
-                path, what, sqlite_message, path, path));
+                path, what, sqlite_message, why.empty() ? "" : " (" + why + ")", path, path));
+        }
         case SQLITE_CORRUPT:
             return Error::infrastructure(fmt::format(
                 "database {} is corrupt ({}) while {}; keep a copy for inspection and use another --db",

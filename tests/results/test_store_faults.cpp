@@ -221,6 +221,53 @@ TEST_CASE("a read-only database answers queries and refuses writes with a clear 
     REQUIRE(chmod(path.c_str(), 0644) == 0);
 }
 
+TEST_CASE("a database that cannot be created says why: a missing directory, a directory read-only for this user") {
+    test::TempDir dir;
+    auto missing = Store::open((dir.path() / "no-such-dir" / "r.db").string());
+    REQUIRE_FALSE(missing.ok());
+    CHECK(missing.error().kind == ErrorKind::infrastructure);
+    CHECK(missing.error().message.find("does not exist") != std::string::npos);
+
+    // A directory this user may not write to. Root writes anywhere, so as root the attempt is
+    // made by a child process that has become `nobody`; its message comes back through a pipe.
+    const auto locked = dir.path() / "locked";
+    std::filesystem::create_directory(locked);
+    const std::string path = (locked / "r.db").string();
+    std::string message;
+    if (geteuid() == 0) {
+        int fds[2];
+        REQUIRE(pipe(fds) == 0);
+        const pid_t child = fork();
+        REQUIRE(child >= 0);
+        if (child == 0) {
+            close(fds[0]);
+            if (setgid(65534) != 0 || setuid(65534) != 0) _exit(3);
+            auto opened = Store::open(path);
+            const std::string text = opened.ok() ? std::string("opened") : opened.error().message;
+            const ssize_t written = write(fds[1], text.data(), text.size());
+            _exit(written == static_cast<ssize_t>(text.size()) ? 0 : 4);
+        }
+        close(fds[1]);
+        char buffer[1024];
+        ssize_t n = 0;
+        while ((n = read(fds[0], buffer, sizeof buffer)) > 0) message.append(buffer, static_cast<std::size_t>(n));
+        close(fds[0]);
+        int status = 0;
+        REQUIRE(waitpid(child, &status, 0) == child);
+        REQUIRE(WIFEXITED(status));
+        REQUIRE(WEXITSTATUS(status) == 0);
+    } else {
+        REQUIRE(chmod(locked.c_str(), 0555) == 0);
+        auto opened = Store::open(path);
+        message = opened.ok() ? "opened" : opened.error().message;
+        chmod(locked.c_str(), 0755);
+    }
+    INFO(message);
+    CHECK(message.find("is read-only") != std::string::npos);
+    CHECK(message.find("directory " + locked.string() + " is read-only for this user") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(path));
+}
+
 TEST_CASE("a full disk (SQLITE_FULL) is reported with the experiment and keeps earlier data intact") {
     test::TempDir dir;
     const auto path = dir.path() / "full.db";
