@@ -36,6 +36,7 @@ Json sweep_json(const SweepInfo& s) {
                 {"tag", text_or_null(s.record.tag)},
                 {"target", s.record.target},
                 {"state", to_string(s.state)},
+                {"runner_alive", s.runner_alive ? Json(*s.runner_alive) : Json(nullptr)},
                 {"end_reason", text_or_null(s.end_reason)},
                 {"created_at", s.created_at},
                 {"started_at", s.started_at},

@@ -66,7 +66,7 @@ void TextPrinter::print_sweeps(std::span<const SweepInfo> sweeps) {
     for (const auto& s : sweeps) {
         const StatusCounts& c = s.counts;
         g.rows.push_back({std::to_string(s.id), s.record.name, s.record.tag.empty() ? "-" : s.record.tag,
-                          s.record.target, when(s), std::string(to_string(s.state)), std::to_string(c.ok),
+                          s.record.target, when(s), state_text(s), std::to_string(c.ok),
                           std::to_string(c.failed + c.timed_out), other_count(c), std::to_string(c.total())});
     }
     grid(g);
@@ -75,7 +75,11 @@ void TextPrinter::print_sweeps(std::span<const SweepInfo> sweeps) {
 void TextPrinter::print_table(const SweepTable& table) {
     const SweepInfo& s = table.sweep;
     heading(fmt::format("{} on {}, created {}, {}: {}", describe_sweep(s), s.record.target, when(s),
-                        to_string(s.state), counts_sentence(s)));
+                        state_text(s), counts_sentence(s)));
+    if (s.state == SweepState::running && s.runner_alive == false)
+        line(fmt::format("its runner (pid {}) is gone, killed or its host restarted; `ncclsweep run {} --resume {}` "
+                         "continues it",
+                         s.runner_pid.value_or(0), s.record.spec_path.empty() ? "SPEC" : s.record.spec_path, s.id));
     if (table.rows.empty()) {
         line("no experiments recorded");
         return;

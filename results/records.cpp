@@ -84,4 +84,9 @@ int& StatusCounts::at(ExperimentStatus status) {
     return pending;
 }
 
+std::string state_text(const SweepInfo& sweep) {
+    if (sweep.state == SweepState::running && sweep.runner_alive == false) return "running, runner gone";
+    return std::string(to_string(sweep.state));
+}
+
 }  // namespace ncclsweep::results

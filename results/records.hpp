@@ -11,7 +11,8 @@
 
 namespace ncclsweep::results {
 
-/// Life of a sweep. A sweep killed with -9 stays `running` (see SweepInfo::runner_pid).
+/// Life of a sweep. A sweep killed with -9 stays `running`; SweepInfo::runner_alive tells such
+/// a sweep from one still running (on the same host).
 enum class SweepState { running, done, interrupted, failed };
 
 /// Life of one experiment. pending -> running -> ok | failed | timed_out | infra_error | skipped.
@@ -78,8 +79,15 @@ struct SweepInfo {
     int resumes = 0;          ///< how many times it was resumed
     std::optional<std::int64_t> runner_pid;  ///< process that created/resumed it
     std::string runner_host;  ///< host name of that process
+    /// Running sweeps only, as read: whether runner_pid still exists. Empty when the sweep is not
+    /// running or ran on another host (nothing can be told from here).
+    std::optional<bool> runner_alive;
     StatusCounts counts;      ///< experiments per status
 };
+
+/// The state as shown to people: the stored one, except "running, runner gone" for a sweep
+/// whose process is known to be gone (killed with -9, host rebooted).
+[[nodiscard]] std::string state_text(const SweepInfo& sweep);
 
 /// One measured value of one repeat.
 struct Sample {
@@ -128,6 +136,12 @@ struct StoredExperiment {
     int attempts = 0;         ///< how many times it was started
     std::string started_at;   ///< ISO-8601 UTC of the last start ("" = never)
     std::string ended_at;     ///< ISO-8601 UTC of the end ("" = not ended)
+};
+
+/// A sweep with all its experiments (id order), as tables, exporters and the report read it.
+struct LoadedSweep {
+    SweepInfo info;
+    std::vector<StoredExperiment> experiments;
 };
 
 }  // namespace ncclsweep::results

@@ -37,7 +37,7 @@ std::string meta_line(const exports::SweepData& sweep) {
     return fmt::format(
         "{} on {}, created {}, state {}: {} experiments, {} ok, {} failed, {} timed out, {} infra errors, "
         "{} skipped, {} not run; {} repeats each",
-        sweep_title(sweep), s.record.target, s.created_at, to_string(s.state), s.counts.total(), s.counts.ok,
+        sweep_title(sweep), s.record.target, s.created_at, state_text(s), s.counts.total(), s.counts.ok,
         s.counts.failed, s.counts.timed_out, s.counts.infra_error, s.counts.skipped,
         s.counts.pending + s.counts.running, s.record.repeats);
 }

@@ -53,7 +53,16 @@ TEST_CASE("kill -9: fifteen random kills each followed by --resume record every 
         ++kills;
         if (std::filesystem::exists(db)) CHECK(integrity_check(db) == "ok");  // killed before it was created: nothing to check
         // A sweep killed with -9 cannot mark itself; it stays 'running' and --resume must find it.
-        if (scalar(db, "SELECT state FROM sweeps ORDER BY id DESC LIMIT 1") == "running") ++killed_while_running;
+        // `results list` tells it from a live one: its runner's pid is gone.
+        if (scalar(db, "SELECT state FROM sweeps ORDER BY id DESC LIMIT 1") == "running") {
+            ++killed_while_running;
+            auto listed = run_ncclsweep({"results", "list", "--db", db});
+            INFO(listed.out << listed.err);
+            CHECK(listed.exit_code == 0);
+            CHECK(listed.out.find("running, runner gone") != std::string::npos);
+            auto shown = run_ncclsweep({"results", "show", "latest", "--db", db});
+            CHECK(shown.out.find("--resume") != std::string::npos);
+        }
     }
     CHECK(kills >= 3);
     if (kills >= 3) CHECK(killed_while_running >= 1);

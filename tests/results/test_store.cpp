@@ -1,7 +1,10 @@
 // The store's API: lifecycle of a sweep, exact round trips, resume helpers, sweep references.
 #include "results/store.hpp"
 
+#include <fmt/format.h>
 #include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "results/schema.hpp"
 #include "tests/results/store_fixtures.hpp"
@@ -113,6 +116,44 @@ TEST_CASE("a sweep's experiments, outcomes and samples come back exactly") {
     CHECK(info->counts.pending == 1);
     CHECK(info->counts.total() == 4);
     CHECK(info->runner_pid == static_cast<std::int64_t>(getpid()));
+}
+
+TEST_CASE("a running sweep whose runner is gone reads as such; a live or remote runner does not") {
+    test::TempDir dir;
+    Store store = open_store(dir.path() / "runner.db");
+    Result<std::int64_t> sweep = store.create_sweep(make_sweep("running"));
+    REQUIRE(sweep.ok());
+    // Its runner is this test process: alive.
+    Result<SweepInfo> live = store.get_sweep(*sweep);
+    REQUIRE(live.ok());
+    CHECK(live->state == SweepState::running);
+    REQUIRE(live->runner_alive.has_value());
+    CHECK(*live->runner_alive);
+    CHECK(state_text(*live) == "running");
+
+    // A runner that exited (a reaped child: its pid is free), as after kill -9.
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) _exit(0);
+    REQUIRE(waitpid(child, nullptr, 0) == child);
+    const std::string dead = fmt::format("UPDATE sweeps SET runner_pid = {} WHERE id = {}", child, *sweep);
+    REQUIRE(store.database().exec(dead.c_str(), "test").ok());
+    Result<SweepInfo> gone = store.get_sweep(*sweep);
+    REQUIRE(gone.ok());
+    REQUIRE(gone->runner_alive.has_value());
+    CHECK_FALSE(*gone->runner_alive);
+    CHECK(state_text(*gone) == "running, runner gone");
+    Result<std::vector<SweepInfo>> listed = store.list_sweeps();
+    REQUIRE(listed.ok());
+    REQUIRE(listed->size() == 1);
+    CHECK(listed->front().runner_alive == std::optional<bool>(false));
+
+    // Another host's runner cannot be probed from here; a finished sweep needs no runner.
+    REQUIRE(store.database().exec("UPDATE sweeps SET runner_host = 'elsewhere.invalid'", "test").ok());
+    CHECK_FALSE(store.get_sweep(*sweep)->runner_alive.has_value());
+    CHECK(state_text(*store.get_sweep(*sweep)) == "running");
+    REQUIRE(store.finish_sweep(*sweep, SweepState::done, "").ok());
+    CHECK_FALSE(store.get_sweep(*sweep)->runner_alive.has_value());
 }
 
 TEST_CASE("hostile names and values are stored as data, never as SQL") {
