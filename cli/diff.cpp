@@ -70,9 +70,7 @@ ExitStatus run_diff(const DiffCliOptions& options) {
     if (!format) return report_error(format.error());
     auto settings = diff_options(options);
     if (!settings) return report_error(settings.error());
-    results::StoreOptions store_options;
-    store_options.access = results::Access::read_only;
-    auto store = results::Store::open(database_path(options.db), store_options);
+    auto store = open_for_reading(options.db);
     if (!store) return report_error(store.error());
     auto diff = results::diff_sweeps(*store, options.base, options.candidate, *settings);
     if (!diff) return report_error(diff.error());
@@ -109,7 +107,7 @@ Command setup_diff(CLI::App& app) {
         "--fail-on-regression, 2 bad flags or unknown sweep/metric, 3 database error.");
     sub->add_option("BASE", options->base, "Base sweep: id, latest~N, latest:TAG, latest:TAG~N")->required();
     sub->add_option("NEW", options->candidate, "New sweep, same forms (e.g. latest)")->required();
-    sub->add_option("--db", options->db, "SQLite database (default $NCCLSWEEP_DB or ./ncclsweep.db)");
+    add_db_flag(*sub, options->db);
     sub->add_option(
         "--metric", options->metrics,
         "Metric to compare (repeatable; default tok_s). NAME:lower / NAME:higher sets which way is "

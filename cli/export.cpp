@@ -25,11 +25,9 @@ ExitStatus run_export(const ExportOptions& options) {
     namespace ex = results::exports;
     auto format = ex::parse_format(options.format);
     if (!format) return report_error(format.error());
-    results::StoreOptions store_options;
-    store_options.access = results::Access::read_only;
-    auto store = results::Store::open(database_path(options.db), store_options);
+    auto store = open_for_reading(options.db);
     if (!store) return report_error(store.error());
-    auto sweep = ex::load_sweep(*store, options.sweep);
+    auto sweep = store->load_sweep(options.sweep);
     if (!sweep) return report_error(sweep.error());
     ex::ExportRequest request;
     request.format = *format;
@@ -70,7 +68,7 @@ Command setup_export(CLI::App& app) {
     sub->add_option("--metric", options->metric, "Metric for --best and the md table (default tok_s)");
     sub->add_option("--experiment", options->experiment, "Point formats: export this experiment id");
     sub->add_option("-o,--output", options->output, "Write to FILE (atomically) instead of stdout");
-    sub->add_option("--db", options->db, "SQLite database (default $NCCLSWEEP_DB or ./ncclsweep.db)");
+    add_db_flag(*sub, options->db);
     sub->callback([sub, options]() { options->experiment_given = sub->count("--experiment") > 0; });
     return Command{sub, [options]() { return run_export(*options); }};
 }

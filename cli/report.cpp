@@ -21,15 +21,13 @@ struct ReportOptions {
 
 ExitStatus run_report(const ReportOptions& options) {
     namespace ex = results::exports;
-    results::StoreOptions store_options;
-    store_options.access = results::Access::read_only;
-    auto store = results::Store::open(database_path(options.db), store_options);
+    auto store = open_for_reading(options.db);
     if (!store) return report_error(store.error());
-    auto sweep = ex::load_sweep(*store, options.sweep);
+    auto sweep = store->load_sweep(options.sweep);
     if (!sweep) return report_error(sweep.error());
     std::optional<ex::SweepData> base;
     if (!options.vs.empty()) {
-        auto loaded = ex::load_sweep(*store, options.vs);
+        auto loaded = store->load_sweep(options.vs);
         if (!loaded) return report_error(loaded.error());
         base = std::move(*loaded);
     }
@@ -68,7 +66,7 @@ Command setup_report(CLI::App& app) {
         ->delimiter(',')
         ->expected(2);
     sub->add_option("-o,--output", options->output, "HTML file to write ('-' = stdout)")->required();
-    sub->add_option("--db", options->db, "SQLite database (default $NCCLSWEEP_DB or ./ncclsweep.db)");
+    add_db_flag(*sub, options->db);
     return Command{sub, [options]() { return run_report(*options); }};
 }
 

@@ -24,18 +24,13 @@ struct ResultsOptions {
     std::string metric = "tok_s";      // best
 };
 
-Result<results::Store> open_store(const ResultsOptions& options) {
-    results::StoreOptions store_options;
-    store_options.access = results::Access::read_only;
-    return results::Store::open(database_path(options.db), store_options);
-}
 
 ExitStatus run_results(const ResultsOptions& options, ResultsAction action) {
     auto format =
         options.json ? Result<results::Format>(results::Format::json) : results::parse_format(options.format);
     if (!format) return report_error(format.error());
     if (options.limit < 0) return report_error(Error::bad_input("--limit must be >= 0 (0 = all sweeps)"));
-    auto store = open_store(options);
+    auto store = open_for_reading(options.db);
     if (!store) return report_error(store.error());
     std::string text;
     results::Output out(text);
@@ -80,7 +75,7 @@ ExitStatus run_results(const ResultsOptions& options, ResultsAction action) {
 }
 
 void add_output_flags(CLI::App& app, ResultsOptions& options) {
-    app.add_option("--db", options.db, "SQLite database (default $NCCLSWEEP_DB or ./ncclsweep.db)");
+    add_db_flag(app, options.db);
     app.add_option("--format", options.format, "table (default), markdown or json");
     app.add_flag("--json", options.json, "Same as --format json: one JSON document on stdout");
 }

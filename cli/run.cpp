@@ -190,7 +190,7 @@ Command setup_run(CLI::App& app) {
         "(resumable). Failed experiments are results, not errors.");
     add_spec_flags(*sub, options->spec);
     sub->add_option("--target", options->target, "Where to run: local or ssh://user@host[:port] (overrides the spec)");
-    sub->add_option("--db", options->db, "SQLite database (default $NCCLSWEEP_DB or ./ncclsweep.db)");
+    add_db_flag(*sub, options->db);
     sub->add_option("--tag", options->tag, "Tag the sweep (e.g. nightly) for `latest:TAG` references");
     sub->add_option("--resume", options->resume,
                     "Continue an interrupted sweep (id, latest, latest:TAG; default: newest unfinished sweep of this spec)")

@@ -47,4 +47,14 @@ std::string database_path(const std::string& flag) {
     return "./ncclsweep.db";
 }
 
+void add_db_flag(CLI::App& app, std::string& db) {
+    app.add_option("--db", db, "SQLite database (default $NCCLSWEEP_DB or ./ncclsweep.db)");
+}
+
+Result<results::Store> open_for_reading(const std::string& db_flag) {
+    results::StoreOptions options;
+    options.access = results::Access::read_only;
+    return results::Store::open(database_path(db_flag), options);
+}
+
 }  // namespace ncclsweep::cli

@@ -1,5 +1,6 @@
 #pragma once
-// Flag groups shared by the subcommands that read a spec (plan, run).
+// Flag groups shared by the subcommands: the spec and its overrides (plan, run), the database
+// (run and every query command).
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 
 #include "core/planner.hpp"
 #include "core/result.hpp"
+#include "results/store.hpp"
 
 namespace ncclsweep::cli {
 
@@ -29,5 +31,9 @@ PlanOptions plan_options_from(const SpecFlags& flags);
 
 /// Database path: --db, else $NCCLSWEEP_DB, else ./ncclsweep.db.
 std::string database_path(const std::string& flag);
+/// Adds `--db PATH` (see database_path) to `app`.
+void add_db_flag(CLI::App& app, std::string& db);
+/// Opens the database named by --db (see database_path) for a query command: read-only.
+Result<results::Store> open_for_reading(const std::string& db_flag);
 
 }  // namespace ncclsweep::cli

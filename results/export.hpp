@@ -18,14 +18,9 @@ class Store;
 
 namespace ncclsweep::results::exports {
 
-/// A sweep with all its experiments, as the exporters and the HTML report read it.
-struct SweepData {
-    SweepInfo info;
-    std::vector<StoredExperiment> experiments;  ///< id order
-};
-
-/// Resolves `ref` (id, latest, latest:TAG~N) and loads the sweep with its experiments.
-[[nodiscard]] Result<SweepData> load_sweep(Store& store, std::string_view ref);
+/// A sweep with all its experiments, as the exporters and the HTML report read it
+/// (Store::load_sweep loads one).
+using SweepData = LoadedSweep;
 
 /// The output formats of `ncclsweep export`.
 enum class Format { json, csv, markdown, junit, sitecustomize, env, nccl_tuner };

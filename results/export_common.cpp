@@ -1,4 +1,4 @@
-// Shared pieces of the exporters: loading a sweep, metrics, the best point, labels, dispatch.
+// Shared pieces of the exporters: metrics, the best point, labels, dispatch.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,16 +9,6 @@
 #include "results/store.hpp"
 
 namespace ncclsweep::results::exports {
-
-Result<SweepData> load_sweep(Store& store, std::string_view ref) {
-    auto id = store.resolve_sweep_ref(ref);
-    if (!id) return id.error();
-    auto info = store.get_sweep(*id);
-    if (!info) return info.error();
-    auto experiments = store.load_experiments(*id);
-    if (!experiments) return experiments.error();
-    return SweepData{std::move(*info), std::move(*experiments)};
-}
 
 Result<Format> parse_format(std::string_view text) {
     if (text == "json") return Format::json;

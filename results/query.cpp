@@ -224,13 +224,9 @@ SweepTable build_sweep_table(const SweepInfo& sweep, std::vector<StoredExperimen
 }
 
 Result<SweepTable> load_sweep_table(Store& store, std::string_view ref) {
-    auto id = store.resolve_sweep_ref(ref);
-    if (!id) return id.error();
-    auto info = store.get_sweep(*id);
-    if (!info) return info.error();
-    auto experiments = store.load_experiments(*id);
-    if (!experiments) return experiments.error();
-    return build_sweep_table(*info, std::move(*experiments));
+    auto sweep = store.load_sweep(ref);
+    if (!sweep) return sweep.error();
+    return build_sweep_table(sweep->info, std::move(sweep->experiments));
 }
 
 Result<void> require_metric(const SweepTable& table, std::string_view metric) {

@@ -96,6 +96,8 @@ public:
     [[nodiscard]] Result<SweepInfo> get_sweep(std::int64_t sweep);
     /// All experiments of a sweep in id order with outcome, samples (repeat, metric order) and events.
     [[nodiscard]] Result<std::vector<StoredExperiment>> load_experiments(std::int64_t sweep);
+    /// Resolves `ref` (as resolve_sweep_ref) and loads that sweep with all its experiments.
+    [[nodiscard]] Result<LoadedSweep> load_sweep(std::string_view ref);
     /// Events of the sweep itself (exp_id NULL), oldest first.
     [[nodiscard]] Result<std::vector<Event>> load_sweep_events(std::int64_t sweep);
 

@@ -106,4 +106,14 @@ Result<std::vector<StoredExperiment>> Store::load_experiments(std::int64_t sweep
     return experiments;
 }
 
+Result<LoadedSweep> Store::load_sweep(std::string_view ref) {
+    auto id = resolve_sweep_ref(ref);
+    if (!id) return id.error();
+    auto info = get_sweep(*id);
+    if (!info) return info.error();
+    auto experiments = load_experiments(*id);
+    if (!experiments) return experiments.error();
+    return LoadedSweep{std::move(*info), std::move(*experiments)};
+}
+
 }  // namespace ncclsweep::results

@@ -27,11 +27,6 @@ inline CommandResult run_ncclsweep(const std::vector<std::string>& args, const s
     return run_command(argv, {}, full_env);
 }
 
-/// Same as run_ncclsweep, for callers that qualify it as test::ncclsweep(...).
-inline CommandResult ncclsweep(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
-    return run_ncclsweep(args, env);
-}
-
 /// A spec running the simulated tpverify with the given axes block (YAML, indented 2).
 inline std::string sim_spec(const std::string& name, const std::string& axes, int repeats = 1,
                             const std::string& timeouts = "  stall: 3\n  total: 60\n") {

@@ -30,14 +30,14 @@ CommandResult nightly_run(const std::string& spec, const std::string& db,
         args.push_back("--set");
         args.push_back(s);
     }
-    return test::ncclsweep(args);
+    return test::run_ncclsweep(args);
 }
 
 CommandResult gate(const std::string& db, const std::vector<std::string>& extra = {}) {
     std::vector<std::string> args{"diff", "latest:nightly~1",    "latest:nightly", "--db",
                                   db,     "--fail-on-regression"};
     args.insert(args.end(), extra.begin(), extra.end());
-    return test::ncclsweep(args);
+    return test::run_ncclsweep(args);
 }
 
 }  // namespace
@@ -74,7 +74,7 @@ TEST_CASE("nightly gate: same settings with another seed pass, a slower topology
     CHECK(caught.err.find("--fail-on-regression") != std::string::npos);
     // Every regressed experiment is named in the table output, with its parameters.
     auto json =
-        test::ncclsweep({"diff", "latest:nightly~1", "latest:nightly", "--db", db, "--format", "json"});
+        test::run_ncclsweep({"diff", "latest:nightly~1", "latest:nightly", "--db", db, "--format", "json"});
     REQUIRE(json.exit_code == 0);  // without --fail-on-regression a regression is not an error
     auto doc = nlohmann::json::parse(json.out);
     CHECK(doc["regression"] == true);

@@ -18,7 +18,7 @@ std::string recorded_sweep(TempDir& dir, const std::string& tag = "study") {
                                              "  inject: [\"false\"]\n",
                                              6));
     std::string db = (dir.path() / "r.db").string();
-    auto r = test::ncclsweep({"run", spec.string(), "--db", db, "--tag", tag, "--axis",
+    auto r = test::run_ncclsweep({"run", spec.string(), "--db", db, "--tag", tag, "--axis",
                               "inject=false,capture-fail", "--set", "noise=0.02"});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
@@ -31,26 +31,26 @@ TEST_CASE("results cli: list, show and best read a recorded sweep in table and j
     TempDir dir;
     const std::string db = recorded_sweep(dir);
 
-    auto list = test::ncclsweep({"results", "list", "--db", db});
+    auto list = test::run_ncclsweep({"results", "list", "--db", db});
     INFO(list.err);
     REQUIRE(list.exit_code == 0);
     CHECK(list.out.find("e2e-results") != std::string::npos);
     CHECK(list.out.find("study") != std::string::npos);
-    auto list_json = nlohmann::json::parse(test::ncclsweep({"results", "list", "--db", db, "--json"}).out);
+    auto list_json = nlohmann::json::parse(test::run_ncclsweep({"results", "list", "--db", db, "--json"}).out);
     CHECK(list_json["schema"] == "ncclsweep.sweeps/1");
     REQUIRE(list_json["sweeps"].size() == 1);
     CHECK(list_json["sweeps"][0]["counts"]["ok"] == 2);
     CHECK(list_json["sweeps"][0]["counts"]["failed"] == 2);
-    auto other_tag = test::ncclsweep({"results", "list", "--db", db, "--tag", "nightly"});
+    auto other_tag = test::run_ncclsweep({"results", "list", "--db", db, "--tag", "nightly"});
     CHECK(other_tag.exit_code == 0);
     CHECK(other_tag.out.find("no sweep tagged 'nightly'") != std::string::npos);
 
-    auto show = test::ncclsweep({"results", "show", "latest:study", "--db", db, "--sort", "tok_s"});
+    auto show = test::run_ncclsweep({"results", "show", "latest:study", "--db", db, "--sort", "tok_s"});
     INFO(show.err);
     REQUIRE(show.exit_code == 0);
     CHECK(show.out.find("95% CI") != std::string::npos);
     CHECK(show.out.find("failed (graph_capture)") != std::string::npos);
-    auto show_json = nlohmann::json::parse(test::ncclsweep({"results", "show", "--db", db, "--json"}).out);
+    auto show_json = nlohmann::json::parse(test::run_ncclsweep({"results", "show", "--db", db, "--json"}).out);
     REQUIRE(show_json["experiments"].size() == 4);
     for (const auto& e : show_json["experiments"]) {
         if (e["status"] != "ok") {
@@ -62,13 +62,13 @@ TEST_CASE("results cli: list, show and best read a recorded sweep in table and j
         CHECK(e["metrics"]["tok_s"]["ci95"].is_object());
     }
 
-    auto best = test::ncclsweep({"results", "best", "--db", db, "--json"});
+    auto best = test::run_ncclsweep({"results", "best", "--db", db, "--json"});
     INFO(best.err);
     REQUIRE(best.exit_code == 0);
     auto best_json = nlohmann::json::parse(best.out);
     CHECK(best_json["best"]["params"]["fusion"] == "on");  // fusion removes the separate norm kernels
     CHECK(best_json["candidates"] == 2);
-    auto best_text = test::ncclsweep({"results", "best", "1", "--db", db, "--metric", "verify_us_p50"});
+    auto best_text = test::run_ncclsweep({"results", "best", "1", "--db", db, "--metric", "verify_us_p50"});
     REQUIRE(best_text.exit_code == 0);
     CHECK(best_text.out.find("by verify_us_p50 (lower is better)") != std::string::npos);
 }
@@ -77,26 +77,26 @@ TEST_CASE(
     "results cli: bad references, metrics and flags exit 2 and say what to do; a missing database exits 3") {
     TempDir dir;
     const std::string db = recorded_sweep(dir);
-    auto missing_sweep = test::ncclsweep({"results", "show", "9", "--db", db});
+    auto missing_sweep = test::run_ncclsweep({"results", "show", "9", "--db", db});
     CHECK(missing_sweep.exit_code == 2);
     CHECK(missing_sweep.err.find("no sweep 9") != std::string::npos);
     CHECK(missing_sweep.err.find("ncclsweep results list") != std::string::npos);
-    auto bad_metric = test::ncclsweep({"results", "best", "--db", db, "--metric", "ttft_ms"});
+    auto bad_metric = test::run_ncclsweep({"results", "best", "--db", db, "--metric", "ttft_ms"});
     CHECK(bad_metric.exit_code == 2);
     CHECK(bad_metric.err.find("recorded: ") != std::string::npos);
-    auto bad_threshold = test::ncclsweep({"diff", "1", "1", "--db", db, "--threshold", "3"});
+    auto bad_threshold = test::run_ncclsweep({"diff", "1", "1", "--db", db, "--threshold", "3"});
     CHECK(bad_threshold.exit_code == 2);
     CHECK(bad_threshold.err.find("3%") != std::string::npos);
-    auto bad_format = test::ncclsweep({"diff", "1", "1", "--db", db, "--format", "html"});
+    auto bad_format = test::run_ncclsweep({"diff", "1", "1", "--db", db, "--format", "html"});
     CHECK(bad_format.exit_code == 2);
     CHECK(bad_format.err.find("table, markdown or json") != std::string::npos);
-    auto no_args = test::ncclsweep({"diff", "1"});
+    auto no_args = test::run_ncclsweep({"diff", "1"});
     CHECK(no_args.exit_code == 2);
-    auto no_db = test::ncclsweep({"results", "list", "--db", (dir.path() / "absent.db").string()});
+    auto no_db = test::run_ncclsweep({"results", "list", "--db", (dir.path() / "absent.db").string()});
     CHECK(no_db.exit_code == 3);
     CHECK(no_db.err.find("absent.db") != std::string::npos);
     // NCCLSWEEP_DB is honoured when --db is absent.
-    auto from_env = test::ncclsweep({"results", "list", "--json"}, {"NCCLSWEEP_DB=" + db});
+    auto from_env = test::run_ncclsweep({"results", "list", "--json"}, {"NCCLSWEEP_DB=" + db});
     CHECK(from_env.exit_code == 0);
     CHECK(from_env.out.find("e2e-results") != std::string::npos);
 }
@@ -104,7 +104,7 @@ TEST_CASE(
 TEST_CASE("results cli: a sweep diffed with itself shows no change and passes the gate") {
     TempDir dir;
     const std::string db = recorded_sweep(dir);
-    auto r = test::ncclsweep({"diff", "latest", "latest", "--db", db, "--fail-on-regression", "--metric",
+    auto r = test::run_ncclsweep({"diff", "latest", "latest", "--db", db, "--fail-on-regression", "--metric",
                               "tok_s", "--metric", "verify_us_p50", "--threshold", "5%"});
     INFO(r.out << r.err);
     CHECK(r.exit_code == 0);

@@ -103,7 +103,7 @@ inline results::exports::SweepData make_export_sweep(const std::string& db,
         REQUIRE(store->record_experiment(*sweep, id, o));
     }
     REQUIRE(store->finish_sweep(*sweep, results::SweepState::done));
-    auto loaded = results::exports::load_sweep(*store, std::to_string(*sweep));
+    auto loaded = store->load_sweep(std::to_string(*sweep));
     REQUIRE(loaded);
     return std::move(*loaded);
 }
