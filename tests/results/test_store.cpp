@@ -118,7 +118,7 @@ TEST_CASE("a sweep's experiments, outcomes and samples come back exactly") {
     CHECK(info->runner_pid == static_cast<std::int64_t>(getpid()));
 }
 
-TEST_CASE("a running sweep whose runner is gone reads as such; a live or remote runner does not") {
+TEST_CASE("a running sweep whose runner is gone reads as such, a live or remote runner does not") {
     test::TempDir dir;
     Store store = open_store(dir.path() / "runner.db");
     Result<std::int64_t> sweep = store.create_sweep(make_sweep("running"));
