@@ -41,7 +41,7 @@ Result<std::string> deliver(Target& target, const Experiment& experiment, const 
 }
 
 Command command_for(const std::vector<std::string>& argv, const Experiment& experiment, const std::string& dir,
-                    EnvDelivery delivery) {
+                    EnvDelivery delivery, int repeat) {
     Command command;
     command.argv = argv;
     command.workdir = dir;
@@ -49,6 +49,7 @@ Command command_for(const std::vector<std::string>& argv, const Experiment& expe
     if (delivery != EnvDelivery::env) command.pythonpath_prepend = dir;
     command.env.emplace_back("NCCLSWEEP_EXPERIMENT_ID", std::to_string(experiment.id));
     command.env.emplace_back("NCCLSWEEP_EXPERIMENT_KEY", experiment.key);
+    command.env.emplace_back("NCCLSWEEP_REPEAT", std::to_string(repeat));
     return command;
 }
 
@@ -62,7 +63,7 @@ Result<std::vector<std::string>> client_argv(const SweepRunOptions& options, con
     return render::command_argv(client, experiment.workload, "");
 }
 
-RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std::string& dir,
+RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std::string& dir, int repeat,
                          const SweepRunOptions& options, const std::atomic<bool>& stop) {
     RepeatOutcome outcome;
     auto start_time = Clock::now();
@@ -71,7 +72,7 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
         outcome.seconds = std::chrono::duration<double>(Clock::now() - start_time).count();
         return std::move(outcome);
     };
-    auto process = target.start(command_for(experiment.argv, experiment, dir, options.delivery));
+    auto process = target.start(command_for(experiment.argv, experiment, dir, options.delivery, repeat));
     if (!process) {
         outcome.lost_reason = process.error().message;
         if (process.error().kind == ErrorKind::infrastructure) return finish(RepeatEnd::lost);
@@ -96,7 +97,7 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
         supervise_options.stop_when = [&]() {
             if (client_done) return true;
             if (!client && (watcher.state() == WatchState::ready)) {
-                auto started = target.start(command_for(*client_args, experiment, dir, options.delivery));
+                auto started = target.start(command_for(*client_args, experiment, dir, options.delivery, repeat));
                 if (!started) {
                     watcher.feed(OutputLine{Stream::err, "client: " + started.error().message, Clock::now(), false});
                     client_done = true;
@@ -238,7 +239,7 @@ Result<SweepRunSummary> run_experiments(Target& target, const std::vector<Experi
             }
             for (int repeat = 0; !lost && repeat < std::max(1, options.repeats); ++repeat) {
                 observer.started(experiment, index + 1, total, repeat);
-                RepeatOutcome outcome = run_repeat(target, experiment, *dir, options, stop);
+                RepeatOutcome outcome = run_repeat(target, experiment, *dir, repeat, options, stop);
                 total_s += outcome.seconds;
                 previous_groups.insert(previous_groups.end(), outcome.process_groups.begin(), outcome.process_groups.end());
                 if (outcome.end == RepeatEnd::interrupted) {

@@ -1,5 +1,6 @@
 // tpverify: reproduces a tensor-parallel speculative-decoding verify pass (see docs/engine.md).
 #include <cstdio>
+#include <cstdlib>
 
 #include "engine/backend.hpp"
 #include "engine/model.hpp"
@@ -17,6 +18,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "tpverify: %s\nRun 'tpverify --help' for the options.\n", parsed.error.c_str());
         return static_cast<int>(Exit::usage);
     }
+    parsed.options.repeat = repeat_index(std::getenv("NCCLSWEEP_REPEAT"));
     const Options& options = parsed.options;
     ModelShape model;
     std::string error;

@@ -2,6 +2,7 @@
 #include "engine/options.hpp"
 
 #include <cerrno>
+#include <cstdint>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -264,6 +265,24 @@ ParseOutcome parse_options(int argc, const char* const* argv) {
     }
     out.error = validate(out.options);
     return out;
+}
+
+unsigned repeat_index(const char* env_value) {
+    if (env_value == nullptr || *env_value == '\0') return 0;
+    int value = 0;
+    if (!parse_int(env_value, 0, 1000000, value)) return 0;
+    return static_cast<unsigned>(value);
+}
+
+unsigned noise_seed(unsigned seed, unsigned repeat) {
+    if (repeat == 0) return seed;
+    std::uint64_t x = (static_cast<std::uint64_t>(seed) << 32) ^ repeat;  // splitmix64 finaliser
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return static_cast<unsigned>(x);
 }
 
 }  // namespace tpverify

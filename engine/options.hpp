@@ -45,6 +45,7 @@ struct Options {
     BackendKind backend = BackendKind::automatic;
     Topology topology = Topology::pcie_gen5;
     std::optional<unsigned> seed;      ///< sim: seeded noise (none = deterministic)
+    unsigned repeat = 0;               ///< from $NCCLSWEEP_REPEAT (see repeat_index)
     double noise = 0.0;                ///< sim: relative noise (e.g. 0.02)
     std::vector<Injection> inject;
     // output
@@ -58,6 +59,15 @@ struct ParseOutcome {
     bool help = false;   ///< --help was given: print usage() and exit 0
 };
 ParseOutcome parse_options(int argc, const char* const* argv);
+
+/// The repeat index from $NCCLSWEEP_REPEAT, which ncclsweep sets for each repeat of an
+/// experiment (0, 1, ...); 0 when unset or not a number. The sim mixes it into --seed.
+unsigned repeat_index(const char* env_value);
+
+/// The seed of the sim's noise generator: --seed for repeat 0 (so a run on its own is what it
+/// always was), a different but fixed seed for each further repeat, so the repeats of one
+/// experiment differ as real runs do while a rerun of the sweep reproduces every number.
+unsigned noise_seed(unsigned seed, unsigned repeat);
 /// The --help text.
 std::string usage();
 

@@ -117,6 +117,7 @@ JsonLine start_fields(const Options& o, const PassPlan& plan, const sim::Topolog
         .add("rank", o.rank >= 0 ? o.rank : 0)
         .add("noise", noise);
     if (o.seed) f.add("seed", static_cast<std::int64_t>(*o.seed));
+    if (o.repeat > 0) f.add("repeat", static_cast<std::int64_t>(o.repeat));
     return f;
 }
 
@@ -219,7 +220,7 @@ int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter) {
             return fail;
         }
     }
-    std::mt19937 rng(options.seed ? *options.seed : std::random_device{}());
+    std::mt19937 rng(options.seed ? noise_seed(*options.seed, options.repeat) : std::random_device{}());
     std::normal_distribution<double> normal(0.0, 1.0);
     std::uniform_real_distribution<double> uniform(0.0, 1.0);
     StopRule stop(options);

@@ -54,6 +54,36 @@ TEST_CASE("run: a local sweep on the simulated engine records every experiment w
     REQUIRE(unfused);
 }
 
+TEST_CASE("run: each repeat is told its index, so a seeded sim varies between repeats and reproduces on a rerun") {
+    TempDir dir;
+    auto spec = dir.write("s.yaml", sim_spec("e2e-repeats", "  seed: [9]\n", 3));
+    auto samples_of = [&](const std::string& db) {
+        auto r = run_ncclsweep({"run", spec.string(), "--db", db});
+        INFO(r.err);
+        REQUIRE(r.exit_code == 0);
+        auto experiments = latest_experiments(db);
+        REQUIRE(experiments.size() == 1);
+        std::vector<double> values;
+        for (const auto& s : experiments[0].outcome.samples)
+            if (s.metric == "tok_s") values.push_back(s.value);
+        REQUIRE(values.size() == 3);
+        return values;
+    };
+    const auto first = samples_of((dir.path() / "a.db").string());
+    CHECK(first[0] != first[1]);
+    CHECK(first[1] != first[2]);
+    CHECK(samples_of((dir.path() / "b.db").string()) == first);
+
+    // Any workload sees NCCLSWEEP_REPEAT: 0, 1, 2 in order.
+    const auto log = dir.path() / "repeats.txt";
+    auto shell_spec = dir.write("sh.yaml", "sweep: e2e-repeat-env\ntarget: local\nworkload:\n  command: \"echo $NCCLSWEEP_REPEAT >> " +
+                                               log.string() + "\"\naxes:\n  x: [1]\nrepeats: 3\n");
+    auto r = run_ncclsweep({"run", shell_spec.string(), "--db", (dir.path() / "c.db").string()});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(read_file(log) == "0\n1\n2\n");
+}
+
 TEST_CASE("run: injected faults are detected, classified and recorded, a hang ends by stall timeout") {
     TempDir dir;
     auto spec = dir.write("s.yaml", sim_spec("e2e-faults",

@@ -111,3 +111,17 @@ TEST_CASE("options: --help and usage text") {
                              "--target-rsd", "--accept-len", "--draft-us", "--topology", "--inject", "--json"})
         CHECK(u.find(flag) != std::string::npos);
 }
+
+TEST_CASE("options: the repeat index from NCCLSWEEP_REPEAT and the sim's noise seed per repeat") {
+    CHECK(repeat_index(nullptr) == 0);
+    CHECK(repeat_index("") == 0);
+    CHECK(repeat_index("3") == 3);
+    CHECK(repeat_index("x") == 0);
+    CHECK(repeat_index("-1") == 0);
+    // Repeat 0 keeps --seed (a run on its own is unchanged); later repeats get distinct seeds.
+    CHECK(noise_seed(7, 0) == 7);
+    CHECK(noise_seed(7, 1) != 7);
+    CHECK(noise_seed(7, 1) != noise_seed(7, 2));
+    CHECK(noise_seed(7, 1) != noise_seed(8, 1));
+    CHECK(noise_seed(7, 2) == noise_seed(7, 2));
+}
