@@ -1,5 +1,11 @@
 #include "results/records.hpp"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+
 #include <array>
 #include <utility>
 
@@ -87,6 +93,28 @@ int& StatusCounts::at(ExperimentStatus status) {
 std::string state_text(const SweepInfo& sweep) {
     if (sweep.state == SweepState::running && sweep.runner_alive == false) return "running, runner gone";
     return std::string(to_string(sweep.state));
+}
+
+namespace {
+std::string this_host() {
+    char name[256] = {};
+    if (gethostname(name, sizeof name - 1) != 0) return {};
+    return name;
+}
+}  // namespace
+
+std::optional<bool> probe_runner(const SweepInfo& info) {
+    if (info.state != SweepState::running || !info.runner_pid || *info.runner_pid <= 0) return std::nullopt;
+    static const std::string host = this_host();
+    if (host.empty() || info.runner_host != host) return std::nullopt;
+    // Signal 0 probes without sending anything; EPERM means it exists under another user.
+    const pid_t pid = static_cast<pid_t>(*info.runner_pid);
+    if (::kill(pid, 0) != 0 && errno != EPERM) return false;
+    // A pid is reused in time (after a reboot, say): only an ncclsweep process counts.
+    std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+    std::string name;
+    if (comm && std::getline(comm, name)) return name.rfind("ncclsweep", 0) == 0;
+    return true;  // no /proc to ask: trust the probe
 }
 
 }  // namespace ncclsweep::results

@@ -85,6 +85,11 @@ struct SweepInfo {
     StatusCounts counts;      ///< experiments per status
 };
 
+/// For a running sweep recorded by a process on this host: whether that process still exists
+/// and is an ncclsweep (its /proc comm starts with "ncclsweep": a reused pid does not count).
+/// Empty when the sweep is not running or ran elsewhere (nothing can be told from here).
+[[nodiscard]] std::optional<bool> probe_runner(const SweepInfo& sweep);
+
 /// The state as shown to people: the stored one, except "running, runner gone" for a sweep
 /// whose process is known to be gone (killed with -9, host rebooted).
 [[nodiscard]] std::string state_text(const SweepInfo& sweep);

@@ -311,6 +311,26 @@ Result<int> Store::resume_sweep(std::int64_t sweep) {
     if (auto found = require_sweep(sweep, what); !found) return found.error();
     Result<sqlite::Transaction> tx = sqlite::Transaction::begin(m_db, what);
     if (!tx) return tx.error();
+    // Two runners of one sweep would run its unfinished experiments twice: refuse while the
+    // process that runs it is alive (checked inside the write transaction, so two resumes
+    // cannot both pass).
+    Result<sqlite::Statement*> runner = m_db.cached("SELECT state, runner_pid, runner_host FROM sweeps WHERE id = ?1", what);
+    if (!runner) return runner.error();
+    Result<bool> row = (*runner)->bind(1, sweep).step(what);
+    if (!row) return row.error();
+    SweepInfo current;
+    if (*row) {
+        current.state = parse_sweep_state((*runner)->column_text(0)).value_or(SweepState::failed);
+        current.runner_pid = (*runner)->column_optional_int64(1);
+        current.runner_host = (*runner)->column_text(2);
+    }
+    (*runner)->reset();
+    if (probe_runner(current) == true && current.runner_pid != std::int64_t{getpid()}) {
+        return Error::infrastructure(fmt::format(
+            "sweep {} is still being run by pid {} on this host; stop that ncclsweep first (Ctrl-C, or kill {}), "
+            "then resume",
+            sweep, *current.runner_pid, *current.runner_pid));
+    }
     Result<sqlite::Statement*> stmt = m_db.cached(
         "UPDATE sweeps SET state = 'running', started_at = ?2, ended_at = NULL, end_reason = NULL, "
         "resumes = resumes + 1, runner_pid = ?3, runner_host = ?4 WHERE id = ?1",

@@ -83,6 +83,7 @@ public:
     [[nodiscard]] Result<int> reset_unfinished(std::int64_t sweep);
     /// Marks the sweep running again (started_at = now, resumes + 1, this process as runner)
     /// and resets unfinished experiments, in one transaction; returns how many were reset.
+    /// Refused (infrastructure) while another live process on this host is running the sweep.
     [[nodiscard]] Result<int> resume_sweep(std::int64_t sweep);
 
     // ---- queries ----

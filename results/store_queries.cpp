@@ -1,10 +1,7 @@
 // Store: reading back (sweep references, lists, experiments with samples).
 #include <fmt/format.h>
-#include <signal.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 
 #include "results/json_columns.hpp"
@@ -16,22 +13,6 @@ namespace {
 constexpr const char* k_sweep_columns =
     "SELECT id, name, tag, spec_path, spec_text, spec_hash, target, host_preflight, tool_version, repeats, "
     "created_at, started_at, ended_at, state, end_reason, resumes, runner_pid, runner_host FROM sweeps ";
-
-std::string this_host() {
-    char name[256] = {};
-    if (gethostname(name, sizeof name - 1) != 0) return {};
-    return name;
-}
-
-/// For a running sweep recorded by a process on this host: whether that process still exists
-/// (signal 0 probes without sending anything; EPERM means it exists under another user).
-std::optional<bool> runner_alive(const SweepInfo& info) {
-    if (info.state != SweepState::running || !info.runner_pid || *info.runner_pid <= 0) return std::nullopt;
-    static const std::string host = this_host();
-    if (host.empty() || info.runner_host != host) return std::nullopt;
-    if (::kill(static_cast<pid_t>(*info.runner_pid), 0) == 0) return true;
-    return errno == EPERM;
-}
 
 SweepInfo read_sweep(const sqlite::Statement& s) {
     SweepInfo info;
@@ -53,7 +34,7 @@ SweepInfo read_sweep(const sqlite::Statement& s) {
     info.resumes = static_cast<int>(s.column_int64(15));
     info.runner_pid = s.column_optional_int64(16);
     info.runner_host = s.column_text(17);
-    info.runner_alive = runner_alive(info);
+    info.runner_alive = probe_runner(info);
     return info;
 }
 

@@ -184,6 +184,14 @@ TEST_CASE("run: SIGINT stops cleanly, and --resume finishes with each experiment
         if (done >= 1 || std::chrono::steady_clock::now() > deadline) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
+    // A second runner of the same sweep is refused while this one lives: it would run the
+    // unfinished experiments a second time.
+    auto second = run_ncclsweep({"run", spec.string(), "--db", db, "--resume"});
+    INFO(second.err);
+    CHECK(second.exit_code == 3);
+    CHECK(second.err.find("still being run by pid " + std::to_string(pid)) != std::string::npos);
+    auto listed = run_ncclsweep({"results", "list", "--db", db});
+    CHECK(listed.out.find("runner gone") == std::string::npos);
     kill(pid, SIGINT);
     int status = 0;
     waitpid(pid, &status, 0);

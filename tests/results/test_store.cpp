@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 #include <sqlite3.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +28,32 @@ Store open_store(const std::filesystem::path& path, StoreOptions options = {}) {
     INFO((store ? std::string() : store.error().message));
     REQUIRE(store.ok());
     return std::move(*store);
+}
+
+/// A child process that calls itself "ncclsweep" (its /proc comm) and waits to be killed:
+/// a stand-in for a live ncclsweep running a sweep. The name is set before the parent goes on.
+pid_t fork_named_ncclsweep() {
+    int ready[2];
+    if (pipe(ready) != 0) return -1;
+    const pid_t child = fork();
+    if (child == 0) {
+        close(ready[0]);
+        prctl(PR_SET_NAME, "ncclsweep", 0, 0, 0);
+        const ssize_t written = write(ready[1], "x", 1);
+        close(ready[1]);
+        if (written == 1) ::pause();
+        _exit(0);
+    }
+    close(ready[1]);
+    char byte = 0;
+    const bool named = child > 0 && read(ready[0], &byte, 1) == 1;
+    close(ready[0]);
+    return named ? child : -1;
+}
+
+void end_child(pid_t child) {
+    ::kill(child, SIGKILL);
+    REQUIRE(waitpid(child, nullptr, 0) == child);
 }
 
 std::int64_t pragma_int(Store& store, const char* sql) {
@@ -123,13 +151,20 @@ TEST_CASE("a running sweep whose runner is gone reads as such, a live or remote 
     Store store = open_store(dir.path() / "runner.db");
     Result<std::int64_t> sweep = store.create_sweep(make_sweep("running"));
     REQUIRE(sweep.ok());
-    // Its runner is this test process: alive.
+    // Its runner is this test process, which is not an ncclsweep: a reused pid, not a runner.
+    CHECK(store.get_sweep(*sweep)->runner_alive == std::optional<bool>(false));
+    // A live ncclsweep runs it.
+    const pid_t runner = fork_named_ncclsweep();
+    REQUIRE(runner > 0);
+    const std::string live_runner = fmt::format("UPDATE sweeps SET runner_pid = {} WHERE id = {}", runner, *sweep);
+    REQUIRE(store.database().exec(live_runner.c_str(), "test").ok());
     Result<SweepInfo> live = store.get_sweep(*sweep);
     REQUIRE(live.ok());
     CHECK(live->state == SweepState::running);
     REQUIRE(live->runner_alive.has_value());
     CHECK(*live->runner_alive);
     CHECK(state_text(*live) == "running");
+    end_child(runner);
 
     // A runner that exited (a reaped child: its pid is free), as after kill -9.
     const pid_t child = fork();
@@ -154,6 +189,33 @@ TEST_CASE("a running sweep whose runner is gone reads as such, a live or remote 
     CHECK(state_text(*store.get_sweep(*sweep)) == "running");
     REQUIRE(store.finish_sweep(*sweep, SweepState::done, "").ok());
     CHECK_FALSE(store.get_sweep(*sweep)->runner_alive.has_value());
+}
+
+TEST_CASE("resuming a sweep that a live process still runs is refused, and allowed once it is gone") {
+    test::TempDir dir;
+    Store store = open_store(dir.path() / "resume.db");
+    Result<std::int64_t> sweep = store.create_sweep(make_sweep("busy"));
+    REQUIRE(sweep.ok());
+    REQUIRE(store.add_experiments(*sweep, make_experiments(2)).ok());
+    // The sweep's runner: another live ncclsweep on this host.
+    const pid_t runner = fork_named_ncclsweep();
+    REQUIRE(runner > 0);
+    const std::string set_runner = fmt::format("UPDATE sweeps SET runner_pid = {} WHERE id = {}", runner, *sweep);
+    REQUIRE(store.database().exec(set_runner.c_str(), "test").ok());
+    Result<int> refused = store.resume_sweep(*sweep);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().kind == ErrorKind::infrastructure);
+    CHECK(refused.error().message.find("still being run by pid " + std::to_string(runner)) != std::string::npos);
+    CHECK(store.get_sweep(*sweep)->resumes == 0);  // nothing changed
+
+    end_child(runner);
+    Result<int> resumed = store.resume_sweep(*sweep);
+    INFO((resumed.ok() ? std::string() : resumed.error().message));
+    REQUIRE(resumed.ok());
+    CHECK(store.get_sweep(*sweep)->resumes == 1);
+    CHECK(store.get_sweep(*sweep)->runner_pid == std::int64_t{getpid()});
+    // This process is the runner now: resuming again (e.g. after a lost connection) is allowed.
+    CHECK(store.resume_sweep(*sweep).ok());
 }
 
 TEST_CASE("hostile names and values are stored as data, never as SQL") {
