@@ -1,7 +1,5 @@
 // ncclsweep export SWEEP --format F: a stored sweep as json/csv/md/junit, or one point of it as
 // sitecustomize.py, env file or NCCL tuner-plugin lines. Parses flags; results/export does the work.
-#include <cstdio>
-
 #include "cli/commands.hpp"
 #include "cli/spec_flags.hpp"
 #include "results/export.hpp"
@@ -36,14 +34,7 @@ ExitStatus run_export(const ExportOptions& options) {
     if (options.experiment_given) request.experiment = options.experiment;
     auto text = ex::export_sweep(*sweep, request);
     if (!text) return report_error(text.error());
-    if (options.output.empty() || options.output == "-") {
-        std::fwrite(text->data(), 1, text->size(), stdout);
-        return std::fflush(stdout) == 0
-                   ? ExitStatus::done
-                   : report_error(Error::infrastructure("cannot write the export to stdout"));
-    }
-    if (auto written = ex::write_file_atomically(options.output, *text); !written)
-        return report_error(written.error());
+    if (auto written = write_output(options.output, *text); !written) return report_error(written.error());
     return ExitStatus::done;
 }
 

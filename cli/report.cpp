@@ -1,7 +1,5 @@
 // ncclsweep report SWEEP [--vs BASE] -o report.html: the self-contained visual report.
 // Parses flags; results/report_html builds and renders it.
-#include <cstdio>
-
 #include "cli/commands.hpp"
 #include "cli/spec_flags.hpp"
 #include "results/report_html.hpp"
@@ -37,12 +35,7 @@ ExitStatus run_report(const ReportOptions& options) {
     auto data = results::report::build_report(*sweep, base ? &*base : nullptr, report_options);
     if (!data) return report_error(data.error());
     std::string html = results::report::render_html(*data);
-    if (options.output == "-") {
-        std::fwrite(html.data(), 1, html.size(), stdout);
-        return ExitStatus::done;
-    }
-    if (auto written = ex::write_file_atomically(options.output, html); !written)
-        return report_error(written.error());
+    if (auto written = write_output(options.output, html); !written) return report_error(written.error());
     return ExitStatus::done;
 }
 

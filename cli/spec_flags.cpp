@@ -1,8 +1,10 @@
 #include "cli/spec_flags.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "core/engine_locator.hpp"
+#include "results/export.hpp"
 
 namespace ncclsweep::cli {
 
@@ -55,6 +57,15 @@ Result<results::Store> open_for_reading(const std::string& db_flag) {
     results::StoreOptions options;
     options.access = results::Access::read_only;
     return results::Store::open(database_path(db_flag), options);
+}
+
+Result<void> write_output(const std::string& output_flag, std::string_view text) {
+    if (output_flag.empty() || output_flag == "-") {
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) return Error::infrastructure("cannot write the output to stdout");
+        return success();
+    }
+    return results::exports::write_file_atomically(output_flag, text);
 }
 
 }  // namespace ncclsweep::cli

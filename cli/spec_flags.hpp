@@ -1,6 +1,6 @@
 #pragma once
 // Flag groups shared by the subcommands: the spec and its overrides (plan, run), the database
-// (run and every query command).
+// (run and every query command), the output file (export, report).
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
@@ -35,5 +35,8 @@ std::string database_path(const std::string& flag);
 void add_db_flag(CLI::App& app, std::string& db);
 /// Opens the database named by --db (see database_path) for a query command: read-only.
 Result<results::Store> open_for_reading(const std::string& db_flag);
+/// Writes a command's output where -o says: stdout for "" or "-" (an error when stdout cannot
+/// take it, e.g. a full disk behind a redirect), else the file, atomically.
+Result<void> write_output(const std::string& output_flag, std::string_view text);
 
 }  // namespace ncclsweep::cli

@@ -61,6 +61,16 @@ TEST_CASE("export: json, csv, md and junit of a real sweep, junit parses with xm
     auto md = run_ncclsweep({"export", "1", "--db", db, "--format", "md"});
     REQUIRE(md.exit_code == 0);
     CHECK(md.out.find("| id | NCCL\\_ALGO | tokens |") != std::string::npos);
+
+    // stdout that cannot take the output (a full disk behind a redirect) is an error, for export
+    // and for the HTML report alike, not a silent success.
+    const std::string tool = binary_path("cli/ncclsweep").string();
+    for (const char* args : {"export latest --format csv", "report latest -o -"}) {
+        auto full = run_command({"sh", "-c", "exec \"$0\" " + std::string(args) + " --db \"$1\" > /dev/full", tool, db});
+        INFO(args << ": " << full.err);
+        CHECK(full.exit_code == 3);
+        CHECK(full.err.find("cannot write the output to stdout") != std::string::npos);
+    }
 }
 
 TEST_CASE("export: the best point as sitecustomize, env and tuner lines works where it is deployed") {
