@@ -95,17 +95,15 @@ std::string state_text(const SweepInfo& sweep) {
     return std::string(to_string(sweep.state));
 }
 
-namespace {
-std::string this_host() {
+std::string host_name() {
     char name[256] = {};
     if (gethostname(name, sizeof name - 1) != 0) return {};
     return name;
 }
-}  // namespace
 
 std::optional<bool> probe_runner(const SweepInfo& info) {
     if (info.state != SweepState::running || !info.runner_pid || *info.runner_pid <= 0) return std::nullopt;
-    static const std::string host = this_host();
+    static const std::string host = host_name();
     if (host.empty() || info.runner_host != host) return std::nullopt;
     // Signal 0 probes without sending anything; EPERM means it exists under another user.
     const pid_t pid = static_cast<pid_t>(*info.runner_pid);

@@ -16,12 +16,6 @@
 namespace ncclsweep::results {
 namespace {
 
-std::string host_name() {
-    std::array<char, 256> buffer{};
-    if (gethostname(buffer.data(), buffer.size() - 1) != 0) return {};
-    return buffer.data();
-}
-
 // Settings of this connection. journal_mode is stored in the file; the others are per connection.
 Result<void> configure(sqlite::Database& db, const StoreOptions& options) {
     if (options.access == Access::read_write) {
