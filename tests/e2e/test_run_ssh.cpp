@@ -55,9 +55,19 @@ TEST_CASE("run over ssh: sshd killed mid-sweep is an infrastructure failure, --r
     auto flags = sshd.flags();
     args.insert(args.end(), flags.begin(), flags.end());
 
-    // Kill the server (and its connections) while the sweep runs.
+    // Kill the server (and its connections) while the sweep runs: once an experiment has
+    // started (watching the database, not the clock: on a loaded machine the preflight alone
+    // can take seconds, since every ssh command starts root's login shell).
     std::thread killer([&] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5000));
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+        while (std::chrono::steady_clock::now() < deadline) {
+            bool started = false;
+            if (std::filesystem::exists(db))
+                for (const auto& e : latest_experiments(db)) started |= e.outcome.status != results::ExperimentStatus::pending;
+            if (started) break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));  // into its 2 s hang
         sshd.stop();
     });
     auto r = run_ncclsweep(args);
