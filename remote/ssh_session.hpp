@@ -17,12 +17,12 @@ namespace ncclsweep::remote {
 
 /// Options of an ssh target (from the spec's target: block and CLI flags).
 struct SshOptions {
-    std::string known_hosts;                     ///< "" = ~/.ssh/known_hosts
-    bool accept_new_host_key = false;            ///< add an unknown host's key (never a changed one)
-    std::optional<std::string> identity_file;    ///< private key; unset = ssh-agent + ~/.ssh/id_*
-    std::chrono::seconds connect_timeout{15};    ///< connect, handshake and blocking requests
-    std::chrono::seconds keepalive_interval{15}; ///< SSH_MSG_IGNORE this often while waiting
-    std::string workdir_root;                    ///< "" = .ncclsweep/work in the remote home
+    std::string known_hosts;                      ///< "" = ~/.ssh/known_hosts
+    bool accept_new_host_key = false;             ///< add an unknown host's key (never a changed one)
+    std::optional<std::string> identity_file;     ///< private key; unset = ssh-agent + ~/.ssh/id_*
+    std::chrono::seconds connect_timeout{15};     ///< connect, handshake and blocking requests
+    std::chrono::seconds keepalive_interval{15};  ///< SSH_MSG_IGNORE this often while waiting
+    std::string workdir_root;                     ///< "" = .ncclsweep/work in the remote home
     ProcessOptions process;
 };
 
@@ -44,8 +44,11 @@ public:
     [[nodiscard]] bool connected() const;
     /// libssh's last error text.
     [[nodiscard]] std::string last_error() const;
-    /// The SFTP subsystem, opened on first use.
+    /// The SFTP subsystem, opened on first use and again when its channel has closed.
     Result<sftp_session> sftp();
+    /// Frees the SFTP subsystem when its channel has closed while the connection is up (its
+    /// server process was killed); true when it did, so the caller may retry once.
+    bool drop_dead_sftp();
     /// Sends a keepalive (SSH_MSG_IGNORE) when `keepalive_interval` passed since the last one;
     /// false when the write failed (the connection is gone).
     bool keepalive_if_due();

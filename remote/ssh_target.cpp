@@ -33,7 +33,9 @@ Result<std::unique_ptr<SshTarget>> SshTarget::connect(const TargetUrl& url, SshO
 SshTarget::SshTarget(TargetUrl url, SshOptions options, std::shared_ptr<SshSession> session)
     : m_url(std::move(url)), m_options(std::move(options)), m_session(std::move(session)) {}
 
-std::string SshTarget::describe() const { return m_url.to_string(); }
+std::string SshTarget::describe() const {
+    return m_url.to_string();
+}
 
 Result<void> SshTarget::reconnect() {
     m_session.reset();  // processes still holding the old one keep it alive until they go
@@ -44,6 +46,12 @@ Result<void> SshTarget::reconnect() {
 }
 
 Result<void> SshTarget::make_dirs(const std::string& path) {
+    auto made = make_dirs_once(path);
+    if (!made && m_session->drop_dead_sftp()) made = make_dirs_once(path);
+    return made;
+}
+
+Result<void> SshTarget::make_dirs_once(const std::string& path) {
     auto sftp = m_session->sftp();
     if (!sftp) return sftp.error();
     std::string prefix = path.rfind('/', 0) == 0 ? "/" : "";
@@ -54,13 +62,28 @@ Result<void> SshTarget::make_dirs(const std::string& path) {
         begin = end + 1;
         if (part.empty() || part == ".") continue;
         prefix += part;
-        if (sftp_mkdir(*sftp, prefix.c_str(), 0755) != SSH_OK) {
-            sftp_attributes attributes = sftp_stat(*sftp, prefix.c_str());
-            const bool is_dir = attributes != nullptr && attributes->type == SSH_FILEXFER_TYPE_DIRECTORY;
-            if (attributes != nullptr) sftp_attributes_free(attributes);
+        // Look before creating: SFTP reports an existing directory as a plain failure (4),
+        // indistinguishable from a refused mkdir.
+        sftp_attributes existing = sftp_stat(*sftp, prefix.c_str());
+        if (existing != nullptr) {
+            const bool is_dir = existing->type == SSH_FILEXFER_TYPE_DIRECTORY;
+            sftp_attributes_free(existing);
             if (!is_dir) {
-                return Error::infrastructure(fmt::format("{}: cannot create directory '{}' (SFTP error {}); check permissions or set target.workdir",
-                                                         describe(), prefix, sftp_get_error(*sftp)));
+                return Error::infrastructure(
+                    fmt::format("{}: cannot create directory '{}': a file of that name is in the way; "
+                                "remove it or set target.workdir",
+                                describe(), prefix));
+            }
+        } else if (sftp_mkdir(*sftp, prefix.c_str(), 0755) != SSH_OK) {
+            const int code = sftp_get_error(*sftp);
+            sftp_attributes raced = sftp_stat(*sftp, prefix.c_str());  // made meanwhile by another runner
+            const bool is_dir = raced != nullptr && raced->type == SSH_FILEXFER_TYPE_DIRECTORY;
+            if (raced != nullptr) sftp_attributes_free(raced);
+            if (!is_dir) {
+                return Error::infrastructure(
+                    fmt::format("{}: cannot create directory '{}' (SFTP error {}: {}); check permissions "
+                                "or set target.workdir",
+                                describe(), prefix, code, m_session->last_error()));
             }
         }
         prefix += '/';
@@ -76,7 +99,9 @@ Result<std::string> SshTarget::prepare_workdir(const std::string& sweep_id) {
     auto sftp = m_session->sftp();
     if (!sftp) return sftp.error();
     char* absolute = sftp_canonicalize_path(*sftp, dir.c_str());
-    if (absolute == nullptr) return Error::infrastructure(fmt::format("{}: cannot resolve '{}': {}", describe(), dir, m_session->last_error()));
+    if (absolute == nullptr)
+        return Error::infrastructure(
+            fmt::format("{}: cannot resolve '{}': {}", describe(), dir, m_session->last_error()));
     m_workdir = absolute;
     ssh_string_free_char(absolute);
     return m_workdir;
@@ -84,6 +109,13 @@ Result<std::string> SshTarget::prepare_workdir(const std::string& sweep_id) {
 
 Result<void> SshTarget::put_file(const std::string& path, const std::string& content) {
     if (path.find('\0') != std::string::npos) return Error::bad_input("ssh: a file path contains a NUL byte");
+    auto put = put_file_once(path, content);
+    if (!put && put.error().kind == ErrorKind::infrastructure && m_session->drop_dead_sftp())
+        put = put_file_once(path, content);
+    return put;
+}
+
+Result<void> SshTarget::put_file_once(const std::string& path, const std::string& content) {
     if (const auto slash = path.rfind('/'); slash != std::string::npos && slash > 0) {
         if (auto ok = make_dirs(path.substr(0, slash)); !ok) return ok.error();
     }
@@ -93,8 +125,8 @@ Result<void> SshTarget::put_file(const std::string& path, const std::string& con
     {
         SftpFileCloser file{sftp_open(*sftp, temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644)};
         if (file.file == nullptr) {
-            return Error::infrastructure(fmt::format("{}: cannot create '{}' (SFTP error {}): {}", describe(), temp, sftp_get_error(*sftp),
-                                                     m_session->last_error()));
+            return Error::infrastructure(fmt::format("{}: cannot create '{}' (SFTP error {}): {}", describe(),
+                                                     temp, sftp_get_error(*sftp), m_session->last_error()));
         }
         std::size_t done = 0;
         while (done < content.size()) {
@@ -102,7 +134,8 @@ Result<void> SshTarget::put_file(const std::string& path, const std::string& con
             const ssize_t n = sftp_write(file.file, content.data() + done, piece);
             if (n <= 0) {
                 sftp_unlink(*sftp, temp.c_str());
-                return Error::infrastructure(fmt::format("{}: cannot write '{}': {}", describe(), temp, m_session->last_error()));
+                return Error::infrastructure(
+                    fmt::format("{}: cannot write '{}': {}", describe(), temp, m_session->last_error()));
             }
             done += static_cast<std::size_t>(n);
         }
@@ -114,13 +147,15 @@ Result<void> SshTarget::put_file(const std::string& path, const std::string& con
     // channel costs a login-shell start, seconds with a heavy ~/.bashrc). `mv -f` (arguments
     // quoted as data) is the last resort, for servers that refuse the unlink.
     if (sftp_rename(*sftp, temp.c_str(), path.c_str()) == SSH_OK) return success();
-    if (sftp_unlink(*sftp, path.c_str()) == SSH_OK && sftp_rename(*sftp, temp.c_str(), path.c_str()) == SSH_OK) return success();
+    if (sftp_unlink(*sftp, path.c_str()) == SSH_OK &&
+        sftp_rename(*sftp, temp.c_str(), path.c_str()) == SSH_OK)
+        return success();
     const int code = sftp_get_error(*sftp);
     auto moved = capture({"mv", "-f", "--", temp, path}, m_options.connect_timeout);
     if (moved) return success();
     sftp_unlink(*sftp, temp.c_str());
-    return Error::infrastructure(fmt::format("{}: cannot rename '{}' to '{}' (SFTP error {}; mv: {})", describe(), temp, path, code,
-                                             moved.error().message));
+    return Error::infrastructure(fmt::format("{}: cannot rename '{}' to '{}' (SFTP error {}; mv: {})",
+                                             describe(), temp, path, code, moved.error().message));
 }
 
 Result<std::unique_ptr<Process>> SshTarget::start(const Command& command) {

@@ -30,7 +30,10 @@ public:
 
 private:
     SshTarget(TargetUrl url, SshOptions options, std::shared_ptr<SshSession> session);
+    /// mkdir -p over SFTP; retried once on a fresh SFTP subsystem when the old one died.
     Result<void> make_dirs(const std::string& path);
+    Result<void> make_dirs_once(const std::string& path);
+    Result<void> put_file_once(const std::string& path, const std::string& content);
 
     TargetUrl m_url;
     SshOptions m_options;

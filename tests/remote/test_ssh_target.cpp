@@ -20,7 +20,9 @@ using remote::TargetUrl;
 
 namespace {
 
-std::string script() { return test::source_path("scripts/test-sshd.sh").string(); }
+std::string script() {
+    return test::source_path("scripts/test-sshd.sh").string();
+}
 
 struct TestSshd {
     test::TempDir dir;
@@ -34,7 +36,8 @@ struct TestSshd {
         if (!fixed_port.empty()) argv.push_back(fixed_port);
         const auto result = test::run_command(argv);
         if (result.exit_code == 77) {
-            WARN("SKIPPED: sshd is not installed (scripts/install-deps.sh installs openssh-server): " << result.err);
+            WARN("SKIPPED: sshd is not installed (scripts/install-deps.sh installs openssh-server): "
+                 << result.err);
             return false;
         }
         INFO(result.err);
@@ -85,7 +88,9 @@ std::string unique_sleep() {
     return "1000." + std::to_string(rd() % 1000000 + 1000000);
 }
 
-bool processes_with(const std::string& marker) { return test::run_command({"pgrep", "-f", "sleep " + marker}).exit_code == 0; }
+bool processes_with(const std::string& marker) {
+    return test::run_command({"pgrep", "-f", "sleep " + marker}).exit_code == 0;
+}
 
 }  // namespace
 
@@ -94,9 +99,11 @@ TEST_CASE("ssh: hostile argv and env values arrive exactly", "[remote][ssh]") {
     if (!sshd.available) return;
     auto target = sshd.connect();
     REQUIRE(target->prepare_workdir("sweep-a").ok());
-    const std::string hostile = "it's \"$(touch pwned)\" `touch pwned2` ; | & \\ $HOME\nsecond line\t\xc3\xa9\xe6\x97\xa5 '";
+    const std::string hostile =
+        "it's \"$(touch pwned)\" `touch pwned2` ; | & \\ $HOME\nsecond line\t\xc3\xa9\xe6\x97\xa5 '";
     Command command;
-    command.argv = {"sh", "-c", "printf '%s|%s|%s|%s' \"$HOSTILE\" \"$1\" \"$(pwd)\" \"$PYTHONPATH\"", "argv0", hostile};
+    command.argv = {"sh", "-c", "printf '%s|%s|%s|%s' \"$HOSTILE\" \"$1\" \"$(pwd)\" \"$PYTHONPATH\"",
+                    "argv0", hostile};
     command.env = {{"HOSTILE", hostile}};
     command.pythonpath_prepend = "/opt/site dir";
     auto process = target->start(command);
@@ -152,7 +159,8 @@ TEST_CASE("ssh: unknown host refused, accepted with accept-new and then remember
     options.accept_new_host_key = true;
     auto accepted = SshTarget::connect(sshd.url(), options);
     REQUIRE(accepted.ok());
-    CHECK(test::read_file(options.known_hosts).find("[127.0.0.1]:" + std::to_string(sshd.port)) != std::string::npos);
+    CHECK(test::read_file(options.known_hosts).find("[127.0.0.1]:" + std::to_string(sshd.port)) !=
+          std::string::npos);
     options.accept_new_host_key = false;
     CHECK(SshTarget::connect(sshd.url(), options).ok());
 }
@@ -161,9 +169,12 @@ TEST_CASE("ssh: a changed host key is refused with its fingerprint, nothing runs
     TestSshd sshd;
     if (!sshd.available) return;
     const auto other = sshd.dir.path() / "other_key";
-    REQUIRE(test::run_command({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", other.string()}).exit_code == 0);
+    REQUIRE(
+        test::run_command({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", other.string()}).exit_code ==
+        0);
     const std::string pub = test::read_file(other.string() + ".pub");
-    const auto known = sshd.dir.write("changed_known_hosts", "[127.0.0.1]:" + std::to_string(sshd.port) + " " + pub.substr(0, pub.rfind(' ')) + "\n");
+    const auto known = sshd.dir.write("changed_known_hosts", "[127.0.0.1]:" + std::to_string(sshd.port) +
+                                                                 " " + pub.substr(0, pub.rfind(' ')) + "\n");
     for (bool accept_new : {false, true}) {
         auto options = sshd.options();
         options.known_hosts = known.string();
@@ -181,7 +192,9 @@ TEST_CASE("ssh: a wrong key gives a clear authentication error", "[remote][ssh]"
     TestSshd sshd;
     if (!sshd.available) return;
     const auto wrong = sshd.dir.path() / "wrong_key";
-    REQUIRE(test::run_command({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", wrong.string()}).exit_code == 0);
+    REQUIRE(
+        test::run_command({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", wrong.string()}).exit_code ==
+        0);
     auto options = sshd.options();
     options.identity_file = wrong.string();
     auto failed = SshTarget::connect(sshd.url(), options);
@@ -231,7 +244,8 @@ TEST_CASE("ssh: kill ends the remote process group", "[remote][ssh]") {
     REQUIRE(p.ok());
     OutputLine line;
     const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (std::chrono::steady_clock::now() < deadline && (*p)->poll(200ms, line) != PollState::line) {}
+    while (std::chrono::steady_clock::now() < deadline && (*p)->poll(200ms, line) != PollState::line) {
+    }
     REQUIRE(line.text == "up");
     REQUIRE(processes_with(marker));
     (*p)->kill(500ms);
@@ -271,4 +285,28 @@ TEST_CASE("ssh: a dying sshd is reported as lost, and reconnect works", "[remote
     auto out = target->capture({"echo", "again"}, 10s);
     REQUIRE(out.ok());
     CHECK(*out == "again\n");
+}
+
+TEST_CASE(
+    "ssh: an SFTP subsystem killed under a live connection is reopened and existing directories are reused",
+    "[remote][ssh]") {
+    TestSshd sshd;
+    if (!sshd.available) return;
+    auto target = sshd.connect();
+    auto work = target->prepare_workdir("sweep-s");
+    REQUIRE(work.ok());
+    REQUIRE(target->put_file(*work + "/exp-1/env", "A=1\n").ok());
+    // The SFTP server of this connection runs as "sshd: USER@internal-sftp"; kill only it.
+    auto killed = test::run_command({"pkill", "-KILL", "-f", "@internal-sftp"});
+    REQUIRE(killed.exit_code == 0);
+    for (int i = 0; i < 100 && test::run_command({"pgrep", "-f", "@internal-sftp"}).exit_code == 0; ++i)
+        std::this_thread::sleep_for(20ms);
+    // The same work directory again (every part of the path exists, /tmp included), then a file.
+    auto again = target->prepare_workdir("sweep-s");
+    INFO((again.ok() ? std::string() : again.error().message));
+    REQUIRE(again.ok());
+    auto put = target->put_file(*work + "/exp-2/env", "B=2\n");
+    INFO((put.ok() ? std::string() : put.error().message));
+    REQUIRE(put.ok());
+    CHECK(test::read_file(*work + "/exp-2/env") == "B=2\n");
 }
