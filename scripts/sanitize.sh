@@ -11,10 +11,15 @@
 # clashes with the CUDA driver's fixed mappings; the GPU test skips without it anyway.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+repo=$PWD
 build_dir=${BUILD_DIR:-build-asan}
 jobs=${JOBS:-$(nproc)}
+launcher=()
+if command -v ccache >/dev/null 2>&1; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+fi
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-Debug} \
-  -DNCCLSWEEP_SANITIZE=ON -DNCCLSWEEP_CUDA=OFF >/dev/null
+  -DNCCLSWEEP_SANITIZE=ON -DNCCLSWEEP_CUDA=OFF "${launcher[@]}" >/dev/null
 cmake --build "$build_dir" -j "$jobs"
 # halt_on_error: the first report ends the process with a failure (UBSan too: the build also
 # uses -fno-sanitize-recover=undefined). Leaks are errors. Stack traces with symbols.
@@ -26,7 +31,14 @@ cd "$build_dir"
 # so 150 MB of streamed log lines would show up as ~550 MB of RSS that is ASan's, not the tool's.
 memory_tests='bounded memory'
 status=0
-ctest --output-on-failure -j "$jobs" --timeout 900 -LE gpu -E "$memory_tests" "$@" || status=$?
+ctest --output-on-failure -j "$jobs" --timeout 900 -LE gpu -E "$memory_tests" --output-junit "$PWD/ctest-junit.xml" "$@" || status=$?
 ASAN_OPTIONS="$ASAN_OPTIONS:quarantine_size_mb=16:thread_local_quarantine_size_kb=64" \
-  ctest --output-on-failure --timeout 900 -LE gpu -R "$memory_tests" "$@" || status=$?
+  ctest --output-on-failure --timeout 900 -LE gpu -R "$memory_tests" --output-junit "$PWD/ctest-junit-memory.xml" "$@" || status=$?
+# Skips are failures here too unless allowed (scripts/test.sh passes its list; see check-skips.py).
+if [ "${CHECK_SKIPS:-1}" != 0 ] && [ -n "${ALLOWED_SKIPS:-}" ]; then
+  # shellcheck disable=SC2086
+  python3 "$repo/scripts/check-skips.py" ctest-junit.xml --allow $ALLOWED_SKIPS || status=1
+  # shellcheck disable=SC2086
+  python3 "$repo/scripts/check-skips.py" ctest-junit-memory.xml --allow $ALLOWED_SKIPS || status=1
+fi
 exit $status

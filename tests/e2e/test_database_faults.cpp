@@ -5,6 +5,7 @@
 
 #include "tests/e2e/e2e_support.hpp"
 #include "tests/support/catch.hpp"
+#include "tests/support/skip.hpp"
 
 using namespace ncclsweep;
 using namespace ncclsweep::test;
@@ -19,7 +20,9 @@ struct TmpfsMount {
         std::filesystem::create_directories(at);
         auto r = run_command({"mount", "-t", "tmpfs", "-o", "size=" + size, "tmpfs", at.string()});
         mounted = r.exit_code == 0;
-        if (!mounted) WARN("SKIPPED: cannot mount a tmpfs here (needs root and a kernel that allows it): " << r.err);
+        if (!mounted)
+            skip_test("mount",
+                      "cannot mount a tmpfs here (needs root and a kernel that allows it): " + r.err);
     }
     ~TmpfsMount() {
         if (mounted) run_command({"umount", "-l", at.string()});
@@ -43,7 +46,8 @@ std::string quick_spec(const std::string& name, int count) {
            "  metrics:\n"
            "    tok_s: 'tok/s: ([0-9.]+)'\n"
            "axes:\n"
-           "  n: [" + values + "]\n";
+           "  n: [" +
+           values + "]\n";
 }
 
 std::string scalar(const std::string& db, const std::string& sql) {
@@ -53,7 +57,9 @@ std::string scalar(const std::string& db, const std::string& sql) {
 
 }  // namespace
 
-TEST_CASE("database faults: locked by another process -> exit 3 naming the lock and no change and a later run works") {
+TEST_CASE(
+    "database faults: locked by another process -> exit 3 naming the lock and no change and a later run "
+    "works") {
     TempDir dir;
     auto spec = dir.write("s.yaml", quick_spec("locked", 2));
     std::string db = (dir.path() / "r.db").string();
@@ -79,7 +85,8 @@ TEST_CASE("database faults: locked by another process -> exit 3 naming the lock 
     CHECK(scalar(db, "SELECT count(*) FROM sweeps") == "2");
 }
 
-TEST_CASE("database faults: a read-only file system -> exit 3 saying it is read-only and the file is untouched") {
+TEST_CASE(
+    "database faults: a read-only file system -> exit 3 saying it is read-only and the file is untouched") {
     TempDir dir;
     TmpfsMount mount(dir.path() / "ro", "1m");
     if (!mount.mounted) return;
@@ -106,7 +113,9 @@ TEST_CASE("database faults: a read-only file system -> exit 3 saying it is read-
     CHECK(run_ncclsweep({"run", spec.string(), "--db", db}).exit_code == 0);
 }
 
-TEST_CASE("database faults: disk full mid-sweep -> exit 3 disk full with earlier experiments intact and --resume finishes") {
+TEST_CASE(
+    "database faults: disk full mid-sweep -> exit 3 disk full with earlier experiments intact and --resume "
+    "finishes") {
     TempDir dir;
     TmpfsMount mount(dir.path() / "full", "1m");
     if (!mount.mounted) return;
@@ -128,7 +137,8 @@ TEST_CASE("database faults: disk full mid-sweep -> exit 3 disk full with earlier
     // The first sweep and whatever the second finished before the disk filled are intact.
     CHECK(scalar(db, "SELECT count(*) FROM experiments WHERE sweep_id = 1 AND status = 'ok'") == "3");
     CHECK(scalar(db, "SELECT count(*) FROM samples WHERE sweep_id = 1") == "3");
-    const int finished = std::stoi(scalar(db, "SELECT count(*) FROM experiments WHERE sweep_id = 2 AND status = 'ok'"));
+    const int finished =
+        std::stoi(scalar(db, "SELECT count(*) FROM experiments WHERE sweep_id = 2 AND status = 'ok'"));
     CHECK(finished < 30);
     CHECK(scalar(db, "SELECT count(*) FROM samples WHERE sweep_id = 2") == std::to_string(finished));
 

@@ -6,6 +6,7 @@
 
 #include "tests/e2e/e2e_support.hpp"
 #include "tests/support/catch.hpp"
+#include "tests/support/skip.hpp"
 
 using namespace ncclsweep;
 using namespace ncclsweep::test;
@@ -51,9 +52,9 @@ std::string make_report(const TempDir& dir) {
 TEST_CASE("report: headless chromium renders it with no console errors and a non-blank screenshot") {
     std::string chromium = chromium_path();
     if (chromium.empty()) {
-        WARN(
-            "SKIPPED: chromium is not installed (scripts/install-deps.sh installs it); the report was not "
-            "rendered");
+        skip_test(
+            "chromium",
+            "chromium is not installed (scripts/install-deps.sh installs it); the report was not rendered");
         return;
     }
     TempDir dir;
@@ -79,9 +80,8 @@ TEST_CASE("report: headless chromium renders it with no console errors and a non
 TEST_CASE("report: the DOM chromium builds holds the charts and no injected script") {
     std::string chromium = chromium_path();
     if (chromium.empty()) {
-        WARN(
-            "SKIPPED: chromium is not installed (scripts/install-deps.sh installs it); the DOM was not "
-            "checked");
+        skip_test("chromium",
+                  "chromium is not installed (scripts/install-deps.sh installs it); the DOM was not checked");
         return;
     }
     TempDir dir;

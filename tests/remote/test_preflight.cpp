@@ -5,6 +5,7 @@
 #include "remote/local_target.hpp"
 #include "remote/target_factory.hpp"
 #include "tests/support/catch.hpp"
+#include "tests/support/skip.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace ncclsweep;
@@ -25,9 +26,10 @@ struct PathPrefix {
 
 TEST_CASE("preflight parses GPUs, busy processes, NCCL and conf files", "[remote][preflight]") {
     const std::string m = "@@ncclsweep-preflight:";
-    const std::string probe = m + "gpus\nNVIDIA H200, 550.54.15, 1 MiB\nNVIDIA H200, 550.54.15, 70000 MiB\n" + m + "apps\n" +
-                              "4242, python3, 69000 MiB\n" + m + "libnccl\n/usr/lib/x86_64-linux-gnu/libnccl.so.2.21.5\n" + m +
-                              "torch\n" + m + "etc_nccl_conf\nNCCL_P2P_LEVEL=NVL\n\n" + m + "home_nccl_conf\n\n" + m + "end\n";
+    const std::string probe =
+        m + "gpus\nNVIDIA H200, 550.54.15, 1 MiB\nNVIDIA H200, 550.54.15, 70000 MiB\n" + m + "apps\n" +
+        "4242, python3, 69000 MiB\n" + m + "libnccl\n/usr/lib/x86_64-linux-gnu/libnccl.so.2.21.5\n" + m +
+        "torch\n" + m + "etc_nccl_conf\nNCCL_P2P_LEVEL=NVL\n\n" + m + "home_nccl_conf\n\n" + m + "end\n";
     const auto p = remote::parse_preflight(probe, "ssh://u@h:22");
     REQUIRE(p.gpus.size() == 2);
     CHECK(p.gpus[1].memory_used == "70000 MiB");
@@ -54,7 +56,8 @@ TEST_CASE("preflight on a host without nvidia-smi: zero GPUs and a note", "[remo
     PathPrefix path((dir.path() / "bin").string());
     remote::LocalTarget target;
     if (test::run_command({"sh", "-c", "command -v nvidia-smi"}).exit_code == 0) {
-        WARN("SKIPPED: this host has nvidia-smi");
+        test::skip_test("no-nvidia-smi",
+                        "this host has nvidia-smi, so a host without it cannot be shown here");
         return;
     }
     auto p = remote::run_preflight(target);
@@ -70,7 +73,8 @@ TEST_CASE("preflight on a host without nvidia-smi: zero GPUs and a note", "[remo
     CHECK(released->find("not checked") != std::string::npos);
 }
 
-TEST_CASE("preflight with a fake nvidia-smi finds busy GPUs and our leftover processes", "[remote][preflight]") {
+TEST_CASE("preflight with a fake nvidia-smi finds busy GPUs and our leftover processes",
+          "[remote][preflight]") {
     test::TempDir dir;
     remote::LocalTarget target;
     // A leftover "GPU process" of ours: its own process group, listed by the fake nvidia-smi.
@@ -82,8 +86,11 @@ TEST_CASE("preflight with a fake nvidia-smi finds busy GPUs and our leftover pro
     const auto fake = dir.write("bin/nvidia-smi",
                                 "#!/bin/sh\ncase \"$1\" in\n"
                                 "--query-gpu=*) echo 'NVIDIA H200, 550.54.15, 1 MiB' ;;\n"
-                                "--query-compute-apps=pid,*) echo '" + std::to_string(pgid) + ", sleep, 10 MiB' ;;\n"
-                                "--query-compute-apps=pid) echo '" + std::to_string(pgid) + "' ;;\nesac\n");
+                                "--query-compute-apps=pid,*) echo '" +
+                                    std::to_string(pgid) +
+                                    ", sleep, 10 MiB' ;;\n"
+                                    "--query-compute-apps=pid) echo '" +
+                                    std::to_string(pgid) + "' ;;\nesac\n");
     std::filesystem::permissions(fake, std::filesystem::perms::owner_all);
     PathPrefix path((dir.path() / "bin").string());
     auto p = remote::run_preflight(target);
@@ -102,7 +109,8 @@ TEST_CASE("preflight with a fake nvidia-smi finds busy GPUs and our leftover pro
     (*ours)->kill(100ms);
 }
 
-TEST_CASE("preflight times a command start and warns when the host's shell start-up makes it slow", "[remote][preflight]") {
+TEST_CASE("preflight times a command start and warns when the host's shell start-up makes it slow",
+          "[remote][preflight]") {
     remote::LocalTarget target;
     auto fast = remote::run_preflight(target);
     REQUIRE(fast.ok());
@@ -126,7 +134,8 @@ TEST_CASE("preflight times a command start and warns when the host's shell start
     CHECK(p->to_json()["warnings"].size() == 1);
 }
 
-TEST_CASE("make_target builds local targets and rejects bad URLs with the spec location", "[remote][factory]") {
+TEST_CASE("make_target builds local targets and rejects bad URLs with the spec location",
+          "[remote][factory]") {
     TargetSpec spec;
     spec.url = "local";
     auto local = remote::make_target(spec);

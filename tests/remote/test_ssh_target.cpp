@@ -11,6 +11,7 @@
 
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/test_sshd.hpp"
 
 using namespace ncclsweep;
 using namespace std::chrono_literals;
@@ -20,32 +21,8 @@ using remote::TargetUrl;
 
 namespace {
 
-std::string script() {
-    return test::source_path("scripts/test-sshd.sh").string();
-}
-
-struct TestSshd {
-    test::TempDir dir;
-    int port = 0;
-    bool available = false;
-
-    TestSshd() { available = start(""); }
-    ~TestSshd() { stop(); }
-    bool start(const std::string& fixed_port) {
-        std::vector<std::string> argv = {script(), "start", dir.path().string()};
-        if (!fixed_port.empty()) argv.push_back(fixed_port);
-        const auto result = test::run_command(argv);
-        if (result.exit_code == 77) {
-            WARN("SKIPPED: sshd is not installed (scripts/install-deps.sh installs openssh-server): "
-                 << result.err);
-            return false;
-        }
-        INFO(result.err);
-        REQUIRE(result.exit_code == 0);
-        port = std::stoi(result.out);
-        return true;
-    }
-    void stop() { test::run_command({script(), "stop", dir.path().string()}); }
+/// The shared TestSshd plus what SshTarget needs to reach it.
+struct TestSshd : test::TestSshd {
     [[nodiscard]] SshOptions options() const {
         SshOptions o;
         o.known_hosts = (dir.path() / "known_hosts").string();
@@ -54,7 +31,7 @@ struct TestSshd {
         o.workdir_root = (dir.path() / "remote-work").string();
         return o;
     }
-    [[nodiscard]] TargetUrl url() const {
+    [[nodiscard]] TargetUrl target_url() const {
         TargetUrl u;
         u.kind = TargetUrl::Kind::ssh;
         u.user = ::getpwuid(::getuid())->pw_name;
@@ -63,7 +40,7 @@ struct TestSshd {
         return u;
     }
     std::unique_ptr<SshTarget> connect() const {
-        auto target = SshTarget::connect(url(), options());
+        auto target = SshTarget::connect(target_url(), options());
         INFO((target.ok() ? std::string() : target.error().message));
         REQUIRE(target.ok());
         return std::move(*target);
@@ -151,18 +128,18 @@ TEST_CASE("ssh: unknown host refused, accepted with accept-new and then remember
     if (!sshd.available) return;
     auto options = sshd.options();
     options.known_hosts = (sshd.dir.path() / "empty" / "known_hosts").string();
-    auto refused = SshTarget::connect(sshd.url(), options);
+    auto refused = SshTarget::connect(sshd.target_url(), options);
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.error().message.find("unknown host key") != std::string::npos);
     CHECK(refused.error().message.find("SHA256:") != std::string::npos);
     CHECK(refused.error().message.find("--accept-new-host-key") != std::string::npos);
     options.accept_new_host_key = true;
-    auto accepted = SshTarget::connect(sshd.url(), options);
+    auto accepted = SshTarget::connect(sshd.target_url(), options);
     REQUIRE(accepted.ok());
     CHECK(test::read_file(options.known_hosts).find("[127.0.0.1]:" + std::to_string(sshd.port)) !=
           std::string::npos);
     options.accept_new_host_key = false;
-    CHECK(SshTarget::connect(sshd.url(), options).ok());
+    CHECK(SshTarget::connect(sshd.target_url(), options).ok());
 }
 
 TEST_CASE("ssh: a changed host key is refused with its fingerprint, nothing runs", "[remote][ssh]") {
@@ -179,7 +156,7 @@ TEST_CASE("ssh: a changed host key is refused with its fingerprint, nothing runs
         auto options = sshd.options();
         options.known_hosts = known.string();
         options.accept_new_host_key = accept_new;  // never overrides a changed key
-        auto refused = SshTarget::connect(sshd.url(), options);
+        auto refused = SshTarget::connect(sshd.target_url(), options);
         REQUIRE_FALSE(refused.ok());
         CHECK(refused.error().kind == ErrorKind::infrastructure);
         CHECK(refused.error().message.find("HOST KEY CHANGED") != std::string::npos);
@@ -197,12 +174,12 @@ TEST_CASE("ssh: a wrong key gives a clear authentication error", "[remote][ssh]"
         0);
     auto options = sshd.options();
     options.identity_file = wrong.string();
-    auto failed = SshTarget::connect(sshd.url(), options);
+    auto failed = SshTarget::connect(sshd.target_url(), options);
     REQUIRE_FALSE(failed.ok());
     CHECK(failed.error().message.find("authentication") != std::string::npos);
     CHECK(failed.error().message.find(wrong.string()) != std::string::npos);
     options.identity_file = (sshd.dir.path() / "missing_key").string();
-    auto missing = SshTarget::connect(sshd.url(), options);
+    auto missing = SshTarget::connect(sshd.target_url(), options);
     REQUIRE_FALSE(missing.ok());
     CHECK(missing.error().message.find("cannot read identity file") != std::string::npos);
 }

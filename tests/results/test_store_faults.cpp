@@ -46,7 +46,8 @@ int check_consistent(Store& store, std::int64_t sweep) {
             CHECK(!e.ended_at.empty());
             ++finished;
         } else {
-            CHECK((e.outcome.status == ExperimentStatus::pending || e.outcome.status == ExperimentStatus::running));
+            CHECK((e.outcome.status == ExperimentStatus::pending ||
+                   e.outcome.status == ExperimentStatus::running));
             CHECK(e.outcome.samples.empty());
         }
     }
@@ -155,7 +156,8 @@ TEST_CASE("a database locked by another process gives a 'locked' error after the
     if (child == 0) {  // another process holds the write lock until told to let go
         sqlite3* db = nullptr;
         if (sqlite3_open(path.string().c_str(), &db) != SQLITE_OK) _exit(20);
-        if (sqlite3_exec(db, "BEGIN IMMEDIATE; UPDATE sweeps SET name = 'other'", nullptr, nullptr, nullptr)) _exit(21);
+        if (sqlite3_exec(db, "BEGIN IMMEDIATE; UPDATE sweeps SET name = 'other'", nullptr, nullptr, nullptr))
+            _exit(21);
         char byte = 'L';
         if (write(locked[1], &byte, 1) != 1) _exit(22);
         if (read(release[0], &byte, 1) != 1) _exit(23);
@@ -208,20 +210,55 @@ TEST_CASE("a read-only database answers queries and refuses writes with a clear 
     CHECK(refused.error().message.find("is read-only") != std::string::npos);
     CHECK(refused.error().message.find(path.string()) != std::string::npos);
 
-    // File permissions: root ignores them, so this part only runs for an ordinary user.
-    if (geteuid() == 0) {
-        WARN("running as root: chmod 0444 does not stop root's writes; only the read-only open was tested");
-        return;
-    }
+    // File permissions: root ignores them, so as root the write is tried by a child process
+    // that has become `nobody`; its message comes back through a pipe.
     REQUIRE(chmod(path.c_str(), 0444) == 0);
-    Store writer = open_store(path);
-    Result<void> denied = writer.record_experiment(sweep, 2, make_outcome(2, k_repeats, k_metrics));
-    REQUIRE(!denied.ok());
-    CHECK(denied.error().message.find("read-only") != std::string::npos);
+    std::string message;
+    if (geteuid() == 0) {
+        REQUIRE(chmod(dir.path().c_str(), 0755) == 0);  // nobody may reach the file
+        int fds[2];
+        REQUIRE(pipe(fds) == 0);
+        const pid_t child = fork();
+        REQUIRE(child >= 0);
+        if (child == 0) {
+            close(fds[0]);
+            if (setgid(65534) != 0 || setuid(65534) != 0) _exit(3);
+            std::string text;
+            auto writer = Store::open(path.string());
+            if (!writer.ok()) {
+                text = writer.error().message;
+            } else {
+                auto denied = writer->record_experiment(sweep, 2, make_outcome(2, k_repeats, k_metrics));
+                text = denied.ok() ? std::string("written") : denied.error().message;
+            }
+            const ssize_t written = write(fds[1], text.data(), text.size());
+            _exit(written == static_cast<ssize_t>(text.size()) ? 0 : 4);
+        }
+        close(fds[1]);
+        char buffer[4096];
+        ssize_t n = 0;
+        while ((n = read(fds[0], buffer, sizeof buffer)) > 0)
+            message.append(buffer, static_cast<std::size_t>(n));
+        close(fds[0]);
+        int status = 0;
+        REQUIRE(waitpid(child, &status, 0) == child);
+        REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    } else {
+        Store writer = open_store(path);
+        Result<void> denied = writer.record_experiment(sweep, 2, make_outcome(2, k_repeats, k_metrics));
+        REQUIRE(!denied.ok());
+        message = denied.error().message;
+    }
+    INFO(message);
+    CHECK(message != "written");
+    CHECK(message.find("read-only") != std::string::npos);
     REQUIRE(chmod(path.c_str(), 0644) == 0);
+    Store reader = open_store(path, read_only);
+    CHECK(check_consistent(reader, sweep) == 1);  // the refused write left nothing behind
 }
 
-TEST_CASE("a database that cannot be created says why: a missing directory, a directory read-only for this user") {
+TEST_CASE(
+    "a database that cannot be created says why: a missing directory, a directory read-only for this user") {
     test::TempDir dir;
     auto missing = Store::open((dir.path() / "no-such-dir" / "r.db").string());
     REQUIRE_FALSE(missing.ok());
@@ -250,7 +287,8 @@ TEST_CASE("a database that cannot be created says why: a missing directory, a di
         close(fds[1]);
         char buffer[1024];
         ssize_t n = 0;
-        while ((n = read(fds[0], buffer, sizeof buffer)) > 0) message.append(buffer, static_cast<std::size_t>(n));
+        while ((n = read(fds[0], buffer, sizeof buffer)) > 0)
+            message.append(buffer, static_cast<std::size_t>(n));
         close(fds[0]);
         int status = 0;
         REQUIRE(waitpid(child, &status, 0) == child);
