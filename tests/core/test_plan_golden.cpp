@@ -9,6 +9,7 @@
 #include "core/plan.hpp"
 #include "core/plan_printer.hpp"
 #include "tests/support/catch.hpp"
+#include "tests/support/golden.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace ncclsweep;
@@ -30,17 +31,8 @@ std::string render(const std::string& spec_path, PlanFormat format) {
 }
 
 void check_golden(const std::string& spec_relative, const std::string& golden_name, PlanFormat format) {
-    std::string actual = render(test::source_path(spec_relative).string(), format);
-    auto golden = test::source_path("tests/golden/planner/" + golden_name);
-    const char* update = std::getenv("NCCLSWEEP_UPDATE_GOLDEN");
-    if (update && std::string(update) == "1") {
-        std::ofstream(golden, std::ios::binary) << actual;
-        WARN("updated " << golden.string());
-        return;
-    }
-    std::string expected = test::read_file(golden);
-    INFO("golden file " << golden.string() << " (NCCLSWEEP_UPDATE_GOLDEN=1 regenerates it)");
-    CHECK(actual == expected);
+    test::check_golden_file(test::source_path("tests/golden/planner/" + golden_name),
+                            render(test::source_path(spec_relative).string(), format));
 }
 
 }  // namespace

@@ -13,7 +13,8 @@ TEST_CASE("run over ssh: experiments run on the host and are recorded, unknown h
     TestSshd sshd;
     if (!sshd.available) return;
     TempDir dir;
-    std::string spec_text = over_ssh(sim_spec("e2e-ssh", "  NCCL_PROTO: [LL, Simple]\n"), sshd, dir.path() / "remote");
+    std::string spec_text =
+        over_ssh(sim_spec("e2e-ssh", "  NCCL_PROTO: [LL, Simple]\n"), sshd, dir.path() / "remote");
     auto spec = dir.write("s.yaml", spec_text);
     std::string db = (dir.path() / "r.db").string();
 
@@ -42,32 +43,28 @@ TEST_CASE("run over ssh: experiments run on the host and are recorded, unknown h
     CHECK(std::filesystem::exists(dir.path() / "remote" / "sweep-1" / "exp-2" / "sitecustomize.py"));
 }
 
-TEST_CASE("run over ssh: sshd killed mid-sweep is an infrastructure failure, --resume finishes exactly once") {
+TEST_CASE(
+    "run over ssh: sshd killed mid-sweep is an infrastructure failure, --resume finishes exactly once") {
     TestSshd sshd;
     if (!sshd.available) return;
     TempDir dir;
-    std::string spec_text = over_ssh(
-        sim_spec("e2e-ssh-loss", "  NCCL_PROTO: [LL, Simple]\n  tokens: [1, 2]\n  inject: [\"hang@warmup:2\"]\n"), sshd,
-        dir.path() / "remote");
+    std::string spec_text =
+        over_ssh(sim_spec("e2e-ssh-loss",
+                          "  NCCL_PROTO: [LL, Simple]\n  tokens: [1, 2]\n  inject: [\"hang@warmup:2\"]\n"),
+                 sshd, dir.path() / "remote");
     auto spec = dir.write("s.yaml", spec_text);
     std::string db = (dir.path() / "r.db").string();
     std::vector<std::string> args{"run", spec.string(), "--db", db};
     auto flags = sshd.flags();
     args.insert(args.end(), flags.begin(), flags.end());
 
-    // Kill the server (and its connections) while the sweep runs: once an experiment has
-    // started (watching the database, not the clock: on a loaded machine the preflight alone
-    // can take seconds, since every ssh command starts root's login shell).
+    // Kill the server (and its connections) while the sweep runs, once the first experiment's
+    // workload is running on the host (waiting for its process, not for the clock: on a loaded
+    // machine the preflight alone can take seconds). Its 2 s hang keeps it alive meanwhile.
     std::thread killer([&] {
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-        while (std::chrono::steady_clock::now() < deadline) {
-            bool started = false;
-            if (std::filesystem::exists(db))
-                for (const auto& e : latest_experiments(db)) started |= e.outcome.status != results::ExperimentStatus::pending;
-            if (started) break;
-            std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(500));  // into its 2 s hang
+        const pid_t workload = TestSshd::wait_for_process_in(dir.path() / "remote" / "sweep-1" / "exp-1",
+                                                             std::chrono::seconds(120));
+        CHECK(workload != 0);
         sshd.stop();
     });
     auto r = run_ncclsweep(args);

@@ -21,11 +21,12 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 TEST_CASE("watch: a server that prints a capture failure and then hangs is failed within about a second") {
     auto start = std::chrono::steady_clock::now();
-    auto r = run_ncclsweep({"watch", "--json", "--kill-grace", "0.5", "--", "sh", "-c",
-                            "echo 'Capture cuda graph begin'; sleep 0.3; "
-                            "echo 'host:1:1 [0] NCCL INFO Channel 00/02 : 0 1 2 3 4 5 6 7'; "
-                            "echo 'Capture cuda graph failed: operation not permitted when stream is capturing'; "
-                            "sleep 300"});
+    auto r =
+        run_ncclsweep({"watch", "--json", "--kill-grace", "0.5", "--", "sh", "-c",
+                       "echo 'Capture cuda graph begin'; sleep 0.3; "
+                       "echo 'host:1:1 [0] NCCL INFO Channel 00/02 : 0 1 2 3 4 5 6 7'; "
+                       "echo 'Capture cuda graph failed: operation not permitted when stream is capturing'; "
+                       "sleep 300"});
     double wall = seconds_since(start);
     INFO(r.out << r.err);
     CHECK(r.exit_code == 1);
@@ -40,8 +41,9 @@ TEST_CASE("watch: a server that prints a capture failure and then hangs is faile
 }
 
 TEST_CASE("watch: a clean tpverify run is ok with its metrics, exit 0") {
-    auto r = run_ncclsweep({"watch", "--json", "--expect-result", "--", binary_path("engine/tpverify").string(),
-                            "--backend", "sim", "--json", "--iters", "5"});
+    auto r =
+        run_ncclsweep({"watch", "--json", "--expect-result", "--", binary_path("engine/tpverify").string(),
+                       "--backend", "sim", "--json", "--iters", "5"});
     INFO(r.out << r.err);
     REQUIRE(r.exit_code == 0);
     auto verdict = nlohmann::json::parse(r.out);
@@ -51,8 +53,8 @@ TEST_CASE("watch: a clean tpverify run is ok with its metrics, exit 0") {
 
 TEST_CASE("watch: a stalled command ends by the stall timeout") {
     auto start = std::chrono::steady_clock::now();
-    auto r = run_ncclsweep({"watch", "--json", "--stall-timeout", "1", "--kill-grace", "0.2", "--", "sh", "-c",
-                            "echo loading; sleep 300"});
+    auto r = run_ncclsweep({"watch", "--json", "--stall-timeout", "1", "--kill-grace", "0.2", "--", "sh",
+                            "-c", "echo loading; sleep 300"});
     INFO(r.out << r.err);
     CHECK(r.exit_code == 1);
     CHECK(seconds_since(start) < 6.0);
@@ -61,7 +63,8 @@ TEST_CASE("watch: a stalled command ends by the stall timeout") {
 }
 
 TEST_CASE("watch --log: a recorded SGLang log with a capture failure is diagnosed") {
-    auto r = run_ncclsweep({"watch", "--log", source_path("tests/fixtures/logs/sglang_capture_failure.log").string()});
+    auto r = run_ncclsweep(
+        {"watch", "--log", source_path("tests/fixtures/logs/sglang_capture_failure.log").string()});
     INFO(r.out << r.err);
     CHECK(r.exit_code == 1);
     CHECK(r.out.find("graph_capture") != std::string::npos);
@@ -72,17 +75,20 @@ TEST_CASE("watch --log --follow: lines appended by another process are judged as
     auto log = dir.write("server.log", "loading weights\n");
     // A writer that appends a capture failure after a while, then keeps the file open and idle.
     std::string writer = "sleep 1; echo 'Capture cuda graph begin' >> '" + log.string() +
-                         "'; echo 'Capture cuda graph failed: out of memory' >> '" + log.string() + "'; sleep 30";
+                         "'; echo 'Capture cuda graph failed: out of memory' >> '" + log.string() +
+                         "'; sleep 30";
     pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
+        ::setpgid(0, 0);  // its own group, so that killing it takes its `sleep` too
         execl("/bin/sh", "sh", "-c", writer.c_str(), static_cast<char*>(nullptr));
         _exit(127);
     }
+    ::setpgid(pid, pid);  // also here: whichever of the two runs first
     auto start = std::chrono::steady_clock::now();
     auto r = run_ncclsweep({"watch", "--json", "--log", log.string(), "--follow"});
     double wall = seconds_since(start);
-    kill(pid, SIGKILL);
+    kill(-pid, SIGKILL);  // the whole group: a leftover sleep would hold CTest's pipe for 30 s
     waitpid(pid, nullptr, 0);
     INFO(r.out << r.err);
     CHECK(r.exit_code == 1);
@@ -108,19 +114,23 @@ TEST_CASE("run: a command workload with ready, a client and a metric regex (the 
                           "sweep: e2e-command\n"
                           "target: local\n"
                           "workload:\n"
-                          "  command: [sh, " + server.string() + "]\n"
-                          "  client: [sh, " + client.string() + ", \"{rate}\"]\n"
-                          "  ready: 'fired up and ready to roll'\n"
-                          "  metrics:\n"
-                          "    tok_s: 'Output token throughput \\(tok/s\\): ([0-9.]+)'\n"
-                          "env:\n"
-                          "  NCCL_PROTO: LL\n"
-                          "axes:\n"
-                          "  NCCL_ALGO: [allreduce:ring, allreduce:tree]\n"
-                          "  rate: ['41.5', '57.25']\n"
-                          "timeouts:\n"
-                          "  startup: 10\n"
-                          "  total: 30\n");
+                          "  command: [sh, " +
+                              server.string() +
+                              "]\n"
+                              "  client: [sh, " +
+                              client.string() +
+                              ", \"{rate}\"]\n"
+                              "  ready: 'fired up and ready to roll'\n"
+                              "  metrics:\n"
+                              "    tok_s: 'Output token throughput \\(tok/s\\): ([0-9.]+)'\n"
+                              "env:\n"
+                              "  NCCL_PROTO: LL\n"
+                              "axes:\n"
+                              "  NCCL_ALGO: [allreduce:ring, allreduce:tree]\n"
+                              "  rate: ['41.5', '57.25']\n"
+                              "timeouts:\n"
+                              "  startup: 10\n"
+                              "  total: 30\n");
     std::string db = (dir.path() / "r.db").string();
     auto start = std::chrono::steady_clock::now();
     auto r = run_ncclsweep({"run", spec.string(), "--db", db, "--kill-grace", "0.5"});
@@ -145,18 +155,21 @@ TEST_CASE("run: a command workload with ready, a client and a metric regex (the 
 
 TEST_CASE("run: a command workload that crashes in capture and hangs is failed fast and recorded") {
     TempDir dir;
-    auto server = dir.write("server.sh",
-                            "echo 'Capture cuda graph begin'\n"
-                            "echo 'torch.AcceleratorError: CUDA error: operation not permitted when stream is capturing'\n"
-                            "sleep 300\n");
+    auto server = dir.write(
+        "server.sh",
+        "echo 'Capture cuda graph begin'\n"
+        "echo 'torch.AcceleratorError: CUDA error: operation not permitted when stream is capturing'\n"
+        "sleep 300\n");
     auto spec = dir.write("s.yaml",
                           "sweep: e2e-crash\n"
                           "target: local\n"
                           "workload:\n"
-                          "  command: [sh, " + server.string() + "]\n"
-                          "  ready: 'fired up'\n"
-                          "axes:\n"
-                          "  NCCL_ALGO: [Tree]\n");
+                          "  command: [sh, " +
+                              server.string() +
+                              "]\n"
+                              "  ready: 'fired up'\n"
+                              "axes:\n"
+                              "  NCCL_ALGO: [Tree]\n");
     std::string db = (dir.path() / "r.db").string();
     auto start = std::chrono::steady_clock::now();
     auto r = run_ncclsweep({"run", spec.string(), "--db", db, "--kill-grace", "0.5"});

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "tests/results/export_fixtures.hpp"
+#include "tests/support/golden.hpp"
 
 using namespace ncclsweep;
 using namespace ncclsweep::results::exports;
@@ -16,13 +17,7 @@ using ncclsweep::test::TempDir;
 namespace {
 
 void check_golden(const std::string& name, const std::string& actual) {
-    auto golden = test::source_path("tests/golden/export/" + name);
-    if (std::getenv("NCCLSWEEP_UPDATE_GOLDEN")) {
-        std::ofstream(golden, std::ios::binary) << actual;
-        WARN("updated " << golden.string());
-    }
-    INFO("golden file " << golden.string() << " (NCCLSWEEP_UPDATE_GOLDEN=1 regenerates it)");
-    CHECK(actual == test::read_file(golden));
+    test::check_golden_file(test::source_path("tests/golden/export/" + name), actual);
 }
 
 /// Runs python3 with `script`, the file as argv[1]; returns stdout (REQUIREs success).

@@ -10,6 +10,7 @@
 #include "results/printers.hpp"
 #include "tests/results/results_fixtures.hpp"
 #include "tests/support/catch.hpp"
+#include "tests/support/golden.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace ncclsweep;
@@ -19,14 +20,7 @@ using results::ExperimentStatus;
 namespace {
 
 void check_golden(const std::string& name, const std::string& text) {
-    const auto path = source_path("tests/golden/results/" + name);
-    if (const char* update = std::getenv("NCCLSWEEP_UPDATE_GOLDEN"); update && *update) {
-        std::ofstream(path, std::ios::binary) << text;
-    }
-    const std::string expected = read_file(path);
-    INFO("golden file " << path.string() << " (NCCLSWEEP_UPDATE_GOLDEN=1 rewrites it)\n--- got ---\n"
-                        << text);
-    CHECK(text == expected);
+    check_golden_file(source_path("tests/golden/results/" + name), text);
 }
 
 std::string render(results::Format format, const std::function<void(results::Printer&)>& print) {

@@ -2,12 +2,15 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -52,7 +55,7 @@ std::string read_file(const std::filesystem::path& path) {
 }
 
 CommandResult run_command(const std::vector<std::string>& argv, const std::string& input,
-                          const std::vector<std::string>& env) {
+                          const std::vector<std::string>& env, std::chrono::seconds timeout) {
     int in_pipe[2], out_pipe[2], err_pipe[2];
     if (pipe2(in_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
         throw std::runtime_error("pipe failed");
@@ -72,6 +75,7 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::strin
     pid_t pid = fork();
     if (pid < 0) throw std::runtime_error("fork failed");
     if (pid == 0) {
+        setpgid(0, 0);
         dup2(in_pipe[0], 0);
         dup2(out_pipe[1], 1);
         dup2(err_pipe[1], 2);
@@ -79,10 +83,15 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::strin
         std::fprintf(stderr, "exec %s: %s\n", cargv[0], std::strerror(errno));
         _exit(127);
     }
+    setpgid(pid, pid);  // also here: whichever of the two runs first
     close(in_pipe[0]);
     close(out_pipe[1]);
     close(err_pipe[1]);
     CommandResult result;
+    using Clock = std::chrono::steady_clock;
+    const auto deadline = Clock::now() + timeout;
+    std::optional<Clock::time_point>
+        give_up;  // after the kill: descendants in other groups may hold the pipes
     size_t written = 0;
     int in_fd = in_pipe[1];
     if (input.empty()) {
@@ -95,7 +104,17 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::strin
     char buf[65536];
     while (open_fds > 0 || in_fd >= 0) {
         pollfd fds[3] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}, {in_fd, POLLOUT, 0}};
-        if (poll(fds, 3, -1) < 0) {
+        const auto now = Clock::now();
+        if (!result.timed_out && now >= deadline) {
+            result.timed_out = true;
+            kill(-pid, SIGKILL);
+            give_up = now + std::chrono::seconds(2);
+        }
+        if (give_up && now >= *give_up) break;
+        const auto until = give_up ? *give_up : deadline;
+        const int wait_ms = static_cast<int>(std::max<long long>(
+            1, std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count()));
+        if (poll(fds, 3, wait_ms) < 0) {
             if (errno == EINTR) continue;
             break;
         }
@@ -120,10 +139,15 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::strin
             }
         }
     }
+    for (int fd : {out_pipe[0], err_pipe[0], in_fd})
+        if (fd >= 0) close(fd);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (result.timed_out)
+        result.err +=
+            "\n[run_command: killed after " + std::to_string(timeout.count()) + " s: " + argv.front() + "]\n";
     return result;
 }
 
