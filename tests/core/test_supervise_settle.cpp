@@ -72,7 +72,7 @@ TEST_CASE("supervise: the lines after the first fatal line are read before the k
     CHECK(*watcher.settle_latency() < 0.3);  // the traceback ended and the pipe went quiet: no need to wait
 }
 
-TEST_CASE("supervise: without a traceback the kill waits for the settle window, not longer") {
+TEST_CASE("supervise: without a traceback the kill waits for the settle window and not longer") {
     Watcher watcher(builtin_catalog(), WatcherOptions{}, std::chrono::steady_clock::now());
     ScriptedProcess process({"node1:1:1 [0] misc/nvmlwrap.cc:182 NCCL WARN Cuda failure 'out of memory'"},
                             watcher);

@@ -46,7 +46,7 @@ TEST_CASE("tpverify json events drive the phases and the result becomes metrics"
     CHECK(*watcher.phase_times().ready == Approx(0.007));
 }
 
-TEST_CASE("tpverify capture failure: the NCCL line above the engine's error decides, kill at once") {
+TEST_CASE("tpverify capture failure: the NCCL line above the engine's error decides") {
     FakeClock clock;
     auto watcher = make_watcher(clock, SuccessRule::result_event);
     int kill_at = -1;
@@ -106,7 +106,7 @@ TEST_CASE("SGLang capture failure: NCCL lines before, the Python traceback after
     CHECK(text.find("> node1:41001:41001 [0] transport/shm.cc:597 NCCL WARN") != std::string::npos);
 }
 
-TEST_CASE("SGLang with NCCL_ALGO=Tree: the AllGather has no algorithm, during capture") {
+TEST_CASE("SGLang with NCCL_ALGO=Tree: the AllGather has no algorithm during capture") {
     FakeClock clock;
     auto watcher = make_watcher(clock);
     feed_fixture(watcher, clock, "sglang_nccl_algo_tree.log");
@@ -147,7 +147,7 @@ TEST_CASE("refinement happens only inside the after-context window") {
     CHECK(specific.diagnosis().after.size() == 1);
 }
 
-TEST_CASE("5 lines are stored after the fatal line outside a traceback, the verdict settles after 0.3 s") {
+TEST_CASE("5 lines are stored after the fatal line outside a traceback and the verdict settles after 0.3 s") {
     FakeClock clock;
     auto watcher = make_watcher(clock);
     feed(watcher, clock, "RuntimeError: CUDA error: an illegal memory access was encountered");

@@ -89,7 +89,7 @@ TEST_CASE("NCCL_DEBUG set or unset gives the same class for the same crash") {
     }
 }
 
-TEST_CASE("a CUDA failure while capturing is graph_capture, the same line outside capture is cuda") {
+TEST_CASE("a CUDA failure while capturing is graph_capture and the same line outside capture is cuda") {
     for (bool capturing : {true, false}) {
         FakeClock clock;
         auto watcher = make_watcher(clock);
@@ -147,7 +147,7 @@ TEST_CASE("a 40-frame traceback written at once ending in an illegal memory acce
     CHECK(*watcher.settle_latency() < 1.0);
 }
 
-TEST_CASE("settle window: not final while a traceback is open, final once it ended or after 0.3 s") {
+TEST_CASE("settle window: not final while a traceback is open and final once it ended or after 0.3 s") {
     FakeClock clock;
     auto open = make_watcher(clock);
     feed(open, clock, "Traceback (most recent call last):");
@@ -185,7 +185,7 @@ TEST_CASE("settle window: a flood of lines is capped") {
     CHECK(watcher.failure_class() == "python");  // read after the window: not considered
 }
 
-TEST_CASE("recorded: torch host sync in graph capture is graph_capture while capturing, within 1 s") {
+TEST_CASE("recorded: torch host sync in graph capture is graph_capture while capturing within 1 s") {
     for (const char* name : {"torch_capture_host_sync", "torch_capture_host_sync_nccl_warn"}) {
         INFO(name);
         FakeClock clock;
@@ -203,7 +203,7 @@ TEST_CASE("recorded: torch host sync in graph capture is graph_capture while cap
     }
 }
 
-TEST_CASE("recorded: illegal memory access, CUDA OOM and tpverify's OOM get their classes") {
+TEST_CASE("recorded: illegal memory access and CUDA OOM and tpverify's OOM get their classes") {
     struct Case {
         const char* name;
         const char* failure_class;
@@ -227,7 +227,7 @@ TEST_CASE("recorded: illegal memory access, CUDA OOM and tpverify's OOM get thei
     }
 }
 
-TEST_CASE("recorded: tpverify on one GPU ignores NCCL_ALGO=Bogus and Tree, and --inject, and succeeds") {
+TEST_CASE("recorded: tpverify on one GPU ignores NCCL_ALGO=Bogus or Tree and --inject and succeeds") {
     for (const char* name : {"tpverify_cuda_ok", "tpverify_cuda_algo_bogus", "tpverify_cuda_algo_bogus_warn",
                              "tpverify_cuda_algo_tree_warn", "tpverify_cuda_inject_capture_fail"}) {
         INFO(name);

@@ -89,7 +89,9 @@ TEST_CASE("watch: tpverify's bare-Tree crash has the same class with NCCL_DEBUG=
           std::string::npos);  // a better cause
 }
 
-TEST_CASE("results log: an experiment's cause, context lines and exit, and errors for unknown ones") {
+TEST_CASE(
+    "results log: an experiment's cause and context lines and exit and the cause in run and show and JUnit "
+    "and report") {
     TempDir dir;
     auto server = dir.write(
         "server.sh",
@@ -130,6 +132,15 @@ TEST_CASE("results log: an experiment's cause, context lines and exit, and error
 
     auto show = run_ncclsweep({"results", "show", "latest", "--db", db});
     CHECK(show.out.find("operation not permitted when stream is capturing") != std::string::npos);
+
+    const std::string cause =
+        "graph_capture while capturing: torch.AcceleratorError: CUDA error: operation not permitted";
+    auto junit = run_ncclsweep({"export", "latest", "--format", "junit", "--db", db});
+    INFO(junit.err);
+    CHECK(junit.out.find("<failure type=\"graph_capture\" message=\"" + cause) != std::string::npos);
+    auto report = run_ncclsweep({"report", "latest", "-o", "-", "--db", db});
+    INFO(report.err);
+    CHECK(report.out.find(cause) != std::string::npos);
 
     auto unknown = run_ncclsweep({"results", "log", "latest", "7", "--db", db});
     CHECK(unknown.exit_code == 2);

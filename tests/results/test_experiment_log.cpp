@@ -31,7 +31,7 @@ LoadedSweep two_experiments() {
 
 }  // namespace
 
-TEST_CASE("results log text: status, class, the stored diagnosis verbatim and the exit") {
+TEST_CASE("results log text: status and class and the stored diagnosis verbatim and the exit") {
     const auto sweep = two_experiments();
     const auto text = experiment_log_text(sweep, sweep.experiments[1]);
     CHECK(text ==
