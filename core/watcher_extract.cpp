@@ -194,7 +194,7 @@ std::string Diagnosis::headline(std::size_t max_chars) const {
 std::string Diagnosis::text() const {
     if (failure_class.empty()) return {};
     std::string out = headline(k_max_diagnosis_chars / 4) + "\n";
-    out += fmt::format("  {}\n", detail);
+    if (detail != cause) out += fmt::format("  {}\n", detail);
     if (!before.empty()) out += "--- before ---\n";
     for (const auto& l : before) out += fmt::format("  {}\n", l);
     if (!trigger_line.empty()) out += fmt::format("> {}\n", trigger_line);

@@ -183,6 +183,7 @@ TEST_CASE("settle window: a flood of lines is capped") {
     CHECK(watcher.verdict().settled);
     feed(watcher, clock, "RuntimeError: CUDA error: an illegal memory access was encountered", 0.0);
     CHECK(watcher.failure_class() == "python");  // read after the window: not considered
+    CHECK(watcher.diagnosis().after.size() <= 60);  // what is stored stays bounded
 }
 
 TEST_CASE("recorded: torch host sync in graph capture is graph_capture while capturing within 1 s") {
