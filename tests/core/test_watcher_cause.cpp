@@ -182,7 +182,7 @@ TEST_CASE("settle window: a flood of lines is capped") {
     feed(watcher, clock, "  File \"spam.py\", line 1", 0.0);
     CHECK(watcher.verdict().settled);
     feed(watcher, clock, "RuntimeError: CUDA error: an illegal memory access was encountered", 0.0);
-    CHECK(watcher.failure_class() == "python");  // read after the window: not considered
+    CHECK(watcher.failure_class() == "python");     // read after the window: not considered
     CHECK(watcher.diagnosis().after.size() <= 60);  // what is stored stays bounded
 }
 
