@@ -1,7 +1,8 @@
-// ncclsweep results list|show|best: read sweeps back from the database.
+// ncclsweep results list|show|best|log: read sweeps back from the database (log: cli/results_log.cpp).
 #include <cstdio>
 
 #include "cli/commands.hpp"
+#include "cli/results_log.hpp"
 #include "cli/spec_flags.hpp"
 #include "results/printers.hpp"
 #include "results/query.hpp"
@@ -10,7 +11,7 @@
 namespace ncclsweep::cli {
 namespace {
 
-enum class ResultsAction { list, show, best };
+enum class ResultsAction { list, show, best, log };
 
 struct ResultsOptions {
     std::string db;
@@ -93,6 +94,7 @@ Command setup_results(CLI::App& app) {
         "  ncclsweep results list --tag nightly\n"
         "  ncclsweep results show latest --sort tok_s\n"
         "  ncclsweep results best 3 --metric verify_us_p50\n"
+        "  ncclsweep results log latest 4\n"
         "Exit status: 0 done, 2 bad flags or unknown sweep/metric, 3 database error.");
     sub->require_subcommand(1);
 
@@ -118,7 +120,13 @@ Command setup_results(CLI::App& app) {
                      "Metric that decides (default tok_s; NAME:lower / NAME:higher sets the direction)");
     best->callback([action]() { *action = ResultsAction::best; });
 
-    return Command{sub, [options, action]() { return run_results(*options, *action); }};
+    auto log_options = std::make_shared<ResultsLogOptions>();
+    setup_results_log(*sub, *log_options)->callback([action]() { *action = ResultsAction::log; });
+
+    return Command{sub, [options, action, log_options]() {
+                       return *action == ResultsAction::log ? run_results_log(*log_options)
+                                                            : run_results(*options, *action);
+                   }};
 }
 
 }  // namespace ncclsweep::cli

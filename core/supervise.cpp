@@ -27,23 +27,20 @@ Supervision supervise(Process& process, Watcher& watcher, const SuperviseOptions
             result.end = SupervisionEnd::stopped;
             kill_now(Ending::stopped);
         }
-        PollState state = process.poll(options.poll_interval, line);
+        // Settling: the watcher has failed the run and reads what is already written before
+        // its verdict is final; a short wait tells a drained pipe from a busy one.
+        const bool settling = !killed && watcher.verdict().end_now && !watcher.verdict().settled;
+        PollState state = process.poll(settling ? options.settle_quiet : options.poll_interval, line);
         switch (state) {
             case PollState::line: {
-                Verdict verdict = watcher.feed(line, Clock::now());
+                watcher.feed(line, Clock::now());
                 if (options.on_line) options.on_line(line);
-                if (verdict.end_now && !killed) {
-                    result.killed_on_verdict = true;
-                    kill_now(Ending::natural);
-                }
                 break;
             }
             case PollState::timeout: {
-                Verdict verdict = watcher.tick(Clock::now());
-                if (verdict.end_now && !killed) {
-                    result.killed_on_verdict = true;
-                    kill_now(Ending::natural);
-                }
+                const auto now = Clock::now();
+                watcher.tick(now);
+                if (settling && watcher.settle_may_end_when_quiet()) watcher.end_settle(now);
                 break;
             }
             case PollState::exited:
@@ -54,6 +51,11 @@ Supervision supervise(Process& process, Watcher& watcher, const SuperviseOptions
                 result.end = SupervisionEnd::lost;
                 result.lost_reason = process.lost_reason();
                 return result;
+        }
+        const Verdict verdict = watcher.verdict();
+        if (!killed && verdict.end_now && verdict.settled) {
+            result.killed_on_verdict = true;
+            kill_now(Ending::natural);
         }
     }
 }

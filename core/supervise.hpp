@@ -1,7 +1,8 @@
 #pragma once
 // Drives one started process under a Watcher: poll lines, feed them, check timeouts, kill the
-// process group the moment the watcher says so, and collect the end. Shared by `ncclsweep
-// watch` and the sweep loop.
+// process group once the watcher's verdict is final (at once for a timeout; after the short
+// settle window for a fatal line, so the lines already written are read), and collect the end.
+// Shared by `ncclsweep watch` and the sweep loop.
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -25,6 +26,10 @@ enum class SupervisionEnd {
 struct SuperviseOptions {
     std::chrono::milliseconds kill_grace{2000};    ///< SIGTERM -> SIGKILL
     std::chrono::milliseconds poll_interval{100};  ///< tick granularity when no output arrives
+    /// After a fatal line the group is killed when the watcher's settle window closes: at most
+    /// WatcherOptions::context_after_seconds later, or sooner once the traceback has ended and
+    /// no line arrived for this long (the pipes are drained).
+    std::chrono::milliseconds settle_quiet{30};
     /// Called for every line after the watcher saw it (e.g. to echo it); may be empty.
     std::function<void(const OutputLine&)> on_line;
     /// Checked after every poll; returning true stops the process on purpose (Ending::stopped).

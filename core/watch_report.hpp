@@ -16,12 +16,15 @@ struct WatchReport {
     std::string verdict;        ///< ok, failed, timed_out, interrupted, lost
     std::string state;          ///< the watcher's last state
     std::string failure_class;
+    std::string phase;  ///< what it was doing at the fatal line (initializing, capturing, ...)
+    std::string cause;  ///< the most specific line (or, without one, the detail)
     std::string rule;
     std::string line;           ///< the line that decided
     std::string detail;
     std::string diagnosis;      ///< excerpt with context
     std::optional<double> seconds_to_detection;
     std::optional<double> detection_latency_s;
+    std::optional<double> settle_latency_s;  ///< fatal line -> final verdict (the settle window)
     std::optional<int> exit_code, exit_signal;
     std::map<std::string, double> metrics;  ///< last value of each
     std::string effective_nccl;

@@ -18,8 +18,25 @@ bool seconds_passed(Watcher::TimePoint now, Watcher::TimePoint since, double lim
     return limit > 0 && std::chrono::duration<double>(now - since).count() >= limit;
 }
 
+/// A line without the prefix a server's logger puts before each line of a traceback:
+/// vLLM's "(EngineCore_DP0 pid=42) ERROR 06-01 10:00:01 [core.py:700] ".
+std::string_view log_body(std::string_view text) {
+    if (text.starts_with('(')) {
+        const auto close = text.find(") ");
+        if (close != std::string_view::npos && close < 80) text.remove_prefix(close + 2);
+    }
+    for (std::string_view level : {"ERROR ", "WARNING ", "INFO ", "DEBUG ", "CRITICAL "}) {
+        if (!text.starts_with(level)) continue;
+        const auto close = text.find("] ");
+        if (close != std::string_view::npos && close < 80) text.remove_prefix(close + 2);
+        break;
+    }
+    return text;
+}
+
 /// The exception line ("RuntimeError: ...") ends a traceback: not indented, not a header.
 bool ends_traceback(std::string_view text) {
+    text = log_body(text);
     if (text.empty() || text.front() == ' ' || text.front() == '\t') return false;
     return !text.starts_with("Traceback") && !text.starts_with("During handling") && !text.starts_with("The above exception");
 }
@@ -48,12 +65,16 @@ Verdict Watcher::feed(const OutputLine& line, TimePoint now) {
     ++m_lines;
     m_last_output = std::max(m_last_output, line.when);
     const std::string_view text = line.text;
-    if (m_after_open && seconds_passed(line.when, m_trigger_at, m_options.context_after_seconds)) m_after_open = false;
-    const bool after_line = m_after_open;
+    if (m_settling && seconds_passed(line.when, m_trigger_at, m_options.context_after_seconds))
+        close_settle(line.when);
+    const bool settle_line = m_settling;
     m_catalog->match(text, m_hits);
     bool fatal_taken = false;
     for (int index : m_hits) apply(index, line, now, fatal_taken);
-    if (after_line && m_after_open) collect_after(text, line.when);
+    if (settle_line) {
+        collect_after(text);
+        if (++m_settle_lines >= m_options.settle_max_lines) close_settle(now);
+    }
     remember(text);
     return verdict();
 }
@@ -72,14 +93,8 @@ void Watcher::apply(int index, const OutputLine& line, TimePoint now, bool& fata
                 warn(rule.name, text, line.when);
                 return;
             }
-            if (m_state == WatchState::failed && m_after_open && m_cause_generic && !rule.generic) {
-                // A specific line right after a generic one (traceback, bare CUDA error) names the cause.
-                m_diag.detail = fmt::format("{} (after {} at {:.3f} s)", detail.empty() ? describe(rule, line.when) : detail,
-                                            m_diag.trigger_rule, since_start(m_trigger_at));
-                m_diag.failure_class = std::move(cls);
-                m_diag.rule = rule.name;
-                m_diag.line = stored(text);
-                m_cause_generic = false;
+            if (m_state == WatchState::failed && m_settling) {
+                consider(rule, std::move(cls), std::move(detail), text, line.when);
                 return;
             }
             if (!terminal()) fail(rule, std::move(cls), detail.empty() ? describe(rule, line.when) : detail, line, now);
@@ -107,34 +122,91 @@ void Watcher::apply(int index, const OutputLine& line, TimePoint now, bool& fata
 }
 
 void Watcher::fail(const Rule& rule, std::string failure_class, std::string detail, const OutputLine& line, TimePoint now) {
+    const std::string_view text = line.text;
+    m_diag.phase = std::string(to_string(m_state));
     m_state = WatchState::failed;
     m_kill = true;
-    m_diag.failure_class = std::move(failure_class);
-    m_diag.rule = m_diag.trigger_rule = rule.name;
-    m_diag.line = m_diag.trigger_line = stored(line.text);
-    m_diag.detail = std::move(detail);
+    m_diag.trigger_rule = rule.name;
+    m_diag.trigger_line = stored(text);
     m_diag.before = last_lines();
     m_diag.after.clear();
     m_trigger_at = line.when;
-    m_after_open = m_options.context_after > 0 && m_options.context_after_seconds > 0;
-    m_after_lines = 0;
-    m_cause_generic = rule.generic;
-    m_in_traceback = std::string_view(line.text).find(k_traceback) != std::string_view::npos;
+    m_settling = m_options.context_after_seconds > 0 && m_options.settle_max_lines > 0;
+    m_after_open = m_settling && m_options.context_after > 0;
+    m_after_lines = m_settle_lines = 0;
+    m_tb_open = text.find(k_traceback) != std::string_view::npos;
+    m_tb_closed = false;
+    m_capture_evidence = false;
+    m_cause_rank = -1;
+    consider(rule, std::move(failure_class), std::move(detail), text, line.when);
     m_detected_s = since_start(line.when);
     m_latency_s = std::max(0.0, std::chrono::duration<double>(now - line.when).count());
     m_times.end = m_detected_s;
+    if (!m_settling) m_settle_s = m_latency_s;
 }
 
-void Watcher::collect_after(std::string_view text, TimePoint) {
+int Watcher::cause_rank(const Rule& rule, std::string_view text) const {
+    // A source line quoted inside a traceback ("    raise Exception(...)") names no cause.
+    const std::string_view body = log_body(text);
+    if (rule.generic || body.starts_with(' ') || body.starts_with('\t')) return 0;
+    // NCCL's own WARN names the algorithm, token or call; the exceptions built on it do not.
+    if (text.find("NCCL WARN") != std::string_view::npos) return 2;
+    return 1;
+}
+
+std::string Watcher::resolve_class(const std::string& raw) const {
+    // A CUDA or NCCL failure while capturing (or next to a line that says capture failed) is a
+    // capture failure, whichever line said it first: NCCL_DEBUG adds lines, not classes.
+    if ((raw == "nccl" || raw == "cuda") && (m_diag.phase == "capturing" || m_capture_evidence))
+        return "graph_capture";
+    return raw;
+}
+
+void Watcher::consider(const Rule& rule, std::string failure_class, std::string detail, std::string_view text,
+                       TimePoint when) {
+    if (failure_class == "graph_capture") m_capture_evidence = true;
+    const int rank = cause_rank(rule, text);
+    if (rank > m_cause_rank) {
+        m_cause_rank = rank;
+        m_cause_class = std::move(failure_class);
+        m_diag.rule = rule.name;
+        m_diag.line = m_diag.cause = stored(text);
+        m_diag.detail = !detail.empty() ? std::move(detail) : describe(rule, when);
+        if (rule.name != m_diag.trigger_rule)
+            m_diag.detail +=
+                fmt::format(" (after {} at {:.3f} s)", m_diag.trigger_rule, since_start(m_trigger_at));
+    }
+    m_diag.failure_class = resolve_class(m_cause_class);
+}
+
+void Watcher::collect_after(std::string_view text) {
+    if (text.find(k_traceback) != std::string_view::npos)
+        m_tb_open = true;
+    else if (m_tb_open && ends_traceback(text)) {
+        m_tb_open = false;
+        m_tb_closed = true;
+    }
+    if (!m_after_open) return;
     m_diag.after.push_back(stored(text));
     ++m_after_lines;
-    if (text.find(k_traceback) != std::string_view::npos) m_in_traceback = true;
-    else if (m_in_traceback && ends_traceback(text)) m_in_traceback = false;
-    if ((m_after_lines >= m_options.context_after && !m_in_traceback) || m_after_lines >= k_after_cap) m_after_open = false;
+    if ((m_after_lines >= m_options.context_after && !m_tb_open) || m_after_lines >= k_after_cap)
+        m_after_open = false;
+}
+
+void Watcher::close_settle(TimePoint at) {
+    if (!m_settling) return;
+    m_settling = false;
+    m_after_open = false;
+    m_settle_s = std::max(0.0, std::chrono::duration<double>(at - m_trigger_at).count());
+}
+
+Verdict Watcher::end_settle(TimePoint now) {
+    close_settle(now);
+    return verdict();
 }
 
 Verdict Watcher::tick(TimePoint now) {
-    if (m_after_open && seconds_passed(now, m_trigger_at, m_options.context_after_seconds)) m_after_open = false;
+    if (m_settling && seconds_passed(now, m_trigger_at, m_options.context_after_seconds)) close_settle(now);
     if (terminal() || m_exited || m_shutdown) return verdict();
     const auto& limits = m_options.timeouts;
     if (seconds_passed(now, m_start, limits.total)) time_out(TimeoutKind::total, now);
@@ -157,22 +229,24 @@ void Watcher::time_out(TimeoutKind kind, TimePoint now) {
         case TimeoutKind::startup: detail = fmt::format("startup timeout: no progress (capture or ready) for {} s", limits.startup); break;
         case TimeoutKind::none: break;
     }
+    m_diag.phase = std::string(to_string(m_state));
     m_state = WatchState::timed_out;
     m_timeout = kind;
     m_kill = true;
     m_diag.failure_class = "timeout";
     m_diag.rule = m_diag.trigger_rule = fmt::format("timeout_{}", to_string(kind));
+    m_diag.cause = detail;
     m_diag.detail = std::move(detail);
     m_diag.before = last_lines();
     m_detected_s = since_start(now);
-    m_latency_s = 0.0;
+    m_latency_s = m_settle_s = 0.0;
     m_times.end = m_detected_s;
 }
 
 Verdict Watcher::on_exit(const ExitInfo& exit, TimePoint now, Ending ending) {
     if (m_exited) return verdict();
     m_exited = true;
-    m_after_open = false;
+    close_settle(now);
     if (m_shutdown) ending = Ending::stopped;
     if (m_state == WatchState::failed || m_state == WatchState::timed_out) return verdict();
     if (m_state == WatchState::done) {
@@ -196,13 +270,15 @@ Verdict Watcher::on_exit(const ExitInfo& exit, TimePoint now, Ending ending) {
 }
 
 void Watcher::fail_at_exit(std::string failure_class, std::string rule, std::string detail, TimePoint now) {
+    m_diag.phase = std::string(to_string(m_state));
     m_state = WatchState::failed;
+    m_diag.cause = detail;
     m_diag.failure_class = std::move(failure_class);
     m_diag.rule = m_diag.trigger_rule = std::move(rule);
     m_diag.detail = std::move(detail);
     m_diag.before = last_lines();
     m_detected_s = since_start(now);
-    m_latency_s = 0.0;
+    m_latency_s = m_settle_s = 0.0;
     m_times.end = m_detected_s;
 }
 
@@ -245,7 +321,9 @@ bool Watcher::terminal() const {
     return m_state == WatchState::done || m_state == WatchState::failed || m_state == WatchState::timed_out;
 }
 
-Verdict Watcher::verdict() const { return Verdict{m_state, m_kill, terminal() && (!m_after_open || m_exited)}; }
+Verdict Watcher::verdict() const {
+    return Verdict{m_state, m_kill, terminal() && (!m_settling || m_exited)};
+}
 
 double Watcher::since_start(TimePoint t) const { return std::chrono::duration<double>(t - m_start).count(); }
 

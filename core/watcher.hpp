@@ -50,22 +50,27 @@ struct WatcherOptions {
     SuccessRule success = SuccessRule::exit_zero;
     bool record_effective_nccl = true;            ///< parse NCCL TUNING/ENV lines
     std::size_t context_before = 20;              ///< lines kept before a fatal line
-    std::size_t context_after = 5;                ///< lines collected after it (longer inside a traceback)
-    double context_after_seconds = 0.5;           ///< ... or until this long after it
+    std::size_t context_after = 5;  ///< lines stored after it (longer inside a traceback, at most 60)
+    /// The settle window: after the first fatal line the verdict stays open this long (or
+    /// until the traceback it belongs to has ended) so a more specific line can name the cause.
+    double context_after_seconds = 0.3;
+    std::size_t settle_max_lines = 2000;          ///< ... or until this many lines were read in it
     std::size_t max_line_chars = 2000;            ///< stored lines are cut to this length
 };
 
 /// The answer to each call.
 struct Verdict {
     WatchState state = WatchState::initializing;
-    bool end_now = false;  ///< kill the process group now (fatal line or timeout); stays true
-    bool settled = false;  ///< terminal and the diagnosis will not change any more
+    bool end_now = false;  ///< the experiment has failed (fatal line or timeout); stays true
+    bool settled = false;  ///< terminal and the diagnosis will not change any more: kill it now
 };
 
 /// The evidence for a failure.
 struct Diagnosis {
     std::string failure_class;         ///< graph_capture, nccl, ..., timeout, exit, signal, no_result
-    std::string rule;                  ///< rule that decided the class ("timeout_stall", "exit", ...)
+    std::string phase;  ///< what it was doing at the fatal line: initializing, capturing, ready, measuring
+    std::string cause;  ///< the most specific line seen (or, without one, `detail`)
+    std::string rule;   ///< rule that matched `cause` ("timeout_stall", "exit", ...)
     std::string line;                  ///< the line that decided the class ("" for timeouts/exits)
     std::string detail;                ///< one sentence: what happened
     std::string trigger_rule;          ///< first fatal rule (differs from `rule` when refined)
@@ -74,6 +79,8 @@ struct Diagnosis {
     std::vector<std::string> after;    ///< lines after the trigger
     /// Readable excerpt for the store and the terminal (bounded).
     [[nodiscard]] std::string text() const;
+    /// One line for progress lines and summaries: "class while phase: cause", cut to `max_chars`.
+    [[nodiscard]] std::string headline(std::size_t max_chars = 200) const;
 };
 
 /// A warning line (deduplicated).
@@ -103,8 +110,14 @@ public:
     Verdict feed(const OutputLine& line, TimePoint now);
     /// One output line judged at line.when.
     Verdict feed(const OutputLine& line) { return feed(line, line.when); }
-    /// Time passes without output: checks the timeouts and closes the after-context window.
+    /// Time passes without output: checks the timeouts and closes the settle window once
+    /// `context_after_seconds` have passed since the fatal line.
     Verdict tick(TimePoint now);
+    /// True while the settle window is open and a traceback read in it has ended: once the
+    /// pipes are drained, end_settle() may close the window early.
+    [[nodiscard]] bool settle_may_end_when_quiet() const { return m_settling && m_tb_closed && !m_tb_open; }
+    /// Closes the settle window now: the diagnosis is final (verdict().settled).
+    Verdict end_settle(TimePoint now);
     /// The process ended. Non-zero exit without a fatal line = "exit" (or "signal"); a clean
     /// exit without what `success` needs = "no_result" / "no_metrics".
     Verdict on_exit(const ExitInfo& exit, TimePoint now, Ending ending = Ending::natural);
@@ -130,6 +143,8 @@ public:
     [[nodiscard]] std::optional<double> seconds_to_detection() const { return m_detected_s; }
     /// Seconds from the fatal line's arrival to the verdict (the `now` given to feed).
     [[nodiscard]] std::optional<double> detection_latency() const { return m_latency_s; }
+    /// Seconds from the fatal line's arrival to the end of the settle window (final verdict).
+    [[nodiscard]] std::optional<double> settle_latency() const { return m_settle_s; }
     /// Metric name -> values in arrival order (result-event fields, named groups, workload metrics).
     [[nodiscard]] const std::map<std::string, std::vector<double>>& metrics() const { return m_metrics; }
     /// Distinct warnings, at most k_max_warnings.
@@ -157,7 +172,12 @@ private:
     void extract(int index, std::string_view text, TimePoint when);
     [[nodiscard]] std::string tpverify_class_of(int index, std::string_view text, std::string& detail) const;
     [[nodiscard]] std::string describe(const Rule& rule, TimePoint when) const;
-    void collect_after(std::string_view text, TimePoint when);
+    void collect_after(std::string_view text);
+    void consider(const Rule& rule, std::string failure_class, std::string detail, std::string_view text,
+                  TimePoint when);
+    void close_settle(TimePoint at);
+    [[nodiscard]] int cause_rank(const Rule& rule, std::string_view text) const;
+    [[nodiscard]] std::string resolve_class(const std::string& raw) const;
     void remember(std::string_view text);
     [[nodiscard]] std::string stored(std::string_view text) const;
     [[nodiscard]] double since_start(TimePoint t) const;
@@ -170,8 +190,11 @@ private:
     TimeoutKind m_timeout = TimeoutKind::none;
     Diagnosis m_diag;
     bool m_kill = false, m_exited = false, m_shutdown = false, m_got_result = false;
-    bool m_after_open = false, m_cause_generic = false, m_in_traceback = false;
-    std::size_t m_after_lines = 0, m_lines = 0, m_metric_values = 0, m_warning_count = 0;
+    bool m_after_open = false, m_settling = false, m_tb_open = false, m_tb_closed = false,
+         m_capture_evidence = false;
+    int m_cause_rank = -1;
+    std::string m_cause_class;  ///< class of the rule behind the cause, before the capture override
+    std::size_t m_after_lines = 0, m_settle_lines = 0, m_lines = 0, m_metric_values = 0, m_warning_count = 0;
     std::vector<std::string> m_ring;  ///< last lines, circular
     std::size_t m_ring_next = 0, m_ring_count = 0;
     std::vector<int> m_hits;           ///< reused match buffer
@@ -179,7 +202,7 @@ private:
     std::vector<WarningNote> m_warnings;
     EffectiveNccl m_effective;
     PhaseTimes m_times;
-    std::optional<double> m_detected_s, m_latency_s;
+    std::optional<double> m_detected_s, m_latency_s, m_settle_s;
 };
 
 /// Text of a WatchState ("initializing", ..., "timed_out").

@@ -179,10 +179,22 @@ std::string Watcher::stored(std::string_view text) const {
     return fmt::format("{} ... [{} more bytes]", text.substr(0, m_options.max_line_chars), text.size() - m_options.max_line_chars);
 }
 
+std::string Diagnosis::headline(std::size_t max_chars) const {
+    if (failure_class.empty()) return {};
+    std::string out =
+        phase.empty() ? fmt::format("{}: {}", failure_class, cause.empty() ? detail : cause)
+                      : fmt::format("{} while {}: {}", failure_class, phase, cause.empty() ? detail : cause);
+    if (out.size() > max_chars) {
+        out.erase(max_chars > 3 ? max_chars - 3 : 0);
+        out += "...";
+    }
+    return out;
+}
+
 std::string Diagnosis::text() const {
     if (failure_class.empty()) return {};
-    std::string out = fmt::format("{}: {}\n", failure_class, detail);
-    if (!line.empty()) out += fmt::format("line ({}): {}\n", rule, line);
+    std::string out = headline(k_max_diagnosis_chars / 4) + "\n";
+    if (detail != cause) out += fmt::format("  {}\n", detail);
     if (!before.empty()) out += "--- before ---\n";
     for (const auto& l : before) out += fmt::format("  {}\n", l);
     if (!trigger_line.empty()) out += fmt::format("> {}\n", trigger_line);

@@ -65,6 +65,54 @@ inline Verdict feed_fixture(Watcher& watcher, FakeClock& clock, const std::strin
     return last;
 }
 
+/// One line of a recording under tests/fixtures/recorded/ ("SECONDS<TAB>out|err<TAB>TEXT").
+struct RecordedLine {
+    double at = 0;
+    std::string stream;  ///< out, err, or exit/signal for the last record
+    std::string text;
+};
+
+/// The records of tests/fixtures/recorded/NAME.rec, in order (the last one is exit or signal).
+inline std::vector<RecordedLine> recorded_lines(const std::string& name) {
+    std::istringstream in(read_file(source_path("tests/fixtures/recorded/" + name + ".rec")));
+    std::vector<RecordedLine> records;
+    for (std::string line; std::getline(in, line);) {
+        const auto tab1 = line.find('\t');
+        const auto tab2 = line.find('\t', tab1 + 1);
+        REQUIRE(tab2 != std::string::npos);
+        records.push_back(
+            {std::stod(line.substr(0, tab1)), line.substr(tab1 + 1, tab2 - tab1 - 1), line.substr(tab2 + 1)});
+    }
+    REQUIRE_FALSE(records.empty());
+    return records;
+}
+
+/// Feeds a recording with its own timing (each line judged when it was read); the exit record
+/// ends it. Returns the time (s since start) of the first line that failed the run, or -1.
+inline double feed_recording(Watcher& watcher, FakeClock& clock, const std::string& name) {
+    double failed_at = -1;
+    for (const auto& record : recorded_lines(name)) {
+        const auto when = clock.t0 + std::chrono::duration_cast<Watcher::Clock::duration>(
+                                         std::chrono::duration<double>(record.at));
+        // Time passes between lines as it did: the watcher is ticked every 10 ms, as supervise() would.
+        for (auto t = clock.now + std::chrono::milliseconds(10); t < when; t += std::chrono::milliseconds(10))
+            watcher.tick(t);
+        clock.now = when;
+        if (record.stream == "exit" || record.stream == "signal") {
+            ExitInfo exit;
+            (record.stream == "exit" ? exit.exit_code : exit.signal) = std::stoi(record.text);
+            watcher.on_exit(exit, when);
+            break;
+        }
+        OutputLine line;
+        line.stream = record.stream == "err" ? Stream::err : Stream::out;
+        line.text = record.text;
+        line.when = when;
+        if (watcher.feed(line).end_now && failed_at < 0) failed_at = record.at;
+    }
+    return failed_at;
+}
+
 /// True when `lines` contains a line containing `part`.
 inline bool any_contains(const std::vector<std::string>& lines, const std::string& part) {
     for (const auto& line : lines)
