@@ -75,6 +75,14 @@ inline CostTable pcie_table() {
     return table;
 }
 
+/// pcie_table() plus an NVLS/Simple entry cheaper than all: NCCL alone would pick NVLS, so a
+/// ring or tree result can only come from the plugin.
+inline CostTable nvls_favoured_table() {
+    CostTable table = pcie_table();
+    table[nst_algo_nvls][nst_proto_simple] = 1.0f;
+    return table;
+}
+
 /// What NCCL ends up with after the plugin: cheapest non-ignored entry, and the channel count.
 struct Selection {
     int algo = -1;
