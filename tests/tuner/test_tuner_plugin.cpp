@@ -2,6 +2,7 @@
 // src/enqueue.cc drives it (tests/tuner/tuner_harness.hpp): what it changes, what it leaves to
 // NCCL, what it logs, and that no profile can make it fail or crash.
 #include <cstdlib>
+#include <random>
 #include <string>
 
 #include "tests/support/catch.hpp"
@@ -289,4 +290,55 @@ TEST_CASE(
     CHECK(channels == 0);
     CHECK(logged_with("asks for NVLS_TREE/SIMPLE, which NCCL does not offer here").size() == 1);
     REQUIRE(plugin.tuner()->finalize(narrow_context) == nst_success);
+}
+
+TEST_CASE("tuner plugin: 1000 mutated profiles each load whole or are rejected whole and never crash") {
+    TempDir dir;
+    const std::string valid = profile(
+        "allreduce 57344 57344 8 1 tree ll 0\n"
+        "allgather 1310720 1310720 8 1 ring simple 4\n");
+    TunerPlugin plugin;
+    REQUIRE(plugin.tuner() != nullptr);
+    std::mt19937 random(20261201);
+    int loaded = 0, rejected = 0;
+    for (int round = 0; round < 1000; ++round) {
+        std::string text = valid;
+        const int edits = 1 + static_cast<int>(random() % 4);
+        for (int e = 0; e < edits && !text.empty(); ++e) {
+            const std::size_t at = random() % text.size();
+            switch (random() % 3) {
+                case 0:
+                    text[at] = static_cast<char>(random() % 256);
+                    break;
+                case 1:
+                    text.insert(at, 1, " \n#0-9a,\t\r:"[random() % 11]);
+                    break;
+                default:
+                    text.erase(at, 1 + random() % 8);
+                    break;
+            }
+        }
+        auto path = use_profile(dir, text);
+        TunerComm comm(plugin.tuner(), 8, 1);
+        REQUIRE(comm.init_result() == nst_success);
+        const bool ok = logged_with(" loaded: ").size() == 1;
+        const bool refused = logged_with(" rejected: ").size() == 1;
+        INFO(text);
+        REQUIRE(ok != refused);
+        (ok ? loaded : rejected) += 1;
+        for (auto [func, bytes] : {std::pair{nst_func_all_reduce, std::size_t{57344}},
+                                   std::pair{nst_func_all_gather, std::size_t{1310720}}}) {
+            CostTable table = pcie_table();
+            int channels = 0;
+            REQUIRE(comm.call(func, bytes, table, channels) == nst_success);
+            if (refused) {
+                CHECK(table == pcie_table());
+                CHECK(channels == 0);
+            }
+        }
+    }
+    // Both outcomes occur, so the mutations reach the parser's checks and its acceptance.
+    INFO(loaded << " loaded, " << rejected << " rejected");
+    CHECK(loaded > 50);
+    CHECK(rejected > 50);
 }
