@@ -1,5 +1,6 @@
 // ncclsweep export SWEEP --format F: a stored sweep as json/csv/md/junit, or one point of it as
-// sitecustomize.py, env file or NCCL tuner-plugin lines. Parses flags; results/export does the work.
+// sitecustomize.py, env file, tuner profile or NCCL example tuner-plugin lines. Parses flags; results/export
+// does the work.
 #include "cli/commands.hpp"
 #include "cli/spec_flags.hpp"
 #include "results/export.hpp"
@@ -54,7 +55,7 @@ Command setup_export(CLI::App& app) {
     sub->add_option("SWEEP", options->sweep, "Sweep: id, latest, latest~N, latest:TAG, latest:TAG~N")
         ->required();
     sub->add_option("--format", options->format,
-                    "json, csv, md, junit, sitecustomize, env or nccl-tuner (default json)");
+                    "json, csv, md, junit, sitecustomize, env, tuner-profile or nccl-tuner (default json)");
     sub->add_flag("--best", options->best, "Point formats: export the best experiment by --metric");
     sub->add_option("--metric", options->metric, "Metric for --best and the md table (default tok_s)");
     sub->add_option("--experiment", options->experiment, "Point formats: export this experiment id");

@@ -68,7 +68,75 @@ bool parse_channel_range(std::string_view token, int& lo, int& hi) {
     return parse_number(token.substr(open + 2, dots - open - 2), lo) && parse_number(token.substr(dots + 2, close - dots - 2), hi);
 }
 
+constexpr std::string_view k_tuner_marker = "ncclsweep tuner: ";
+constexpr std::size_t k_max_tuner_text = 240;
+
+/// "AllReduce 57344 bytes" at the start of `text`: the name and the number, rest after it.
+bool collective_and_bytes(std::string_view& text, std::string_view& name, std::uint64_t& bytes) {
+    name = next_token(text);
+    auto number = next_token(text);
+    if (name.empty() || !parse_number(number, bytes)) return false;
+    if (!text.starts_with(" bytes")) return false;
+    text.remove_prefix(6);
+    return true;
+}
+
 }  // namespace
+
+std::optional<TunerEvent> parse_tuner_line(std::string_view line) {
+    auto at = line.find(k_tuner_marker);
+    if (at == std::string_view::npos) return std::nullopt;
+    auto text = line.substr(at + k_tuner_marker.size());
+    while (!text.empty() && (text.back() == ' ' || text.back() == '\r' || text.back() == '\t'))
+        text.remove_suffix(1);
+    TunerEvent event;
+    if (text.starts_with("NCCLSWEEP_TUNER_PROFILE is not set")) {
+        event.kind = TunerEvent::Kind::rejected;
+        event.text = "profile not set";
+        return event;
+    }
+    if (text.starts_with("profile ")) {
+        // "profile PATH loaded: ..." / "profile PATH rejected: REASON; every collective ...": the
+        // path may hold spaces, the wording after it is ours.
+        if (auto loaded = text.rfind(" loaded: "); loaded != std::string_view::npos) {
+            event.kind = TunerEvent::Kind::loaded;
+            event.text = "profile loaded: " + std::string(text.substr(loaded + 9));
+        } else if (auto rejected = text.find(" rejected: "); rejected != std::string_view::npos) {
+            auto reason = text.substr(rejected + 11);
+            reason = reason.substr(0, reason.rfind("; every collective"));
+            event.kind = TunerEvent::Kind::rejected;
+            event.text = "profile rejected: " + std::string(reason);
+        } else {
+            return std::nullopt;
+        }
+        if (event.text.size() > k_max_tuner_text) event.text.resize(k_max_tuner_text);
+        return event;
+    }
+    std::string_view name;
+    std::uint64_t bytes = 0;
+    if (!collective_and_bytes(text, name, bytes)) return std::nullopt;
+    if (text.starts_with(" -> algo ")) {
+        // " -> algo TREE proto LL channels 0 (PATH:LINE)"
+        text.remove_prefix(9);
+        auto algo = next_token(text);
+        if (next_token(text) != "proto") return std::nullopt;
+        auto proto = next_token(text);
+        int channels = -1;
+        if (next_token(text) != "channels" || !parse_number(next_token(text), channels)) return std::nullopt;
+        event.kind = TunerEvent::Kind::applied;
+        event.text = fmt::format("{} {}B -> {}/{} ch{}", name, bytes, algo, proto, channels);
+        return event;
+    }
+    if (auto asks = text.find(" asks for "); text.starts_with(":") && asks != std::string_view::npos) {
+        // ": PATH:LINE asks for RING/LL128, which NCCL does not offer here ..."
+        auto combination = text.substr(asks + 10);
+        combination = combination.substr(0, combination.find(','));
+        event.kind = TunerEvent::Kind::ignored;
+        event.text = fmt::format("{} {}B: {} not offered by NCCL", name, bytes, combination.substr(0, 40));
+        return event;
+    }
+    return std::nullopt;
+}
 
 std::string TuningChoice::to_string() const {
     std::string out = fmt::format("{} {}B: {}/{}", collective, bytes, algo, proto);
@@ -138,6 +206,13 @@ bool EffectiveNccl::add_line(std::string_view line) {
         recorded = true;
         if (m_choices.size() < k_max_entries) m_choices.insert(std::move(*choice));
         else if (!m_choices.contains(*choice)) ++m_dropped;
+    } else if (auto event = parse_tuner_line(text)) {
+        // Before the ENV parser: the plugin's lines quote file names that could say anything.
+        recorded = true;
+        if (m_tuner.size() < k_max_entries)
+            m_tuner.insert(std::move(*event));
+        else if (!m_tuner.contains(*event))
+            ++m_dropped;
     } else if (auto env = parse_env_line(text)) {
         recorded = true;
         if (m_env.size() < k_max_entries) m_env.insert(std::move(*env));
@@ -152,6 +227,10 @@ std::vector<TuningChoice> EffectiveNccl::choices() const { return {m_choices.beg
 
 std::vector<EnvSetting> EffectiveNccl::env() const { return {m_env.begin(), m_env.end()}; }
 
+std::vector<TunerEvent> EffectiveNccl::tuner() const {
+    return {m_tuner.begin(), m_tuner.end()};
+}
+
 std::string EffectiveNccl::summary() const {
     std::string out;
     for (const auto& choice : m_choices) {
@@ -163,6 +242,16 @@ std::string EffectiveNccl::summary() const {
         if (!out.empty()) out += "; ";
         out += "env:";
         for (const auto& setting : m_env) out += fmt::format(" {}={}", setting.name, setting.value);
+    }
+    if (!m_tuner.empty()) {
+        if (!out.empty()) out += "; ";
+        out += "tuner:";
+        const char* separator = " ";
+        for (const auto& event : m_tuner) {
+            out += separator + event.text;
+            separator = ", ";
+            if (out.size() > k_max_summary_chars) break;
+        }
     }
     if (out.size() > k_max_summary_chars) {
         out.resize(k_max_summary_chars);

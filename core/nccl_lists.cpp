@@ -45,6 +45,26 @@ bool has_space(std::string_view token) {
     return std::any_of(token.begin(), token.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); });
 }
 
+/// ", e.g. \"allreduce:tree;allgather:ring\"" when `entry` joins per-collective entries with ','
+/// ("allreduce:tree,allgather:ring", which NCCL reads as one entry); "" otherwise.
+std::string semicolon_hint(std::string_view entry) {
+    std::string fixed(entry);
+    bool changed = false;
+    for (std::size_t comma = fixed.find(','); comma != std::string::npos;
+         comma = fixed.find(',', comma + 1)) {
+        auto rest = std::string_view(fixed).substr(comma + 1);
+        auto colon = rest.find(':');
+        if (colon == std::string_view::npos) continue;
+        auto name = rest.substr(0, colon);
+        if (std::any_of(k_collectives.begin(), k_collectives.end(),
+                        [&](std::string_view c) { return iequals(c, name); })) {
+            fixed[comma] = ';';
+            changed = true;
+        }
+    }
+    return changed ? ", e.g. \"" + shown(fixed) + "\"" : std::string();
+}
+
 }  // namespace
 
 std::optional<ParsedList> parse_list(std::string_view value, const std::vector<std::string_view>& elements,
@@ -67,7 +87,8 @@ std::optional<ParsedList> parse_list(std::string_view value, const std::vector<s
                 return std::nullopt;
             }
             if (list.find(':') != std::string_view::npos) {
-                error = "entry \"" + shown(entry) + "\" has more than one ':'; separate entries with ';'";
+                error = "entry \"" + shown(entry) + "\" has more than one ':'; separate entries with ';'" +
+                        semicolon_hint(entry);
                 return std::nullopt;
             }
             if (list.empty()) {

@@ -139,7 +139,12 @@ std::vector<Rule> build() {
         "[2025-06-01 10:01:00 TP0] Decode batch. #running-req: 1, #token: 1290, token usage: 0.00, cuda graph: True, gen throughput (token/s): 90.12, #queue-req: 0"));
     r.push_back(metric("vllm_generation_throughput", R"(Avg generation throughput:\s*(?P<gen_tok_s>)" NUM ")",
         "INFO 06-01 10:01:00 [loggers.py:118] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 52.3 tokens/s"));
-    // NCCL's own account of what it used (effective configuration).
+    // NCCL's own account of what it used (effective configuration), and what our tuner plugin
+    // (tuner/plugin.c) applied; its WARN lines stay with nccl_warn above.
+    r.push_back(make("nccl_tuner_plugin", R"(ncclsweep tuner: )", "", Severity::info,
+                     "node1:1234:1234 [0] NCCL INFO ncclsweep tuner: AllReduce 57344 bytes -> algo TREE "
+                     "proto LL channels 0 (/etc/p.txt:8)",
+                     PhaseEffect::none, Extract::nccl_effective));
     r.push_back(make("nccl_tuning", R"(Bytes -> Algo )", "", Severity::info,
         "node1:1234:1234 [0] NCCL INFO AllReduce: 14336 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}",
         PhaseEffect::none, Extract::nccl_effective));

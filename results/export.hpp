@@ -23,12 +23,13 @@ namespace ncclsweep::results::exports {
 using SweepData = LoadedSweep;
 
 /// The output formats of `ncclsweep export`.
-enum class Format { json, csv, markdown, junit, sitecustomize, env, nccl_tuner };
+enum class Format { json, csv, markdown, junit, sitecustomize, env, nccl_tuner, tuner_profile };
 
-/// Parses "json", "csv", "md" (or "markdown"), "junit", "sitecustomize", "env", "nccl-tuner";
+/// Parses "json", "csv", "md" (or "markdown"), "junit", "sitecustomize", "env", "nccl-tuner",
+/// "tuner-profile";
 /// bad_input naming the accepted words otherwise.
 [[nodiscard]] Result<Format> parse_format(std::string_view text);
-/// True for the formats that export one point (sitecustomize, env, nccl-tuner).
+/// True for the formats that export one point (sitecustomize, env, nccl-tuner, tuner-profile).
 [[nodiscard]] bool is_point_format(Format format);
 
 // ---- metrics and the best point ------------------------------------------------------------
@@ -121,6 +122,25 @@ struct MessageSizes {
 /// the sweep's workloads use. bad_input for what the plugin cannot express (several algorithms
 /// for one collective, an algorithm without a protocol, channel bounds that differ, ...).
 [[nodiscard]] Result<std::string> to_nccl_tuner(const SweepData& sweep, const StoredExperiment& experiment);
+/// Why NCCL's example plugin is a poor deployment (checked against plugins/tuner/example/plugin.c):
+/// written into the nccl-tuner file and to stderr whenever that format is exported.
+inline constexpr std::string_view k_example_plugin_warning =
+    "NCCL's example tuner plugin caps every collective, matched or not, at one channel "
+    "(plugins/tuner/example/plugin.c, pluginGetCollInfo sets *nChannels = 1 first); prefer "
+    "--format tuner-profile with libnccl-tuner-ncclsweep.so";
+
+/// The profile of our tuner plugin (libnccl-tuner-ncclsweep.so, tuner/profile.h) for one
+/// experiment: a rule per collective it forces to exactly one algorithm and protocol, at the
+/// exact message sizes its workload ran (message_sizes; all-gather as the whole output buffer,
+/// the size NCCL passes to a tuner), channels only when the sweep varied them and the point pins
+/// a count. What cannot be a rule is a '#' note. bad_input for unknown sizes or unparsable
+/// NCCL_ALGO/NCCL_PROTO.
+[[nodiscard]] Result<std::string> to_tuner_profile(const SweepData& sweep, const StoredExperiment& experiment,
+                                                   std::string_view metric);
+/// The same over the whole sweep: per message size (rank count, all-reduce and all-gather
+/// bytes) the ok experiment with the best median of `metric`, each contributing its rules.
+/// bad_input when no ok experiment measured `metric`.
+[[nodiscard]] Result<std::string> to_tuner_profile_best(const SweepData& sweep, std::string_view metric);
 
 /// What `ncclsweep export` asks for.
 struct ExportRequest {

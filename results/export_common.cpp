@@ -18,14 +18,16 @@ Result<Format> parse_format(std::string_view text) {
     if (text == "sitecustomize") return Format::sitecustomize;
     if (text == "env") return Format::env;
     if (text == "nccl-tuner") return Format::nccl_tuner;
+    if (text == "tuner-profile") return Format::tuner_profile;
     return Error::bad_input(
-        fmt::format("--format {}: unknown format; use json, csv, md, junit, sitecustomize, env "
-                    "or nccl-tuner",
+        fmt::format("--format {}: unknown format; use json, csv, md, junit, sitecustomize, env, "
+                    "tuner-profile or nccl-tuner",
                     clean_text(text, false)));
 }
 
 bool is_point_format(Format format) {
-    return format == Format::sitecustomize || format == Format::env || format == Format::nccl_tuner;
+    return format == Format::sitecustomize || format == Format::env || format == Format::nccl_tuner ||
+           format == Format::tuner_profile;
 }
 
 std::vector<double> metric_values(const StoredExperiment& experiment, std::string_view metric) {
@@ -173,7 +175,8 @@ Result<std::string> export_sweep(const SweepData& sweep, const ExportRequest& re
         if (request.best || request.experiment)
             return Error::bad_input(
                 "--best/--experiment choose one point; they apply only to --format "
-                "sitecustomize, env or nccl-tuner (the table formats export every experiment)");
+                "sitecustomize, env, tuner-profile or nccl-tuner (the table formats export every "
+                "experiment)");
         switch (request.format) {
             case Format::json:
                 return to_json(sweep);
@@ -190,6 +193,9 @@ Result<std::string> export_sweep(const SweepData& sweep, const ExportRequest& re
     if (!request.best && !request.experiment)
         return Error::bad_input(
             "this format exports one point: add --best [--metric tok_s] or --experiment ID");
+    // --best for a profile is a winner per message size, not one point (results/export_tuner.cpp).
+    if (request.format == Format::tuner_profile && request.best)
+        return to_tuner_profile_best(sweep, request.metric);
     auto point = request.experiment ? find_experiment(sweep, *request.experiment)
                                     : best_experiment(sweep, request.metric);
     if (!point) return point.error();
@@ -202,7 +208,10 @@ Result<std::string> export_sweep(const SweepData& sweep, const ExportRequest& re
             return to_sitecustomize(sweep, experiment);
         case Format::env:
             return to_env_file(sweep, experiment);
+        case Format::tuner_profile:
+            return to_tuner_profile(sweep, experiment, request.metric);
         default:
+            NCCLSWEEP_LOG(warning, "{}", k_example_plugin_warning);
             return to_nccl_tuner(sweep, experiment);
     }
 }

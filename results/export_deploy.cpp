@@ -267,6 +267,7 @@ Result<std::string> to_nccl_tuner(const SweepData& sweep, const StoredExperiment
                         id));
     std::string out =
         comment("NCCL example tuner plugin config (NCCL_TUNER_CONFIG_FILE) written by ncclsweep export");
+    out += comment("WARNING: " + std::string(k_example_plugin_warning));
     out +=
         comment(fmt::format("sweep {} '{}', experiment {} (key {}): {}", sweep.info.id,
                             sweep.info.record.name, id, experiment.experiment.key, params_label(experiment)));

@@ -1,8 +1,10 @@
 // NCCL TUNING/ENV line parsing and the deduplicated effective configuration.
+#include <fstream>
 #include <string>
 
 #include "core/effective_nccl.hpp"
 #include "tests/support/catch.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace ncclsweep;
 
@@ -96,4 +98,86 @@ TEST_CASE("the effective configuration stays bounded") {
     CHECK(nccl.dropped() == extra);
     CHECK(nccl.summary().find("(+10 more not kept)") != std::string::npos);
     CHECK(nccl.summary().size() < 9000);
+}
+
+TEST_CASE("our tuner plugin's lines are recognised and reduced to path-free text") {
+    const std::string prefix = "gpu1:7:7 [0] NCCL INFO ";
+    auto applied = parse_tuner_line(prefix +
+                                    "ncclsweep tuner: AllReduce 57344 bytes -> algo TREE proto LL channels 0 "
+                                    "(/srv/my profiles/p.txt:4)");
+    REQUIRE(applied);
+    CHECK(applied->kind == TunerEvent::Kind::applied);
+    CHECK(applied->text == "AllReduce 57344B -> TREE/LL ch0");
+
+    auto ignored =
+        parse_tuner_line(prefix +
+                         "ncclsweep tuner: AllGather 1310720 bytes: /p.txt:5 asks for PAT/SIMPLE, which NCCL "
+                         "does not offer here (cost -1); left to NCCL (said once per rule)");
+    REQUIRE(ignored);
+    CHECK(ignored->kind == TunerEvent::Kind::ignored);
+    CHECK(ignored->text == "AllGather 1310720B: PAT/SIMPLE not offered by NCCL");
+
+    auto loaded = parse_tuner_line(
+        prefix + "ncclsweep tuner: profile /a b/p.txt loaded: 2 rules, 1 for nRanks 8 nNodes 1");
+    REQUIRE(loaded);
+    CHECK(loaded->kind == TunerEvent::Kind::loaded);
+    CHECK(loaded->text == "profile loaded: 2 rules, 1 for nRanks 8 nNodes 1");
+
+    auto rejected = parse_tuner_line(
+        "gpu1:7:7 [0] NCCL WARN ncclsweep tuner: profile /p.txt rejected: line 4: unknown algorithm 'rnig' "
+        "(accepted: "
+        "tree ring); every collective is left to NCCL (re-export it with 'ncclsweep export --format "
+        "tuner-profile')");
+    REQUIRE(rejected);
+    CHECK(rejected->kind == TunerEvent::Kind::rejected);
+    CHECK(rejected->text == "profile rejected: line 4: unknown algorithm 'rnig' (accepted: tree ring)");
+
+    auto unset =
+        parse_tuner_line("NCCL WARN ncclsweep tuner: NCCLSWEEP_TUNER_PROFILE is not set, so every ...");
+    REQUIRE(unset);
+    CHECK(unset->text == "profile not set");
+
+    CHECK_FALSE(parse_tuner_line(prefix + "TUNER/Plugin: Using ncclsweep (v5)"));
+    CHECK_FALSE(parse_tuner_line(prefix + "ncclsweep tuner: AllReduce many bytes -> algo TREE"));
+    CHECK_FALSE(parse_tuner_line(prefix + "ncclsweep tuner: AllReduce 5 bytes -> algo TREE proto LL"));
+    CHECK_FALSE(parse_tuner_line(prefix + "ncclsweep tuner: something else"));
+}
+
+TEST_CASE("tuner lines join the summary after NCCL's own choice and every rank counts once") {
+    EffectiveNccl nccl;
+    for (int rank = 0; rank < 8; ++rank) {
+        const auto prefix =
+            "gpu1:" + std::to_string(100 + rank) + ":1 [" + std::to_string(rank) + "] NCCL INFO ";
+        CHECK(nccl.add_line(prefix + "ncclsweep tuner: profile /tmp/r" + std::to_string(rank) +
+                            "/p.txt loaded: 1 rules, 1 for nRanks 8 nNodes 1"));
+        CHECK(nccl.add_line(
+            prefix + "ncclsweep tuner: AllReduce 57344 bytes -> algo TREE proto LL channels 0 (/tmp/r" +
+            std::to_string(rank) + "/p.txt:4)"));
+        CHECK(nccl.add_line(prefix + "AllReduce: 57344 Bytes -> Algo TREE proto LL channel{Lo..Hi}={0..0}"));
+    }
+    CHECK(nccl.tuner().size() == 2);
+    CHECK(nccl.summary() ==
+          "AllReduce 57344B: TREE/LL ch0..0; tuner: profile loaded: 1 rules, 1 for nRanks 8 nNodes 1, "
+          "AllReduce 57344B -> TREE/LL ch0");
+    CHECK_FALSE(nccl.empty());
+}
+
+TEST_CASE("recorded NCCL 2.28.3 logs with the plugin read as loaded or rejected") {
+    // tests/fixtures/tuner/README.md: one H200, tpverify --tp 1, NCCL_TUNER_PLUGIN set.
+    auto read = [](const char* name) {
+        EffectiveNccl nccl;
+        std::ifstream in(test::source_path(std::string("tests/fixtures/tuner/") + name));
+        REQUIRE(in);
+        for (std::string line; std::getline(in, line);) nccl.add_line(line);
+        return nccl;
+    };
+    auto good = read("h200_nccl2.28.3_tp1_plugin.log");
+    CHECK(good.summary() ==
+          "env: NCCL_TUNER_PLUGIN=/work/main/.device/tuner/build-engine/tuner/libnccl-tuner-ncclsweep.so; "
+          "tuner: profile loaded: 2 rules, 2 for nRanks 1 nNodes 1");
+    auto bad = read("h200_nccl2.28.3_tp1_bad_profile.log");
+    REQUIRE(bad.tuner().size() == 1);
+    CHECK(bad.tuner()[0].kind == TunerEvent::Kind::rejected);
+    CHECK(bad.tuner()[0].text.rfind("profile rejected: line 2: unknown algorithm 'rnig' (accepted: tree ring",
+                                    0) == 0);
 }

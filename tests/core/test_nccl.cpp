@@ -58,6 +58,13 @@ TEST_CASE("NCCL_ALGO rejects unknown tokens, collectives and misplaced entries w
     CHECK(has_error(check_value("NCCL_ALGO", "allreduce:")));
     CHECK(has_error(check_value("NCCL_ALGO", ":tree")));
     CHECK(has_error(check_value("NCCL_ALGO", "allreduce:tree:ring")));
+    // Per-collective entries are ';'-separated (NCCL's parseList); a ',' joins them into one
+    // entry NCCL refuses, and the message shows the value that works.
+    f = check_value("NCCL_ALGO", "allreduce:tree,allgather:ring");
+    REQUIRE(has_error(f));
+    CHECK(contains(f[0].message, "separate entries with ';', e.g. \"allreduce:tree;allgather:ring\""));
+    CHECK_FALSE(has_error(check_value("NCCL_ALGO", "allreduce:tree;allgather:ring")));
+    CHECK_FALSE(contains(check_value("NCCL_ALGO", "allreduce:tree:ring")[0].message, "e.g."));
     CHECK(has_error(check_value("NCCL_ALGO", "ring,^tree")));
 }
 
