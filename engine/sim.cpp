@@ -95,6 +95,11 @@ public:
         return calibrated == 0 ? "model" : "calibration+model";
     }
     [[nodiscard]] const std::string& missing() const { return m_missing; }
+    /// A fused one-shot all-reduce: no NCCL call to calibrate, the sim's model prices it.
+    void fused_by_model() {
+        ++modeled;
+        if (m_calibration != nullptr) note_missing("the fused one-shot all-reduce (no NCCL call; the sim's model)");
+    }
     int calibrated = 0, modeled = 0;
 
 private:
@@ -131,6 +136,7 @@ PassCost cost_pass(const PassPlan& plan, const sim::Comm& comm, Pricer& pricer, 
         case Step::Kind::norm: kernel(gpu.norm_us(s.bytes)); break;
         case Step::Kind::collective:
             if (fusion && s.fused_norm) {  // one kernel: all-reduce + residual + RMSNorm
+                pricer.fused_by_model();
                 c.comm_us += kernel(comm.one_shot_us(s.bytes) + gpu.norm_us(s.bytes));
             } else {
                 const Choice ch = comm.choose(func_of(s), s.bytes);
