@@ -62,12 +62,12 @@ GpuModel h200() {
     return {};
 }
 
-GpuModel a100_pcie() {
+GpuModel l40s() {
     GpuModel g;
-    g.name = "NVIDIA A100 80GB PCIe";
-    g.sm = 80;
-    g.hbm_bw_gbs = 1935;  // datasheet memory bandwidth
-    g.peak_tflops = 312;  // datasheet dense bf16
+    g.name = "NVIDIA L40S";
+    g.sm = 89;
+    g.hbm_bw_gbs = 864;   // datasheet GDDR6 bandwidth
+    g.peak_tflops = 362;  // datasheet dense bf16
     return g;
 }
 
@@ -109,7 +109,7 @@ TopologyModel topology_model(Topology t) {
             m.gpu.name = "NVIDIA H200 (SXM, NVLink)";
             return m;
         case Topology::pcie_gen4:
-            return {"pcie-gen4", a100_pcie(), false, Path::phb, 24.0, 2, true, 4.0, 25.0};
+            return {"pcie-gen4", l40s(), false, Path::phb, 24.0, 2, true, 4.0, 25.0};
         case Topology::pcie_gen5:
             break;
     }

@@ -44,7 +44,7 @@ Measurement
   --timeout S              a hung collective fails after S seconds (default 60, 0 = never)
 Backend
   --backend B              auto (CUDA when a GPU is visible, else sim), cuda, sim
-  --topology T             sim: pcie-gen4 (8 x A100 PCIe), pcie-gen5 (default; 8 x RTX PRO
+  --topology T             sim: pcie-gen4 (8 x L40S), pcie-gen5 (default; 8 x RTX PRO
                            6000 Blackwell, PCIe gen5), nvlink (8 x H200 SXM)
   --seed N                 sim: seed for the noise (same seed, same numbers)
   --noise X                sim: relative noise per pass, e.g. 0.02 (default 0, or 0.02

@@ -69,7 +69,7 @@ TEST_CASE("sim rules: each topology has its own GPU, the incident's is the RTX P
     CHECK_FALSE(gen5.nvlink);
     CHECK(gen5.path == Path::phb);
     CHECK(topology_model(Topology::nvlink).gpu.sm == 90);
-    CHECK(topology_model(Topology::pcie_gen4).gpu.sm == 80);
+    CHECK(topology_model(Topology::pcie_gen4).gpu.sm == 89);
     // The same GEMM is slower on the GDDR7 card than on the H200's HBM.
     const std::uint64_t weights = 64ull << 20;
     CHECK(gen5.gpu.gemm_us(weights, 1e6) > topology_model(Topology::nvlink).gpu.gemm_us(weights, 1e6));
