@@ -1,6 +1,8 @@
 // Parsing and lookup of calibration files (format in calibration.hpp and docs/engine.md).
 #include "engine/calibration.hpp"
 
+#include "engine/sim_model.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -171,6 +173,10 @@ std::string setting_key(std::vector<std::pair<std::string, std::string>> vars) {
     vars.erase(
         std::remove_if(vars.begin(), vars.end(), [](const auto& v) { return ignored_variable(v.first); }),
         vars.end());
+    for (auto& [name, value] : vars)  // NCCL_P2P_LEVEL=3 is PHB for NCCL, so one setting
+        if (name == "NCCL_P2P_LEVEL")
+            if (const int level = parse_p2p_level(value.c_str()); level >= 0)
+                value = path_name(static_cast<Path>(level));
     std::sort(vars.begin(), vars.end());
     std::string key;
     for (const auto& [name, value] : vars) key += (key.empty() ? "" : " ") + name + "=" + value;

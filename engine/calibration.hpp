@@ -50,7 +50,8 @@ std::optional<double> interpolate(const CalibrationTable& table, std::uint64_t b
 
 /// The setting key of a list of NCCL_* variables: "NAME=VALUE" sorted by name and joined by a
 /// space, "" for none. Variables that do not change a collective's time (NCCL_DEBUG*,
-/// NCCL_COMM_ID, NCCL_RUNTIME_CONNECT) are left out.
+/// NCCL_COMM_ID, NCCL_RUNTIME_CONNECT) are left out; NCCL_P2P_LEVEL is written as the path
+/// name NCCL reads it as (3 -> PHB).
 std::string setting_key(std::vector<std::pair<std::string, std::string>> vars);
 /// The NCCL_* variables of this process's environment.
 std::vector<std::pair<std::string, std::string>> nccl_environment();

@@ -98,7 +98,8 @@ public:
     /// A fused one-shot all-reduce: no NCCL call to calibrate, the sim's model prices it.
     void fused_by_model() {
         ++modeled;
-        if (m_calibration != nullptr) note_missing("the fused one-shot all-reduce (no NCCL call; the sim's model)");
+        if (m_calibration != nullptr)
+            note_missing("the fused one-shot all-reduce (no NCCL call; the sim's model)");
     }
     int calibrated = 0, modeled = 0;
 

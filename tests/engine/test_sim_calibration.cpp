@@ -37,6 +37,9 @@ TEST_CASE("sim calibration: parses settings and tables, keys do not depend on th
     CHECK(setting_key({{"NCCL_PROTO", "LL"}, {"NCCL_ALGO", "ring"}, {"NCCL_DEBUG", "INFO"}}) ==
           "NCCL_ALGO=ring NCCL_PROTO=LL");
     CHECK(setting_key({{"NCCL_DEBUG_SUBSYS", "ALL"}, {"NCCL_COMM_ID", "h:1"}}).empty());
+    // NCCL reads NCCL_P2P_LEVEL=3 as PHB: one setting, one table.
+    CHECK(setting_key({{"NCCL_P2P_LEVEL", "3"}}) == setting_key({{"NCCL_P2P_LEVEL", "PHB"}}));
+    CHECK(setting_key({{"NCCL_P2P_LEVEL", "phb"}}) == "NCCL_P2P_LEVEL=phb");  // not a level for NCCL
 }
 
 TEST_CASE("sim calibration: interpolation is exact at measured sizes, log-log between, none outside") {
