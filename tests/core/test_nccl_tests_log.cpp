@@ -106,7 +106,7 @@ TEST_CASE("nccl-tests log: calibration text groups by setting and refuses two lo
     CHECK(twice.error().message.find("keep one of them") != std::string::npos);
 }
 
-TEST_CASE("nccl-tests log: a directory of logs, other files skipped with the reason") {
+TEST_CASE("nccl-tests log: a directory of logs with other files skipped and the reason said") {
     ncclsweep::test::TempDir dir;
     dir.write("a_default.log", read_file(source_path("tests/fixtures/nccl-tests/all_gather_default.log")));
     dir.write("README", "not a log\n");

@@ -80,7 +80,7 @@ TEST_CASE("tpverify sim: --target-rsd stops on its own") {
     CHECK(field(r, "stopped_by") == "\"target-rsd\"");
 }
 
-TEST_CASE("tpverify sim: NCCL_ALGO changes the timing, channel knobs where NCCL's cut keeps channels") {
+TEST_CASE("tpverify sim: NCCL_ALGO changes the timing and channel knobs count where NCCL's cut keeps channels") {
     const auto p50 = [](const CommandResult& r) { return field(result_line(r), "verify_us_p50"); };
     const std::vector<std::string> small = {"--json", "--tp", "8", "--tokens", "1"};
     const std::string base = p50(tpverify(small));

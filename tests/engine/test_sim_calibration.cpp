@@ -22,7 +22,7 @@ table all_reduce 8
 )";
 }  // namespace
 
-TEST_CASE("sim calibration: parses settings and tables, keys do not depend on the order") {
+TEST_CASE("sim calibration: parses settings and tables whose keys do not depend on the order") {
     Calibration c;
     std::string error;
     REQUIRE(Calibration::parse(k_text, "cal.txt", c, error));
@@ -42,7 +42,7 @@ TEST_CASE("sim calibration: parses settings and tables, keys do not depend on th
     CHECK(setting_key({{"NCCL_P2P_LEVEL", "phb"}}) == "NCCL_P2P_LEVEL=phb");  // not a level for NCCL
 }
 
-TEST_CASE("sim calibration: interpolation is exact at measured sizes, log-log between, none outside") {
+TEST_CASE("sim calibration: interpolation is exact at measured sizes and log-log between and none outside") {
     CalibrationTable t{"", "all_reduce", 8, {{1000, 10.0}, {4000, 40.0}, {16000, 80.0}}};
     CHECK(*interpolate(t, 1000) == 10.0);
     CHECK(*interpolate(t, 16000) == 80.0);

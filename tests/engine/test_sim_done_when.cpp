@@ -154,7 +154,7 @@ TEST_CASE("sim done-when: the sim's NCCL-like lines carry a visible marker") {
     CHECK(contains(r.out, "NCCL INFO NCCL version 2.28.3+sim"));
 }
 
-TEST_CASE("sim done-when: noise differs between experiments and repeats, reproducibly") {
+TEST_CASE("sim done-when: noise differs between experiments and repeats and reproduces") {
     const auto seeded = with(k_pass, {"--seed", "1", "--noise", "0.02"});
     const double a = number(tpverify(seeded, {"NCCL_MAX_NCHANNELS=2"}), "verify_us_p50");
     const double b = number(tpverify(seeded, {"NCCL_MAX_NCHANNELS=4"}), "verify_us_p50");

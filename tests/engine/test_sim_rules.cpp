@@ -62,7 +62,7 @@ TEST_CASE("sim rules: NCCL_P2P_LEVEL=3 and PHB give the same transport and the s
           Transport::shm);
 }
 
-TEST_CASE("sim rules: each topology has its own GPU, the incident's is the RTX PRO 6000 on PCIe gen5") {
+TEST_CASE("sim rules: each topology has its own GPU and the incident's is the RTX PRO 6000 on PCIe gen5") {
     const auto gen5 = topology_model(Topology::pcie_gen5);
     CHECK(gen5.gpu.name.find("RTX PRO 6000") != std::string::npos);
     CHECK(gen5.gpu.sm == 120);
@@ -75,7 +75,7 @@ TEST_CASE("sim rules: each topology has its own GPU, the incident's is the RTX P
     CHECK(gen5.gpu.gemm_us(weights, 1e6) > topology_model(Topology::nvlink).gpu.gemm_us(weights, 1e6));
 }
 
-TEST_CASE("sim rules: Ring/LL runs at half the bus bandwidth, capped by the architecture's LL maximum") {
+TEST_CASE("sim rules: Ring/LL runs at half the bus bandwidth capped by the architecture's LL maximum") {
     // Large enough that the bandwidth term dominates; Ring/LL over 2 PCIe channels of 24 GB/s.
     const std::uint64_t bytes = 64ull << 20;
     const Choice ll = pick({{"NCCL_ALGO", "ring"}, {"NCCL_PROTO", "LL"}}, Func::all_gather, bytes);
