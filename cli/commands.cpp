@@ -28,6 +28,7 @@ void register_commands(CLI::App& app, const GlobalOptions&, CommandList& out) {
     out.push_back(setup_diff(app));
     out.push_back(setup_export(app));
     out.push_back(setup_report(app));
+    out.push_back(setup_calibrate(app));
 }
 
 ExitStatus report_error(const Error& error) {

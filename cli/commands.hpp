@@ -40,5 +40,6 @@ Command setup_results(CLI::App& app);
 Command setup_diff(CLI::App& app);
 Command setup_export(CLI::App& app);
 Command setup_report(CLI::App& app);
+Command setup_calibrate(CLI::App& app);
 
 }  // namespace ncclsweep::cli

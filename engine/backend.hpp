@@ -9,8 +9,10 @@ namespace tpverify {
 /// Exit codes of tpverify.
 enum class Exit : int { ok = 0, failure = 1, usage = 2 };
 
-/// Runs the simulation backend (always available).
-int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter);
+/// Runs the simulation backend (always available). `backend_fallback`: why --backend auto
+/// chose the sim ("" when it was asked for), said in the start event.
+int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter,
+            const std::string& backend_fallback = "");
 
 /// True when the CUDA backend was compiled in and at least one GPU is visible.
 bool cuda_available();

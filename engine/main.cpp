@@ -28,7 +28,20 @@ int main(int argc, char** argv) {
     }
     PassPlan plan = build_pass(model, options.nranks > 0 ? options.nranks : options.tp, options.tokens);
     Reporter reporter(options.json);
-    bool use_cuda = options.backend == BackendKind::cuda ||
-                    (options.backend == BackendKind::automatic && cuda_available());
-    return use_cuda ? run_cuda(options, plan, reporter) : run_sim(options, plan, reporter);
+    if (options.backend == BackendKind::cuda ||
+        (options.backend == BackendKind::automatic && cuda_available()))
+        return run_cuda(options, plan, reporter);
+    std::string fallback;
+    if (options.backend == BackendKind::automatic) {
+#if defined(TPVERIFY_HAVE_CUDA)
+        fallback = "no CUDA GPU is visible";
+#else
+        fallback = "this tpverify was built without CUDA";
+#endif
+        std::fprintf(stderr,
+                     "tpverify: --backend auto: %s; running the SIMULATION instead: modeled GPUs and NCCL, "
+                     "not a measurement (--backend sim picks it without this notice)\n",
+                     fallback.c_str());
+    }
+    return run_sim(options, plan, reporter, fallback);
 }

@@ -185,6 +185,11 @@ const std::map<std::string, FlagSpec>& flag_table() {
                          return std::string();
                      }};
         f["noise"] = double_flag("noise", 0, 1, &Options::noise);
+        f["calibration"] = {A::value, [](Options& o, const std::string& v) {
+                                if (v.empty()) return bad("calibration", v, "a calibration file");
+                                o.calibration = v;
+                                return std::string();
+                            }};
         f["inject"] = {A::value, [](Options& o, const std::string& v) {
                            Injection inj;
                            std::string err = parse_injection(v, inj);

@@ -47,6 +47,7 @@ struct Options {
     std::optional<unsigned> seed;      ///< sim: seeded noise (none = deterministic)
     unsigned repeat = 0;               ///< from $NCCLSWEEP_REPEAT (see repeat_index)
     double noise = 0.0;                ///< sim: relative noise (e.g. 0.02)
+    std::string calibration;           ///< sim: measured collective times (engine/calibration.hpp)
     std::vector<Injection> inject;
     // output
     bool json = false;

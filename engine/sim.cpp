@@ -1,11 +1,15 @@
 // The simulation backend: the same phases, events and failures as the CUDA backend, with times
-// from the NCCL α-β model and a GEMM roofline instead of a GPU (docs/engine.md).
+// from measured collectives (--calibration) or NCCL's α-β model, and a GEMM roofline instead of
+// a GPU (docs/engine.md).
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <random>
 
 #include "engine/backend.hpp"
+#include "engine/calibration.hpp"
 #include "engine/inject.hpp"
 #include "engine/sim_check.hpp"
 #include "engine/sim_model.hpp"
@@ -58,6 +62,57 @@ private:
     std::map<int, bool> m_connected;
 };
 
+/// Prices collectives: from the calibration where it measured this setting, collective, rank
+/// count and size; from the model otherwise. Counts which source priced what.
+class Pricer {
+public:
+    Pricer(const sim::Comm& comm, const sim::Calibration* calibration, std::string setting)
+        : m_comm(comm), m_calibration(calibration), m_setting(std::move(setting)) {}
+
+    [[nodiscard]] double time_us(Func f, std::uint64_t bytes, const Choice& choice) {
+        if (m_calibration != nullptr && m_comm.nranks() > 1) {
+            const char* name = f == Func::all_gather ? "all_gather" : "all_reduce";
+            if (const sim::CalibrationTable* t = m_calibration->find(m_setting, name, m_comm.nranks())) {
+                if (auto us = sim::interpolate(*t, bytes)) {
+                    ++calibrated;
+                    return *us;
+                }
+                note_missing(std::string(name) + " of " + std::to_string(bytes) +
+                             " B is outside the measured sizes " + std::to_string(t->points.front().first) +
+                             ".." + std::to_string(t->points.back().first));
+            } else {
+                note_missing(std::string("no ") + name + " table for " + std::to_string(m_comm.nranks()) +
+                             " ranks under " + sim::setting_label(m_setting));
+            }
+        }
+        ++modeled;
+        return choice.time_us;
+    }
+    /// "calibration", "model" or "calibration+model" (with --calibration); "nccl-model" without.
+    [[nodiscard]] std::string source() const {
+        if (m_calibration == nullptr) return "nccl-model";
+        if (modeled == 0) return "calibration";
+        return calibrated == 0 ? "model" : "calibration+model";
+    }
+    [[nodiscard]] const std::string& missing() const { return m_missing; }
+    /// A fused one-shot all-reduce: no NCCL call to calibrate, the sim's model prices it.
+    void fused_by_model() {
+        ++modeled;
+        if (m_calibration != nullptr)
+            note_missing("the fused one-shot all-reduce (no NCCL call; the sim's model)");
+    }
+    int calibrated = 0, modeled = 0;
+
+private:
+    void note_missing(const std::string& what) {
+        if (m_missing.find(what) == std::string::npos) m_missing += (m_missing.empty() ? "" : "; ") + what;
+    }
+    const sim::Comm& m_comm;
+    const sim::Calibration* m_calibration;
+    std::string m_setting;
+    std::string m_missing;
+};
+
 /// Modeled cost of one pass.
 struct PassCost {
     double pass_us = 0;   ///< whole pass
@@ -66,7 +121,9 @@ struct PassCost {
     bool ll128 = false;   ///< some NCCL collective ran LL128
 };
 
-PassCost cost_pass(const PassPlan& plan, const sim::Comm& comm, const sim::GpuModel& gpu, bool graph, bool fusion) {
+/// `fusion`: the fused one-shot kernel really runs (requested and possible).
+PassCost cost_pass(const PassPlan& plan, const sim::Comm& comm, Pricer& pricer, const sim::GpuModel& gpu,
+                   bool graph, bool fusion) {
     PassCost c;
     const double launch = graph ? gpu.launch_graph_us : gpu.launch_eager_us;
     auto kernel = [&](double us) {
@@ -80,11 +137,12 @@ PassCost cost_pass(const PassPlan& plan, const sim::Comm& comm, const sim::GpuMo
         case Step::Kind::norm: kernel(gpu.norm_us(s.bytes)); break;
         case Step::Kind::collective:
             if (fusion && s.fused_norm) {  // one kernel: all-reduce + residual + RMSNorm
+                pricer.fused_by_model();
                 c.comm_us += kernel(comm.one_shot_us(s.bytes) + gpu.norm_us(s.bytes));
             } else {
                 const Choice ch = comm.choose(func_of(s), s.bytes);
                 c.ll128 = c.ll128 || (comm.nranks() > 1 && ch.proto == sim::Proto::ll128);
-                c.comm_us += kernel(ch.time_us);
+                c.comm_us += kernel(pricer.time_us(func_of(s), s.bytes, ch));
                 if (s.fused_norm) kernel(gpu.norm_us(s.bytes));
             }
             break;
@@ -93,7 +151,27 @@ PassCost cost_pass(const PassPlan& plan, const sim::Comm& comm, const sim::GpuMo
     return c;
 }
 
-JsonLine start_fields(const Options& o, const PassPlan& plan, const sim::TopologyModel& topo, double noise) {
+/// FNV-1a: the experiment's fingerprint for the noise seed.
+std::uint32_t fnv1a(const std::string& text) {
+    std::uint32_t h = 2166136261u;
+    for (unsigned char ch : text) {
+        h ^= ch;
+        h *= 16777619u;
+    }
+    return h;
+}
+
+/// What makes one experiment differ from another: its NCCL setting and the flags that change
+/// the pass. Two experiments of one sweep draw different noise; repeats of one differ by repeat.
+std::string experiment_fingerprint(const Options& o, const std::string& setting) {
+    return setting + "|" + o.model + "|" + std::to_string(o.tp) + "|" + std::to_string(o.tokens) + "|" +
+           std::to_string(o.fusion) + std::to_string(o.graph) + "|" +
+           std::to_string(static_cast<int>(o.topology)) + "|" +
+           std::to_string(static_cast<int>(o.capture_mode)) + "|" + o.calibration;
+}
+
+JsonLine start_fields(const Options& o, const PassPlan& plan, const sim::TopologyModel& topo, double noise,
+                      const std::string& backend_fallback, const std::string& fusion_fallback) {
     JsonLine f;
     f.add("backend", "sim")
         .add("model", plan.model.name)
@@ -110,12 +188,17 @@ JsonLine start_fields(const Options& o, const PassPlan& plan, const sim::Topolog
         .add("graph", o.graph)
         .add("capture_mode", o.capture_mode == CaptureMode::global    ? "global"
                              : o.capture_mode == CaptureMode::relaxed ? "relaxed"
-                                                                       : "thread-local")
+                                                                      : "thread-local")
         .add("fusion", o.fusion)
         .add("check", o.check)
+        .add("fused", o.fusion && fusion_fallback.empty())
         .add("topology", topo.name)
+        .add("gpu", topo.gpu.name)
         .add("rank", o.rank >= 0 ? o.rank : 0)
         .add("noise", noise);
+    if (!backend_fallback.empty()) f.add("backend_fallback", backend_fallback);
+    if (!fusion_fallback.empty()) f.add("fusion_fallback", fusion_fallback);
+    if (!o.calibration.empty()) f.add("calibration", o.calibration);
     if (o.seed) f.add("seed", static_cast<std::int64_t>(*o.seed));
     if (o.repeat > 0) f.add("repeat", static_cast<std::int64_t>(o.repeat));
     return f;
@@ -130,18 +213,37 @@ void report_no_algo(const SimComm& comm, const sim::NcclEnv& env, int rank, Func
 
 }  // namespace
 
-int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter) {
+int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter,
+            const std::string& backend_fallback) {
     const int fail = static_cast<int>(Exit::failure);
     sim::NcclEnv env;
     std::string warn;
     const bool env_ok = sim::parse_nccl_env([](const char* name) { return std::getenv(name); }, env, warn);
     const int rank = options.rank >= 0 ? options.rank : 0;
     const sim::TopologyModel topo = sim::topology_model(options.topology);
-    const sim::GpuModel gpu;
+    const sim::GpuModel& gpu = topo.gpu;
     const double noise = options.noise > 0 ? options.noise : (options.seed ? 0.02 : 0.0);
     const Injector injector(options.inject, options.timeout_s, env.debug_level >= 2, rank);
+    const std::string setting = sim::setting_key(sim::nccl_environment());
 
-    reporter.event("start", start_fields(options, plan, topo, noise));
+    sim::Calibration calibration;
+    if (!options.calibration.empty()) {
+        std::string error;
+        if (!sim::load_calibration(options.calibration, calibration, error)) {
+            std::fprintf(stderr, "tpverify: --calibration: %s\n", error.c_str());
+            return static_cast<int>(Exit::usage);
+        }
+    }
+    std::string fusion_fallback;
+    const bool fused = options.fusion && sim::fusion_possible(topo, env, plan.tp, fusion_fallback);
+    if (!options.fusion) fusion_fallback.clear();
+
+    reporter.event("start", start_fields(options, plan, topo, noise, backend_fallback, fusion_fallback));
+    if (!fusion_fallback.empty())
+        std::fprintf(stderr,
+                     "tpverify: fusion: the one-shot all-reduce cannot run here (%s); falling back to NCCL "
+                     "all-reduce + a separate residual+RMSNorm kernel\n",
+                     fusion_fallback.c_str());
 
     // init: NCCL reads its environment and builds the communicator.
     if (env.debug_level >= 1)
@@ -174,7 +276,7 @@ int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter) {
     if (auto rc = injector.at_phase(Phase::warmup, reporter)) return *rc;
     if (eager_warmup) {
         for (const Step& s : plan.steps) {
-            if (s.kind != Step::Kind::collective || (options.fusion && s.fused_norm)) continue;
+            if (s.kind != Step::Kind::collective || (fused && s.fused_norm)) continue;
             if (!comm.use(func_of(s), s.bytes).ok) {
                 report_no_algo(comm, env, rank, func_of(s), "warmup", reporter);
                 return fail;
@@ -182,13 +284,14 @@ int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter) {
         }
     }
 
-    PassCost cost = cost_pass(plan, base_comm, gpu, options.graph, options.fusion);
+    Pricer pricer(base_comm, options.calibration.empty() ? nullptr : &calibration, setting);
+    PassCost cost = cost_pass(plan, base_comm, pricer, gpu, options.graph, fused);
     double capture_s = 0;
     if (options.graph) {
         reporter.event("capture", JsonLine().add("phase", "begin"));
         if (auto rc = injector.at_phase(Phase::capture, reporter)) return *rc;
         for (const Step& s : plan.steps) {  // first uses inside the capture (no eager warm-up)
-            if (s.kind != Step::Kind::collective || (options.fusion && s.fused_norm)) continue;
+            if (s.kind != Step::Kind::collective || (fused && s.fused_norm)) continue;
             bool new_connection = false;
             const Choice c = comm.use(func_of(s), s.bytes, &new_connection);
             const bool lazy_alloc_in_global_capture =
@@ -214,22 +317,30 @@ int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter) {
     // replay: measure.
     if (auto rc = injector.at_phase(Phase::replay, reporter)) return *rc;
     for (const Step& s : plan.steps) {  // eager runs without warm-up meet their collectives here
-        if (s.kind != Step::Kind::collective || (options.fusion && s.fused_norm)) continue;
+        if (s.kind != Step::Kind::collective || (fused && s.fused_norm)) continue;
         if (!comm.use(func_of(s), s.bytes).ok) {
             report_no_algo(comm, env, rank, func_of(s), "replay", reporter);
             return fail;
         }
     }
-    std::mt19937 rng(options.seed ? noise_seed(*options.seed, options.repeat) : std::random_device{}());
+    // Noise like a machine's (docs/engine.md): one offset for the whole run (what differs
+    // between two runs of one experiment) and jitter per sample with rare stragglers, drawn from
+    // a generator seeded by --seed, the experiment's fingerprint and the repeat.
+    const unsigned seed =
+        options.seed
+            ? noise_seed(*options.seed ^ fnv1a(experiment_fingerprint(options, setting)), options.repeat)
+            : std::random_device{}();
+    std::mt19937 rng(seed);
     std::normal_distribution<double> normal(0.0, 1.0);
     std::uniform_real_distribution<double> uniform(0.0, 1.0);
+    const double run_offset = noise > 0 ? 1.0 + noise * std::clamp(normal(rng), -3.0, 3.0) : 1.0;
     StopRule stop(options);
     std::vector<double> samples;
     double elapsed_s = 0;
     while (!stop.done(samples, elapsed_s)) {
-        double factor = 1.0;
+        double factor = run_offset;
         if (noise > 0) {
-            factor = std::max(0.5, 1.0 + noise * normal(rng));
+            factor *= std::max(0.5, 1.0 + 0.5 * noise * normal(rng));
             if (uniform(rng) < 0.03) factor += noise * 4.0 * std::fabs(normal(rng));  // occasional straggler
         }
         samples.push_back(cost.pass_us * factor);
@@ -240,8 +351,8 @@ int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter) {
     if (options.check) {
         const bool corrupt = cost.ll128 && base_comm.ll128_unsafe();
         const sim::CheckOutcome chk =
-            sim::host_check(plan.tp, plan.tokens, plan.model.hidden, plan.model.rms_eps,
-                            options.fusion && plan.tp > 1, corrupt ? 0.002 : 0.0, options.seed.value_or(1234));
+            sim::host_check(plan.tp, plan.tokens, plan.model.hidden, plan.model.rms_eps, fused && plan.tp > 1,
+                            corrupt ? 0.002 : 0.0, options.seed.value_or(1234));
         r.check_wrong = chk.wrong;
         if (chk.wrong > 0) {
             reporter.error("replay", "ncclAllReduce",
@@ -252,7 +363,8 @@ int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter) {
         }
     }
     const PassPlan one = build_pass(plan.model, plan.tp, 1);
-    const PassCost baseline = cost_pass(one, base_comm, gpu, options.graph, options.fusion);
+    Pricer baseline_pricer(base_comm, options.calibration.empty() ? nullptr : &calibration, setting);
+    const PassCost baseline = cost_pass(one, base_comm, baseline_pricer, gpu, options.graph, fused);
     const PassCost comm_only = cost;
     r.verify = summarize(samples);
     r.baseline_pass_us = baseline.pass_us;
@@ -274,6 +386,18 @@ int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter) {
             .add(p + "channels", c.channels);
     }
     extra.add("transport", plan.tp > 1 ? sim::transport_name(base_comm.transport()) : "none");
+    extra.add("fused", fused);
+    extra.add("collective_times", pricer.source());
+    if (!options.calibration.empty()) {
+        extra.add("calibrated_collectives", pricer.calibrated).add("modeled_collectives", pricer.modeled);
+        if (pricer.modeled > 0)
+            extra.add("calibration_note",
+                      "priced by the model where nothing was measured: " + pricer.missing());
+    } else {
+        extra.add("calibration_note",
+                  "no --calibration: collective times are NCCL 2.28's own tuning estimate for this topology "
+                  "(plus transport estimates), not measurements");
+    }
     if (options.target_rsd) extra.add("stopped_by", stop.hit_time_cap() ? "max-seconds" : "target-rsd");
     reporter.result(r, extra);
     return static_cast<int>(Exit::ok);

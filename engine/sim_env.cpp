@@ -118,7 +118,7 @@ void print_nccl_line(int rank, const char* level, const std::string& text) {
     if (char* dot = std::strchr(host, '.')) *dot = '\0';
     const int pid = static_cast<int>(getpid());
     std::fflush(stdout);
-    std::printf("%s:%d:%d [%d] NCCL %s %s\n", host, pid, pid, rank, level, text.c_str());
+    std::printf("%s%s:%d:%d [%d] NCCL %s %s\n", k_sim_line_marker, host, pid, pid, rank, level, text.c_str());
     std::fflush(stdout);
 }
 
@@ -197,25 +197,15 @@ bool parse_nccl_env(const std::function<const char*(const char*)>& getenv, NcclE
     }
     env.buffsize = int_param(getenv, "NCCL_BUFFSIZE", -2, env);
     if (env.buffsize <= 0) env.buffsize = -1;
-    env.p2p_disable = int_param(getenv, "NCCL_P2P_DISABLE", 0, env) != 0;
-    env.shm_disable = int_param(getenv, "NCCL_SHM_DISABLE", 0, env) != 0;
+    // NCCL compares these with 1 (paths.cc, ncclGetLevel; shm.cc): "2" disables nothing.
+    env.p2p_disable = int_param(getenv, "NCCL_P2P_DISABLE", 0, env) == 1;
+    env.shm_disable = int_param(getenv, "NCCL_SHM_DISABLE", 0, env) == 1;
     env.runtime_connect = int_param(getenv, "NCCL_RUNTIME_CONNECT", 1, env) != 0;
-    if (const char* level = getenv("NCCL_P2P_LEVEL")) {
-        std::string l = level;
-        for (char& c : l) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-        const char* const known[] = {"LOC", "NVL", "PIX", "PXB", "PHB", "SYS"};
-        bool ok = false;
-        for (const char* k : known) ok = ok || l == k;
-        if (!ok && l.size() == 1 && l[0] >= '0' && l[0] <= '5') {
-            l = known[l[0] - '0'];
-            ok = true;
-        }
-        if (ok) {
-            env.p2p_level = l;
-            env.env_lines.push_back(std::string("NCCL_P2P_LEVEL set by environment to ") + level);
-        } else {
-            env.env_lines.push_back(std::string("Invalid value ") + level + " for NCCL_P2P_LEVEL, ignored");
-        }
+    if (const char* level = getenv("NCCL_P2P_LEVEL"); level != nullptr && !env.p2p_disable) {
+        env.p2p_level = parse_p2p_level(level);
+        if (env.p2p_level >= 0)
+            env.env_lines.push_back(std::string("NCCL_P2P_LEVEL set by environment to ") +
+                                    path_name(static_cast<Path>(env.p2p_level)));
     }
     return true;
 }

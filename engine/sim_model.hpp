@@ -1,8 +1,9 @@
 #pragma once
-// The simulation backend's cost model: how NCCL would pick and run a collective on a modeled
-// topology under the NCCL_* environment, plus the GPU roofline for the GEMMs.
-// Constants are NCCL's own tuning-model numbers (src/graph/tuning.cc) where NCCL has them;
-// the rest are labelled estimates (docs/engine.md lists each with its source).
+// The simulation backend's cost model: how NCCL 2.28 would pick and run a collective on a
+// modeled topology under the NCCL_* environment, plus the GPU roofline for the GEMMs.
+// Constants are NCCL 2.28's own tuning-model numbers (src/graph/tuning.cc, ncclTopoTuneModel;
+// src/enqueue.cc, the channel/thread cut) where NCCL has them; the rest are labelled estimates
+// (docs/engine.md lists each with its source).
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -20,6 +21,16 @@ enum class Algo { tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree, pa
 enum class Proto { ll, ll128, simple, count };
 /// How ranks reach each other.
 enum class Transport { p2p, shm, net };
+/// NCCL's path types between two GPUs, in NCCL 2.28's order (src/include/topo.h): a lower
+/// value is a closer path. NCCL_P2P_LEVEL names one of these.
+enum class Path { loc, nvl, nvb, c2c, pix, pxb, p2c, pxn, phb, sys };
+constexpr int k_paths = static_cast<int>(Path::sys) + 1;
+const char* path_name(Path p);  ///< "LOC", "NVL", ..., "SYS"
+/// NCCL_P2P_LEVEL as NCCL's ncclGetLevel (src/graph/paths.cc) reads it: an exact,
+/// case-sensitive path name (LOC..SYS), else a value starting with a digit is the old
+/// numbering 0 LOC, 1 PIX, 2 PXB, 3 PHB, 4 and above SYS (strtol, so "3x" is 3); anything
+/// else is ignored (returns -1).
+int parse_p2p_level(const char* value);
 
 constexpr int k_funcs = static_cast<int>(Func::count);
 constexpr int k_algos = static_cast<int>(Algo::count);
@@ -40,8 +51,9 @@ struct NcclEnv {
     int min_ctas = -1, max_ctas = -1;     ///< after merging the deprecated *_NCHANNELS names
     int nthreads = -1;
     long long buffsize = -1;
-    std::string p2p_level;                ///< LOC NVL PIX PXB PHB SYS ("" = NCCL's default, PXB)
-    bool p2p_disable = false, shm_disable = false;
+    int p2p_level = -1;                   ///< a Path value from NCCL_P2P_LEVEL; -1: NCCL's default (PXB)
+    bool p2p_disable = false;             ///< NCCL_P2P_DISABLE=1 (NCCL tests == 1, not != 0)
+    bool shm_disable = false;             ///< NCCL_SHM_DISABLE=1
     bool runtime_connect = true;          ///< NCCL_RUNTIME_CONNECT (default 1 since 2.22)
     int debug_level = 0;                  ///< 0 none, 1 VERSION, 2 WARN, 3 INFO, 4 TRACE
     std::vector<std::string> subsys;      ///< enabled NCCL_DEBUG_SUBSYS names (upper case)
@@ -49,24 +61,53 @@ struct NcclEnv {
     [[nodiscard]] bool info(const char* subsys_name) const;  ///< INFO enabled for this subsystem
 };
 
+/// What the sim puts in front of every NCCL-like line it prints, so that nobody takes them for
+/// NCCL's own; the watcher's rules match inside the line and still see them.
+constexpr const char* k_sim_line_marker = "[tpverify-sim] ";
 /// Prints one NCCL debug line on stdout (where NCCL writes them), flushed:
-/// "host:pid:tid [rank] NCCL <level> <text>".
+/// "[tpverify-sim] host:pid:tid [rank] NCCL <level> <text>".
 void print_nccl_line(int rank, const char* level, const std::string& text);
 
 /// Reads and validates the environment through `getenv` (a stand-in for std::getenv in
 /// tests). On NCCL-style invalid usage returns false and sets `warn` to NCCL's WARN text.
 bool parse_nccl_env(const std::function<const char*(const char*)>& getenv, NcclEnv& env, std::string& warn);
 
+/// GPU model for the non-collective kernels.
+struct GpuModel {
+    std::string name = "NVIDIA H200";
+    int sm = 90;                   ///< compute capability x 10 (NCCL picks its per-arch caps by it)
+    double hbm_bw_gbs = 4300;      ///< device-memory copy bandwidth (GB/s)
+    double peak_tflops = 790;      ///< dense bf16 GEMM throughput (TFLOP/s)
+    double gemm_efficiency = 0.8;  ///< small-m GEMMs reach ~80% of copy bandwidth (estimate)
+    double kernel_floor_us = 2.0;  ///< shortest kernel duration (estimate)
+    double launch_eager_us = 4.0;  ///< per-kernel launch cost without graphs (estimate)
+    double launch_graph_us = 1.0;  ///< per-kernel gap inside a replayed graph (estimate)
+    /// Device time of one bf16 GEMM: max(weights / bandwidth, flops / peak, floor).
+    [[nodiscard]] double gemm_us(std::uint64_t weight_bytes, double flops) const;
+    /// Residual add + RMSNorm over `bytes` of activations.
+    [[nodiscard]] double norm_us(std::uint64_t bytes) const;
+};
+
 /// The modeled machine for --topology.
 struct TopologyModel {
     std::string name;
-    bool nvlink = false;          ///< NVLink (hw NVLINK, path NVL) or PCIe (hw PCI, path PHB)
+    GpuModel gpu;
+    bool nvlink = false;          ///< NVLink (NCCL hw NVLINK) or PCIe (hw PCI)
+    Path path = Path::phb;        ///< path between two GPUs of the ring (NCCL's typeIntra)
     double bus_bw_gbs = 0;        ///< ring bus bandwidth of the whole graph (GB/s)
     int default_channels = 0;     ///< channels NCCL's graph search finds
+    bool peer_access = true;      ///< cudaDeviceCanAccessPeer between the GPUs (hardware)
     double one_shot_alpha_us = 0; ///< fused one-shot all-reduce: write + flag-poll latency
     double peer_bw_gbs = 0;       ///< one GPU's write bandwidth to its peers (GB/s)
 };
 TopologyModel topology_model(Topology t);
+
+/// Ranks the CUDA backend's one-shot kernel supports (engine/cuda/kernels.cuh, k_max_peers).
+constexpr int k_fusion_max_ranks = 8;
+/// Whether the CUDA backend would run the fused one-shot all-reduce on this machine: peer
+/// access between the GPUs and at most k_fusion_max_ranks ranks. In the sim, NCCL_P2P_DISABLE=1
+/// stands for a machine without peer access (the reason people set it). Sets `reason` when not.
+bool fusion_possible(const TopologyModel& topo, const NcclEnv& env, int nranks, std::string& reason);
 
 /// What NCCL chose for one collective and what it costs.
 struct Choice {
@@ -91,7 +132,10 @@ public:
     [[nodiscard]] int channels() const { return m_channels; }
     [[nodiscard]] int nranks() const { return m_nranks; }
     /// True when LL128 runs over a path NCCL would not enable it on (data corruption risk).
-    [[nodiscard]] bool ll128_unsafe() const { return !m_topo.nvlink; }
+    [[nodiscard]] bool ll128_unsafe() const { return !ll128_default(); }
+    /// NCCL 2.28's default for LL128 here (tuning.cc): on when the path is NVLink-class
+    /// (typeIntra <= NVB) and the GPU is Volta or newer.
+    [[nodiscard]] bool ll128_default() const;
     /// Fused one-shot all-reduce (+ residual + RMSNorm) over peer memory: alpha + (p-1) n beta.
     [[nodiscard]] double one_shot_us(std::uint64_t bytes) const;
 
@@ -104,20 +148,6 @@ private:
     int m_max_threads[k_algos][k_protos] = {};
     double m_lat[k_funcs][k_algos][k_protos] = {};
     double m_bw[k_funcs][k_algos][k_protos] = {};  ///< algorithm bandwidth, GB/s; 0 = unavailable
-};
-
-/// GPU model for the non-collective kernels (H200-like defaults).
-struct GpuModel {
-    double hbm_bw_gbs = 4300;     ///< measured copy bandwidth (NCCL-FACTS §3)
-    double peak_tflops = 790;     ///< measured bf16 GEMM throughput (NCCL-FACTS §3)
-    double gemm_efficiency = 0.8; ///< small-m GEMMs reach ~80% of copy bandwidth (estimate)
-    double kernel_floor_us = 2.0; ///< shortest kernel duration (estimate)
-    double launch_eager_us = 4.0; ///< per-kernel launch cost without graphs (estimate)
-    double launch_graph_us = 1.0; ///< per-kernel gap inside a replayed graph (estimate)
-    /// Device time of one bf16 GEMM: max(weights / bandwidth, flops / peak, floor).
-    [[nodiscard]] double gemm_us(std::uint64_t weight_bytes, double flops) const;
-    /// Residual add + RMSNorm over `bytes` of activations.
-    [[nodiscard]] double norm_us(std::uint64_t bytes) const;
 };
 
 }  // namespace tpverify::sim

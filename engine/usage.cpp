@@ -44,10 +44,14 @@ Measurement
   --timeout S              a hung collective fails after S seconds (default 60, 0 = never)
 Backend
   --backend B              auto (CUDA when a GPU is visible, else sim), cuda, sim
-  --topology T             sim: pcie-gen4, pcie-gen5 (default), nvlink
+  --topology T             sim: pcie-gen4 (8 x L40S), pcie-gen5 (default; 8 x RTX PRO
+                           6000 Blackwell, PCIe gen5), nvlink (8 x H200 SXM)
   --seed N                 sim: seed for the noise (same seed, same numbers)
   --noise X                sim: relative noise per pass, e.g. 0.02 (default 0, or 0.02
                            when --seed is given)
+  --calibration FILE       sim: price collectives from measured times (a file written by
+                           'ncclsweep calibrate', or builtin:incident-pcie); unmeasured
+                           ones fall back to the model, as the result event says
   --inject KIND[@PHASE][:SECONDS]
                            sim: inject a fault (repeatable). KIND: capture-fail, nccl-error,
                            cuda-oom, hang, segv, exit. PHASE: init, warmup, capture, replay

@@ -1,0 +1,67 @@
+#pragma once
+// Measured collective times for the sim (--calibration FILE): per NCCL setting, collective and
+// rank count, a table of message size -> time. Plain text that tpverify parses itself:
+//
+//   # comment
+//   tpverify-calibration 1
+//   setting NCCL_PROTO=LL            <- "setting" alone is NCCL's defaults
+//   table all_reduce 8               <- collective (all_reduce | all_gather) and ranks
+//   57344 201.6                      <- bytes per rank and time in µs, increasing bytes
+//
+// `ncclsweep calibrate DIR` writes this format from nccl-tests logs (docs/engine.md).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tpverify::sim {
+
+/// One measured table.
+struct CalibrationTable {
+    std::string setting;     ///< setting key (see setting_key), "" = NCCL's defaults
+    std::string collective;  ///< "all_reduce" or "all_gather"
+    int nranks = 0;
+    std::vector<std::pair<std::uint64_t, double>> points;  ///< (bytes, µs), bytes increasing
+};
+
+/// A parsed calibration file.
+class Calibration {
+public:
+    /// Parses the text; on error returns false with "NAME:LINE: what is wrong; what to do".
+    static bool parse(const std::string& text, const std::string& name, Calibration& out, std::string& error);
+    /// Reads and parses a file.
+    static bool load(const std::string& path, Calibration& out, std::string& error);
+
+    /// The table for a setting, collective and rank count, or nullptr.
+    [[nodiscard]] const CalibrationTable* find(const std::string& setting, const std::string& collective,
+                                               int nranks) const;
+    /// Whether any table has this setting.
+    [[nodiscard]] bool has_setting(const std::string& setting) const;
+    [[nodiscard]] const std::vector<CalibrationTable>& tables() const { return m_tables; }
+
+private:
+    std::vector<CalibrationTable> m_tables;
+};
+
+/// Time at `bytes` from a table: exact at a measured size, linear in log(bytes) and log(time)
+/// between two, nullopt outside the measured range (the model prices it then).
+std::optional<double> interpolate(const CalibrationTable& table, std::uint64_t bytes);
+
+/// The setting key of a list of NCCL_* variables: "NAME=VALUE" sorted by name and joined by a
+/// space, "" for none. Variables that do not change a collective's time (NCCL_DEBUG*,
+/// NCCL_COMM_ID, NCCL_RUNTIME_CONNECT) are left out; NCCL_P2P_LEVEL is written as the path
+/// name NCCL reads it as (3 -> PHB).
+std::string setting_key(std::vector<std::pair<std::string, std::string>> vars);
+/// The NCCL_* variables of this process's environment.
+std::vector<std::pair<std::string, std::string>> nccl_environment();
+/// For messages: "NCCL's defaults" for "", else the key.
+std::string setting_label(const std::string& key);
+
+/// The text of a calibration built into tpverify ("" when there is none of that name):
+/// "incident-pcie" (experiments/incident-pcie.calibration).
+std::string builtin_calibration(const std::string& name);
+/// --calibration's value: "builtin:NAME" or a file path.
+bool load_calibration(const std::string& spec, Calibration& out, std::string& error);
+
+}  // namespace tpverify::sim

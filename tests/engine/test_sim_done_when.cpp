@@ -1,0 +1,176 @@
+// The sim's promises, through the real tpverify binary: fusion only where it can run, NCCL's
+// reading of NCCL_P2P_LEVEL, --backend auto says when it simulates, calibrations decide the
+// ranking, NCCL-like lines are marked, noise differs per experiment and repeat.
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/support/catch.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using ncclsweep::test::binary_path;
+using ncclsweep::test::CommandResult;
+using ncclsweep::test::run_command;
+
+namespace {
+CommandResult tpverify(std::vector<std::string> args, const std::vector<std::string>& env = {},
+                       const std::string& backend = "sim") {
+    args.insert(args.begin(), binary_path("engine/tpverify").string());
+    args.insert(args.begin() + 1, "--backend=" + backend);
+    return run_command(args, {}, env);
+}
+std::string event_line(const CommandResult& r, const std::string& event) {
+    std::istringstream in(r.out);
+    for (std::string l; std::getline(in, l);)
+        if (l.rfind("{\"event\":\"" + event + "\"", 0) == 0) return l;
+    return "";
+}
+std::string field(const std::string& line, const std::string& key) {
+    const std::string k = "\"" + key + "\":";
+    auto at = line.find(k);
+    if (at == std::string::npos) return "";
+    auto start = at + k.size();
+    if (line[start] == '"') return line.substr(start + 1, line.find('"', start + 1) - start - 1);
+    return line.substr(start, line.find_first_of(",}", start) - start);
+}
+double number(const CommandResult& r, const std::string& key) {
+    const std::string v = field(event_line(r, "result"), key);
+    INFO(r.out << r.err);
+    REQUIRE(!v.empty());
+    return std::stod(v);
+}
+bool contains(const std::string& hay, const std::string& needle) {
+    return hay.find(needle) != std::string::npos;
+}
+const std::vector<std::string> k_pass = {"--json", "--tp", "8", "--tokens", "4"};
+std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+}
+}  // namespace
+
+TEST_CASE("sim done-when: without peer access fusion on and off are the same pass (ratio <= 1.05)") {
+    const std::vector<std::string> no_peer = {"NCCL_P2P_DISABLE=1", "NCCL_SHM_DISABLE=1"};
+    const CommandResult off = tpverify(with(k_pass, {"--fusion", "off"}), no_peer);
+    const CommandResult on = tpverify(with(k_pass, {"--fusion", "on"}), no_peer);
+    REQUIRE(on.exit_code == 0);
+    const double ratio = number(on, "tok_s") / number(off, "tok_s");
+    CHECK(ratio <= 1.05);
+    CHECK(ratio >= 1 / 1.05);
+    // Said in the start event and on stderr, like the CUDA backend's fallback.
+    const std::string start = event_line(on, "start");
+    CHECK(field(start, "fused") == "false");
+    CHECK(contains(field(start, "fusion_fallback"), "NCCL_P2P_DISABLE=1"));
+    CHECK(contains(on.err, "falling back to NCCL all-reduce"));
+    // With peer access (the default machine) the fused kernel runs and is faster.
+    const CommandResult fused = tpverify(with(k_pass, {"--fusion", "on"}));
+    CHECK(field(event_line(fused, "start"), "fused") == "true");
+    CHECK(number(fused, "tok_s") > 1.05 * number(tpverify(k_pass), "tok_s"));
+    // More ranks than the one-shot kernel supports: NCCL fallback.
+    const CommandResult sixteen = tpverify({"--json", "--tp", "16", "--fusion", "on"});
+    CHECK(contains(field(event_line(sixteen, "start"), "fusion_fallback"), "at most 8 ranks"));
+}
+
+TEST_CASE("sim done-when: NCCL_P2P_LEVEL=3 and NCCL_P2P_LEVEL=PHB give the same pass") {
+    const double by_number = number(tpverify(k_pass, {"NCCL_P2P_LEVEL=3"}), "verify_us_p50");
+    const double by_name = number(tpverify(k_pass, {"NCCL_P2P_LEVEL=PHB"}), "verify_us_p50");
+    CHECK(std::fabs(by_number / by_name - 1) <= 0.005);
+    // ... and it is a different pass from NCCL's default level (SHM instead of P2P).
+    const CommandResult def = tpverify(k_pass);
+    CHECK(field(event_line(def, "result"), "transport") == "SHM/direct/direct");
+    CHECK(field(event_line(tpverify(k_pass, {"NCCL_P2P_LEVEL=3"}), "result"), "transport") == "P2P/CUMEM");
+    CHECK(std::fabs(number(def, "verify_us_p50") / by_name - 1) > 0.005);
+}
+
+TEST_CASE(
+    "sim done-when: --backend auto without a GPU says on stderr and in the start event that it simulates") {
+    // CUDA_VISIBLE_DEVICES="" hides any GPU, so this holds on a GPU host too.
+    const CommandResult r = tpverify(k_pass, {"CUDA_VISIBLE_DEVICES="}, "auto");
+    REQUIRE(r.exit_code == 0);
+    CHECK(contains(r.err, "--backend auto"));
+    CHECK(contains(r.err, "SIMULATION"));
+    const std::string start = event_line(r, "start");
+    CHECK(field(start, "backend") == "sim");
+    CHECK(!field(start, "backend_fallback").empty());
+    // Asked for explicitly, the sim does not warn.
+    const CommandResult explicit_sim = tpverify(k_pass);
+    CHECK_FALSE(contains(explicit_sim.err, "SIMULATION"));
+    CHECK(field(event_line(explicit_sim, "start"), "backend_fallback").empty());
+}
+
+TEST_CASE("sim done-when: a calibration in which NCCL_PROTO=LL is faster at 57 KB makes LL win") {
+    ncclsweep::test::TempDir dir;
+    const auto file = dir.write("cal.txt",
+                                "tpverify-calibration 1\n"
+                                "setting\n"
+                                "table all_reduce 8\n16384 60\n65536 250\n"
+                                "table all_gather 8\n16384 60\n262144 400\n"
+                                "setting NCCL_PROTO=LL\n"
+                                "table all_reduce 8\n16384 40\n65536 90\n"
+                                "table all_gather 8\n16384 40\n262144 300\n");
+    const auto cal = with(k_pass, {"--calibration", file.string()});
+    const CommandResult base = tpverify(cal);
+    const CommandResult ll = tpverify(cal, {"NCCL_PROTO=LL"});
+    REQUIRE(base.exit_code == 0);
+    REQUIRE(ll.exit_code == 0);
+    CHECK(number(ll, "tok_s") > 1.5 * number(base, "tok_s"));
+    CHECK(field(event_line(ll, "result"), "collective_times") == "calibration");
+    CHECK(number(ll, "calibrated_collectives") == 124);
+    // Without the calibration the sim's model is NCCL's own estimate and says so.
+    const std::string model = event_line(tpverify(k_pass, {"NCCL_PROTO=LL"}), "result");
+    CHECK(field(model, "collective_times") == "nccl-model");
+    CHECK(contains(field(model, "calibration_note"), "NCCL 2.28's own tuning estimate"));
+    // A setting the calibration never measured is priced by the model, and the result says so.
+    const std::string simple = event_line(tpverify(cal, {"NCCL_PROTO=Simple"}), "result");
+    CHECK(field(simple, "collective_times") == "model");
+    CHECK(contains(field(simple, "calibration_note"),
+                   "no all_reduce table for 8 ranks under NCCL_PROTO=Simple"));
+    // Sizes outside the measured range too (1 token: 14336 B < 16384 B).
+    const std::string small = event_line(
+        tpverify({"--json", "--tp", "8", "--tokens", "1", "--calibration", file.string()}), "result");
+    CHECK(field(small, "collective_times") == "calibration+model");
+    CHECK(contains(field(small, "calibration_note"), "all_reduce of 14336 B is outside the measured sizes"));
+    // A bad file is a usage error that names the line.
+    const auto bad = dir.write("bad.txt", "tpverify-calibration 1\nsetting\ntable all_reduce 8\n100\n");
+    const CommandResult refused = tpverify(with(k_pass, {"--calibration", bad.string()}));
+    CHECK(refused.exit_code == 2);
+    CHECK(contains(refused.err, "bad.txt:4:"));
+}
+
+TEST_CASE("sim done-when: the sim's NCCL-like lines carry a visible marker") {
+    const CommandResult r =
+        tpverify(k_pass, {"NCCL_DEBUG=INFO", "NCCL_DEBUG_SUBSYS=INIT,TUNING,ENV", "NCCL_PROTO=LL"});
+    REQUIRE(r.exit_code == 0);
+    std::istringstream in(r.out);
+    int nccl_lines = 0;
+    for (std::string l; std::getline(in, l);) {
+        if (!contains(l, " NCCL ") || l.rfind("{", 0) == 0) continue;  // JSON events may mention NCCL
+        ++nccl_lines;
+        CHECK(l.rfind("[tpverify-sim] ", 0) == 0);
+    }
+    CHECK(nccl_lines > 5);
+    CHECK(contains(r.out, "NCCL INFO NCCL version 2.28.3+sim"));
+}
+
+TEST_CASE("sim done-when: noise differs between experiments and repeats and reproduces") {
+    const auto seeded = with(k_pass, {"--seed", "1", "--noise", "0.02"});
+    const double a = number(tpverify(seeded, {"NCCL_MAX_NCHANNELS=2"}), "verify_us_p50");
+    const double b = number(tpverify(seeded, {"NCCL_MAX_NCHANNELS=4"}), "verify_us_p50");
+    CHECK(a != b);  // same modeled pass (2 channels are the default), different experiments
+    CHECK(a == number(tpverify(seeded, {"NCCL_MAX_NCHANNELS=2"}), "verify_us_p50"));
+    const double r1 = number(tpverify(seeded, {"NCCLSWEEP_REPEAT=1"}), "verify_us_p50");
+    const double r2 = number(tpverify(seeded, {"NCCLSWEEP_REPEAT=2"}), "verify_us_p50");
+    CHECK(r1 != r2);
+    // The per-run offset moves whole runs: five repeats spread by more than the per-sample jitter
+    // alone would move a median of 50 samples (0.01 / sqrt(50) ~ 0.0014).
+    double lo = 1e300, hi = 0;
+    for (int rep = 0; rep < 5; ++rep) {
+        const double p50 =
+            number(tpverify(seeded, {"NCCLSWEEP_REPEAT=" + std::to_string(rep)}), "verify_us_p50");
+        lo = std::min(lo, p50);
+        hi = std::max(hi, p50);
+    }
+    CHECK(hi / lo - 1 > 0.005);
+}
