@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "engine/backend.hpp"
+#include "engine/launch.hpp"
 #include "engine/model.hpp"
 #include "engine/options.hpp"
 #include "engine/report.hpp"
@@ -26,9 +27,28 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "tpverify: %s\n", error.c_str());
         return static_cast<int>(Exit::usage);
     }
-    PassPlan plan = build_pass(model, options.nranks > 0 ? options.nranks : options.tp, options.tokens);
+    PassShape shape;
+    shape.context = options.context;
+    shape.router_seed = options.seed.value_or(1);
+    PassPlan plan =
+        build_pass(model, options.nranks > 0 ? options.nranks : options.tp, options.tokens, shape);
     Reporter reporter(options.json);
     bool use_cuda = options.backend == BackendKind::cuda ||
                     (options.backend == BackendKind::automatic && cuda_available());
-    return use_cuda ? run_cuda(options, plan, reporter) : run_sim(options, plan, reporter);
+    if (!use_cuda) return run_sim(options, plan, reporter);
+    if (!options.sim_only_flags.empty() && options.rank <= 0)
+        std::fprintf(stderr,
+                     "tpverify: note: %s only applies to the sim backend; the CUDA backend ignores it\n",
+                     options.sim_only_flags.front().c_str());
+    if (options.process_model == ProcessModel::processes && options.rank < 0) {
+        // One process per rank, as a server runs: start them and report as they end.
+        LaunchSpec spec;
+        spec.exe = self_exe(argv[0]);
+        spec.args.assign(argv + 1, argv + argc);
+        spec.nranks = options.tp;
+        LaunchOutcome outcome = launch_ranks(spec);
+        if (outcome.exit_status != 0) std::fprintf(stderr, "tpverify: launch: %s\n", outcome.message.c_str());
+        return outcome.exit_status;
+    }
+    return run_cuda(options, plan, reporter);
 }

@@ -1,4 +1,5 @@
 // bf16 GEMMs: cuBLAS (cublasGemmEx, fp32 accumulate) and a weight-streaming kernel for few tokens.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -75,22 +76,29 @@ __global__ void __launch_bounds__(k_skinny_warps * 32)
 template <int M>
 cudaError_t launch_skinny(const Gemm& g, const bf16* w, const bf16* x, bf16* y, bool acc, cudaStream_t s) {
     unsigned blocks = unsigned((g.n + k_skinny_warps - 1) / k_skinny_warps);
-    skinny_kernel<M><<<blocks, k_skinny_warps * 32, 0, s>>>(reinterpret_cast<const uint4*>(w),
-                                                             reinterpret_cast<const uint4*>(x), y, g.n,
-                                                             g.k / 8, acc ? 1 : 0);
+    skinny_kernel<M><<<blocks, k_skinny_warps * 32, 0, s>>>(
+        reinterpret_cast<const uint4*>(w), reinterpret_cast<const uint4*>(x), y, g.n, g.k / 8, acc ? 1 : 0);
     return cudaGetLastError();
 }
 
 cudaError_t dispatch_skinny(const Gemm& g, const bf16* w, const bf16* x, bf16* y, bool acc, cudaStream_t s) {
     switch (g.m) {
-        case 1: return launch_skinny<1>(g, w, x, y, acc, s);
-        case 2: return launch_skinny<2>(g, w, x, y, acc, s);
-        case 3: return launch_skinny<3>(g, w, x, y, acc, s);
-        case 4: return launch_skinny<4>(g, w, x, y, acc, s);
-        case 5: return launch_skinny<5>(g, w, x, y, acc, s);
-        case 6: return launch_skinny<6>(g, w, x, y, acc, s);
-        case 7: return launch_skinny<7>(g, w, x, y, acc, s);
-        default: return launch_skinny<8>(g, w, x, y, acc, s);
+        case 1:
+            return launch_skinny<1>(g, w, x, y, acc, s);
+        case 2:
+            return launch_skinny<2>(g, w, x, y, acc, s);
+        case 3:
+            return launch_skinny<3>(g, w, x, y, acc, s);
+        case 4:
+            return launch_skinny<4>(g, w, x, y, acc, s);
+        case 5:
+            return launch_skinny<5>(g, w, x, y, acc, s);
+        case 6:
+            return launch_skinny<6>(g, w, x, y, acc, s);
+        case 7:
+            return launch_skinny<7>(g, w, x, y, acc, s);
+        default:
+            return launch_skinny<8>(g, w, x, y, acc, s);
     }
 }
 
@@ -108,9 +116,12 @@ GemmPath gemm_path_from_env(bool& ok) {
 
 const char* gemm_path_name(GemmPath path) {
     switch (path) {
-        case GemmPath::cublas: return "cublas";
-        case GemmPath::skinny: return "skinny";
-        default: return "auto";
+        case GemmPath::cublas:
+            return "cublas";
+        case GemmPath::skinny:
+            return "skinny";
+        default:
+            return "auto";
     }
 }
 
@@ -118,39 +129,54 @@ WeightPool::~WeightPool() {
     if (m_base != nullptr) cudaFree(m_base);
 }
 
-Status WeightPool::allocate(const PassPlan& plan, std::uint64_t seed, cudaStream_t stream) {
-    std::vector<std::uint64_t> offsets;
-    std::uint64_t total = 0;
-    for (const Step& step : plan.steps) {
-        if (step.kind != Step::Kind::gemm) continue;
-        offsets.push_back(total);
-        total += (step.gemm.weight_bytes() + 255) / 256 * 256;
+Status WeightPool::allocate(const std::vector<const PassPlan*>& plans, std::uint64_t reserve,
+                            std::uint64_t seed, cudaStream_t stream) {
+    auto padded = [](std::uint64_t b) { return (b + 255) / 256 * 256; };
+    std::uint64_t largest = 0, need = 256;
+    for (const PassPlan* plan : plans) {
+        std::uint64_t total = 0;
+        for (const Step& step : plan->steps)
+            if (step.kind == Step::Kind::gemm)
+                total += padded(step.gemm.weight_bytes()),
+                    largest = std::max(largest, padded(step.gemm.weight_bytes()));
+        need = std::max(need, total);
     }
+    m_bytes = plans.empty() ? 0 : plans.front()->weight_bytes();
     std::size_t free_bytes = 0, total_bytes = 0;
     TPV_CUDA("init", cudaMemGetInfo(&free_bytes, &total_bytes));
-    if (total + (std::uint64_t(1) << 30) > free_bytes) {
+    std::uint64_t room = free_bytes > reserve ? free_bytes - reserve : 0;
+    m_arena = std::min({need, k_max_arena_bytes, room});
+    if (m_arena < need && m_arena < std::max(k_min_arena_bytes, 2 * largest)) {
         return Status::fail("init", "cudaMalloc",
-                            "weights of this pass need " + std::to_string(total >> 20) + " MiB but only " +
-                                std::to_string(free_bytes >> 20) +
+                            "weights of this pass need " + std::to_string(need >> 20) + " MiB (at least " +
+                                std::to_string(std::max(k_min_arena_bytes, 2 * largest) >> 20) +
+                                " MiB as a reused arena) but only " + std::to_string(free_bytes >> 20) +
                                 " MiB are free; shrink the model (--layers, --experts) or raise --tp");
     }
-    TPV_CUDA("init", cudaMalloc(&m_base, total == 0 ? 256 : total));
-    m_bytes = total;
-    std::size_t i = 0;
-    for (const Step& step : plan.steps) {
-        if (step.kind != Step::Kind::gemm) continue;
-        auto* w = reinterpret_cast<bf16*>(static_cast<char*>(m_base) + offsets[i]);
-        // Scale 1/sqrt(k) keeps activations O(1) through the chain of GEMMs.
-        float scale = 1.0f / std::sqrt(float(step.gemm.k > 0 ? step.gemm.k : 1));
-        TPV_CUDA("init", fill_random(w, std::uint64_t(step.gemm.n) * step.gemm.k, scale, seed + i, stream));
-        m_weights.push_back(w);
-        ++i;
+    TPV_CUDA("init", cudaMalloc(&m_base, m_arena));
+    // Small random values (scale 1/sqrt(k) of the first GEMM, which is the largest k in the arena's
+    // first use) keep activations O(1) through the chain of GEMMs.
+    TPV_CUDA("init", fill_random(static_cast<bf16*>(m_base), m_arena / 2, 1.0f / 128.0f, seed, stream));
+    for (const PassPlan* plan : plans) {
+        auto& list = m_weights[plan];
+        std::uint64_t offset = 0;
+        for (const Step& step : plan->steps) {
+            if (step.kind != Step::Kind::gemm) continue;
+            std::uint64_t size = padded(step.gemm.weight_bytes());
+            if (offset + size > m_arena) offset = 0;
+            list.push_back(reinterpret_cast<const bf16*>(static_cast<char*>(m_base) + offset));
+            offset += size;
+        }
     }
     return {};
 }
 
-Status run_gemm(cublasHandle_t handle, GemmPath path, const Gemm& g, const bf16* w, const bf16* x,
-                bf16* y, bool accumulate, cudaStream_t stream, const char* phase) {
+const bf16* WeightPool::weight(const PassPlan& plan, std::size_t gemm_index) const {
+    return m_weights.at(&plan)[gemm_index];
+}
+
+Status run_gemm(cublasHandle_t handle, GemmPath path, const Gemm& g, const bf16* w, const bf16* x, bf16* y,
+                bool accumulate, cudaStream_t stream, const char* phase) {
     // cuBLAS unless TPVERIFY_GEMM=skinny: on the H200 cuBLAS ran the Kimi pass 1.23x faster
     // than the skinny kernel (docs/benchmarks-gpu.md).
     bool skinny_fits = g.m <= k_skinny_max_m && g.k % 8 == 0;
@@ -162,8 +188,8 @@ Status run_gemm(cublasHandle_t handle, GemmPath path, const Gemm& g, const bf16*
     // Column-major view: y^T [n x m] = W [n x k] (stored k x n, transposed) * x^T [k x m].
     float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     TPV_CUBLAS(phase, cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, g.n, g.m, g.k, &alpha, w, CUDA_R_16BF,
-                                   g.k, x, CUDA_R_16BF, g.k, &beta, y, CUDA_R_16BF, g.n,
-                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                                   g.k, x, CUDA_R_16BF, g.k, &beta, y, CUDA_R_16BF, g.n, CUBLAS_COMPUTE_32F,
+                                   CUBLAS_GEMM_DEFAULT));
     return {};
 }
 

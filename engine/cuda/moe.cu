@@ -75,10 +75,10 @@ Status ExpertBatches::build(const PassPlan& plan, const WeightPool& weights, con
         std::vector<const void*> up(3 * g.pairs), down(3 * g.pairs);
         for (int e = 0; e < g.pairs; ++e) {
             bf16* mid_e = m_mid + std::uint64_t(e) * g.gate_up.m * g.gate_up.n;
-            up[e] = weights.weight(g.first_gemm + 2 * e);
+            up[e] = weights.weight(plan, g.first_gemm + 2 * e);
             up[g.pairs + e] = input;
             up[2 * g.pairs + e] = mid_e;
-            down[e] = weights.weight(g.first_gemm + 2 * e + 1);
+            down[e] = weights.weight(plan, g.first_gemm + 2 * e + 1);
             down[g.pairs + e] = mid_e;
             down[2 * g.pairs + e] = m_outs + std::uint64_t(e) * g.down.m * g.down.n;
         }
