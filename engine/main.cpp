@@ -36,7 +36,9 @@ int main(int argc, char** argv) {
     bool use_cuda = options.backend == BackendKind::cuda ||
                     (options.backend == BackendKind::automatic && cuda_available());
     if (!use_cuda) return run_sim(options, plan, reporter);
-    if (!options.sim_only_flags.empty() && options.rank <= 0)
+    // Said once: by the process the user started (not again by a rank tpverify started).
+    const bool started_by_user = options.rank < 0 || std::getenv(k_bootstrap_env) == nullptr;
+    if (!options.sim_only_flags.empty() && started_by_user && options.rank <= 0)
         std::fprintf(stderr,
                      "tpverify: note: %s only applies to the sim backend; the CUDA backend ignores it\n",
                      options.sim_only_flags.front().c_str());
