@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
     }
     PassShape shape;
     shape.context = options.context;
+    shape.int4_experts = options.expert_format == ExpertFormat::int4;
     shape.router_seed = options.seed.value_or(1);
     PassPlan plan =
         build_pass(model, options.nranks > 0 ? options.nranks : options.tp, options.tokens, shape);

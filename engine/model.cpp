@@ -185,6 +185,17 @@ bool resolve_model(const Options& options, ModelShape& out, std::string& error) 
                 std::to_string(m.active_experts) + " of " + std::to_string(m.experts) + ")";
         return false;
     }
+    if (has_moe && options.expert_format == ExpertFormat::int4) {
+        const int ranks = std::max(options.nranks > 0 ? options.nranks : options.tp, 1);
+        if (m.hidden % 64 != 0 || (m.moe_intermediate / ranks) % 64 != 0) {
+            error =
+                "--expert-format int4 needs the hidden size and the MoE intermediate size per rank to be "
+                "multiples of 64 (got " +
+                std::to_string(m.hidden) + " and " + std::to_string(m.moe_intermediate / ranks) +
+                "); use --expert-format bf16";
+            return false;
+        }
+    }
     if (has_moe && m.moe_intermediate < 1) {
         error = "MoE layers need --moe-intermediate >= 1";
         return false;
@@ -274,6 +285,7 @@ PassPlan build_pass(const ModelShape& model, int tp, int tokens, const PassShape
     plan.tp = tp;
     plan.tokens = tokens;
     plan.context = shape.context;
+    plan.int4_experts = shape.int4_experts;
     const ModelShape& m = model;
     const std::uint64_t act_bytes = std::uint64_t(tokens) * m.hidden * 2;  // bf16 activations
     const int heads = m.heads / tp;
@@ -330,8 +342,10 @@ PassPlan build_pass(const ModelShape& model, int tp, int tokens, const PassShape
                 const std::string q = p + "expert" + std::to_string(id) + ".";
                 add_gemm(plan, q + "gate_up", m.hidden, 2 * inter);
                 add_gemm(plan, q + "down", inter, m.hidden);
-                plan.steps[plan.steps.size() - 2].gemm.m = count;
-                plan.steps.back().gemm.m = count;
+                for (Gemm* g : {&plan.steps[plan.steps.size() - 2].gemm, &plan.steps.back().gemm}) {
+                    g->m = count;
+                    g->int4 = shape.int4_experts;
+                }
             }
         }
         add_collective(plan, CollectiveKind::all_reduce, act_bytes, true, p + "mlp");

@@ -39,11 +39,19 @@ bool resolve_model(const Options& options, ModelShape& out, std::string& error);
 
 enum class CollectiveKind { all_reduce, all_gather };
 
-/// One GEMM per rank: [m x k] x [k x n], bf16.
+/// Weights per scale of an INT4 GEMM (along k).
+constexpr int k_int4_group = 32;
+
+/// One GEMM per rank: [m x k] x [k x n]; bf16 weights, or INT4 with one bf16 scale per
+/// k_int4_group weights (activations bf16 either way).
 struct Gemm {
     std::string name;  ///< e.g. "L3.q_b"
     int m = 0, n = 0, k = 0;
-    [[nodiscard]] std::uint64_t weight_bytes() const { return std::uint64_t(n) * k * 2; }
+    bool int4 = false;
+    [[nodiscard]] std::uint64_t weight_bytes() const {
+        return int4 ? std::uint64_t(n) * k / 2 + std::uint64_t(n) * (k / k_int4_group) * 2
+                    : std::uint64_t(n) * k * 2;
+    }
     [[nodiscard]] double flops() const { return 2.0 * m * n * k; }
 };
 
@@ -77,8 +85,9 @@ struct Step {
 
 /// What a pass is run against, beyond the model and TP degree.
 struct PassShape {
-    int context = 4096;        ///< tokens already in the KV cache
-    unsigned router_seed = 1;  ///< seeds the router's expert choice per token and layer
+    int context = 4096;         ///< tokens already in the KV cache
+    unsigned router_seed = 1;   ///< seeds the router's expert choice per token and layer
+    bool int4_experts = false;  ///< routed experts in INT4 (shared experts stay bf16)
 };
 
 /// The whole verify pass for one rank.
@@ -87,6 +96,7 @@ struct PassPlan {
     int tp = 1;
     int tokens = 4;
     int context = 0;
+    bool int4_experts = false;  ///< routed experts are INT4
     std::vector<Step> steps;
     /// Distinct routed experts the tokens of each MoE layer chose (in layer order).
     std::vector<int> routed_experts_touched;

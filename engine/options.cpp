@@ -151,6 +151,15 @@ const std::map<std::string, FlagSpec>& flag_table() {
                                       return bad("process-model", v, "processes or threads");
                                   return std::string();
                               }};
+        f["expert-format"] = {A::value, [](Options& o, const std::string& v) {
+                                  if (v == "bf16")
+                                      o.expert_format = ExpertFormat::bf16;
+                                  else if (v == "int4")
+                                      o.expert_format = ExpertFormat::int4;
+                                  else
+                                      return bad("expert-format", v, "bf16 or int4");
+                                  return std::string();
+                              }};
         f["graph"] = bool_flag("graph", &Options::graph);
         f["fusion"] = bool_flag("fusion", &Options::fusion);
         f["check"] = bool_flag("check", &Options::check);

@@ -12,6 +12,9 @@ enum class Topology { pcie_gen4, pcie_gen5, nvlink };
 /// How the CUDA backend runs its ranks: one process per rank (as servers do; the default)
 /// or one thread per rank in this process.
 enum class ProcessModel { processes, threads };
+/// How routed experts are stored: bf16, or INT4 group-quantized (the released Kimi-K2.5
+/// checkpoint's format) run by a W4A16 GEMM.
+enum class ExpertFormat { bf16, int4 };
 
 /// A fault to inject (sim backend; `--inject KIND[@PHASE][:SECONDS]`).
 struct Injection {
@@ -34,6 +37,7 @@ struct Options {
     ProcessModel process_model = ProcessModel::processes;
     int context = 4096;   ///< KV-cache tokens the attention reads
     int draft_steps = 3;  ///< EAGLE-3 draft steps run per cycle (0: use --draft-us)
+    ExpertFormat expert_format = ExpertFormat::bf16;
     bool graph = true;
     CaptureMode capture_mode = CaptureMode::thread_local_mode;
     bool warmup_before_capture = true;

@@ -140,7 +140,7 @@ JsonLine start_fields(const Options& o, const PassPlan& plan, const sim::Topolog
         .add("attention_bytes", static_cast<std::int64_t>(plan.attention_bytes()))
         .add_raw("routed_experts_touched", touched)
         .add("routed_experts_touched_mean", plan.mean_routed_experts_touched())
-        .add("expert_format", "bf16")
+        .add("expert_format", plan.int4_experts ? "int4-g32" : "bf16")
         .add("draft_steps", o.draft_steps);
     if (o.seed) f.add("seed", static_cast<std::int64_t>(*o.seed));
     if (o.repeat > 0) f.add("repeat", static_cast<std::int64_t>(o.repeat));
@@ -284,6 +284,7 @@ int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter) {
     }
     PassShape shape;
     shape.context = plan.context;
+    shape.int4_experts = plan.int4_experts;
     shape.router_seed = options.seed.value_or(1);
     const PassPlan one = build_pass(plan.model, plan.tp, 1, shape);
     const PassCost baseline = cost_pass(one, base_comm, gpu, options.graph, options.fusion);

@@ -41,6 +41,10 @@ run t4_eager $tpv "${K[@]}" --tokens 4 --graph off --iters 20
 run t4_global_nowarm $tpv "${K[@]}" --tokens 4 --capture-mode global --no-warmup-before-capture --iters 10
 run t4_warmup0 $tpv "${K[@]}" --tokens 4 --warmup 0 --iters 10
 run t4_ctx32k $tpv "${K[@]}" --tokens 4 --context 32768 --iters 20
+run t4_int4 $tpv "${K[@]}" --tokens 4 --expert-format int4
+run t1_int4 $tpv "${K[@]}" --tokens 1 --expert-format int4
+run t4_int4_check $tpv "${K[@]}" --tokens 4 --expert-format int4 --check
+run default_t4 $tpv --backend cuda --json --tokens 4
 echo "== summary"
 for f in "$out"/*.jsonl; do
   python3 - "$f" <<'PY'
@@ -60,6 +64,7 @@ print(f"{name:18s} {st.get('process_model')} experts {st.get('routed_experts_tou
       f"parts gemm {p.get('gemm',0):.0f} attn {p.get('attention',0):.0f} comm {p.get('comm',0):.0f} "
       f"norm {p.get('norm',0):.0f} draft {p.get('draft',0):.0f}  tok/s {r['tok_s']:.1f}/{r['baseline_tok_s']:.1f} "
       f"init {r['init_s']:.2f}s first {r.get('to_result_s',0):.2f}s check {r['check_wrong']} "
-      f"replays {r.get('check_replays')}")
+      f"replays {r.get('check_replays')} elements {r.get('check_elements')} format {st.get('expert_format')} "
+      f"wall_to_result {r.get('to_result_s',0):.2f}s")
 PY
 done

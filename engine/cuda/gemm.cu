@@ -102,7 +102,114 @@ cudaError_t dispatch_skinny(const Gemm& g, const bf16* w, const bf16* x, bf16* y
     }
 }
 
+constexpr int k_w4_threads = 256;
+constexpr int k_w4_tile = 1024;  // k values of x staged in shared memory at a time
+
+// Two bf16 (128 + nibble) from nibbles at bit `shift` and `shift + 16` of u, minus 136 = w - 8.
+__device__ __forceinline__ float2 dequant_pair(unsigned u, int shift) {
+    unsigned bits = ((u >> shift) & 0x000f000fu) | 0x43004300u;
+    __nv_bfloat162 v = *reinterpret_cast<__nv_bfloat162*>(&bits);
+    v = __hsub2(v, __floats2bfloat162_rn(136.0f, 136.0f));
+    return __bfloat1622float2(v);
+}
+
+template <int M>
+__global__ void __launch_bounds__(k_w4_threads)
+    w4a16_kernel(W4Batch batch, int n, int k, int ldx, int accumulate) {
+    __shared__ float xs[M][k_w4_tile];
+    const int e = blockIdx.y;
+    const int col = blockIdx.x * k_w4_threads + threadIdx.x;
+    const bf16* x = batch.x[e];
+    const auto* packed = static_cast<const uint4*>(batch.w[e]);
+    const auto* scales = reinterpret_cast<const __nv_bfloat162*>(static_cast<const char*>(batch.w[e]) +
+                                                                 std::uint64_t(n) * k / 2);
+    float acc[M];
+#pragma unroll
+    for (int m = 0; m < M; ++m) acc[m] = 0.0f;
+    for (int t0 = 0; t0 < k; t0 += k_w4_tile) {
+        const int len = min(k_w4_tile, k - t0);
+        __syncthreads();
+        for (int i = threadIdx.x; i < M * len; i += k_w4_threads) {
+            int m = i / len, j = i % len;
+            xs[m][j] = __bfloat162float(x[std::uint64_t(m) * ldx + t0 + j]);
+        }
+        __syncthreads();
+        if (col >= n) continue;
+        for (int c = 0; c < len / 64; ++c) {
+            const std::uint64_t chunk = std::uint64_t(t0 / 64 + c) * n + col;
+            const uint4 lo = load_stream(packed + 2 * chunk);
+            const uint4 hi = load_stream(packed + 2 * chunk + 1);
+            const float2 s = __bfloat1622float2(scales[chunk]);
+            const unsigned words[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+            for (int g = 0; g < 2; ++g) {
+                float dot[M];
+#pragma unroll
+                for (int m = 0; m < M; ++m) dot[m] = 0.0f;
+#pragma unroll
+                for (int w = 0; w < 4; ++w) {
+                    // Word w of group g holds weights 8w..8w+7 of the group: nibble i at bit 4i.
+                    const unsigned u = words[4 * g + w];
+                    const int base = c * 64 + g * 32 + 8 * w;
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) {
+                        const float2 v = dequant_pair(u, 4 * i);  // weights i and i + 4
+#pragma unroll
+                        for (int m = 0; m < M; ++m)
+                            dot[m] += v.x * xs[m][base + i] + v.y * xs[m][base + i + 4];
+                    }
+                }
+#pragma unroll
+                for (int m = 0; m < M; ++m) acc[m] += dot[m] * (g == 0 ? s.x : s.y);
+            }
+        }
+    }
+    if (col >= n) return;
+    bf16* y = batch.y[e];
+#pragma unroll
+    for (int m = 0; m < M; ++m) {
+        bf16* out = y + std::uint64_t(m) * n + col;
+        *out = __float2bfloat16(acc[m] + (accumulate ? __bfloat162float(*out) : 0.0f));
+    }
+}
+
+template <int M>
+cudaError_t launch_w4(const W4Batch& b, int n, int k, int ldx, bool acc, cudaStream_t s) {
+    dim3 grid(unsigned((n + k_w4_threads - 1) / k_w4_threads), unsigned(b.count));
+    w4a16_kernel<M><<<grid, k_w4_threads, 0, s>>>(b, n, k, ldx, acc ? 1 : 0);
+    return cudaGetLastError();
+}
+
 }  // namespace
+
+cudaError_t run_w4a16(const W4Batch& batch, int m, int n, int k, int ldx, bool accumulate,
+                      cudaStream_t stream) {
+    if (k % 64 != 0 || batch.count < 1 || batch.count > k_w4_max_batch) return cudaErrorInvalidValue;
+    for (int m0 = 0; m0 < m; m0 += 4) {  // at most 4 rows of x per launch
+        W4Batch part = batch;
+        for (int e = 0; e < batch.count; ++e) {
+            part.x[e] = batch.x[e] + std::uint64_t(m0) * ldx;
+            part.y[e] = batch.y[e] + std::uint64_t(m0) * n;
+        }
+        cudaError_t err = cudaSuccess;
+        switch (std::min(4, m - m0)) {
+            case 1:
+                err = launch_w4<1>(part, n, k, ldx, accumulate, stream);
+                break;
+            case 2:
+                err = launch_w4<2>(part, n, k, ldx, accumulate, stream);
+                break;
+            case 3:
+                err = launch_w4<3>(part, n, k, ldx, accumulate, stream);
+                break;
+            default:
+                err = launch_w4<4>(part, n, k, ldx, accumulate, stream);
+                break;
+        }
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
 
 GemmPath gemm_path_from_env(bool& ok) {
     ok = true;
@@ -179,6 +286,15 @@ Status run_gemm(cublasHandle_t handle, GemmPath path, const Gemm& g, const bf16*
                 bool accumulate, cudaStream_t stream, const char* phase) {
     // cuBLAS unless TPVERIFY_GEMM=skinny: on the H200 cuBLAS ran the Kimi pass 1.23x faster
     // than the skinny kernel (docs/benchmarks-gpu.md).
+    if (g.int4) {
+        W4Batch batch;
+        batch.w[0] = w;
+        batch.x[0] = x;
+        batch.y[0] = y;
+        batch.count = 1;
+        TPV_CUDA(phase, run_w4a16(batch, g.m, g.n, g.k, g.k, accumulate, stream));
+        return {};
+    }
     bool skinny_fits = g.m <= k_skinny_max_m && g.k % 8 == 0;
     bool use_skinny = skinny_fits && path == GemmPath::skinny;
     if (use_skinny) {

@@ -48,6 +48,24 @@ private:
     std::map<const PassPlan*, std::vector<const bf16*>> m_weights;
 };
 
+/// The most GEMMs one W4A16 launch runs (one per grid row).
+constexpr int k_w4_max_batch = 40;
+
+/// Operands of a batch of INT4 GEMMs of equal shape: y_e[m x n] (+)= x_e[m x k] (row stride
+/// ldx) * W_e^T. W_e is packed as [k/64][n][32 bytes] (64 4-bit weights w + 8 per row and
+/// chunk, low nibble first) followed by [k/64][n] pairs of bf16 scales (one per 32 weights).
+struct W4Batch {
+    const void* w[k_w4_max_batch];
+    const bf16* x[k_w4_max_batch];
+    bf16* y[k_w4_max_batch];
+    int count = 0;
+};
+
+/// Runs a W4A16 batch (our kernel: one thread per output column, 64-weight chunks read as two
+/// coalesced 16-byte loads, x staged in shared memory, fp32 accumulation).
+cudaError_t run_w4a16(const W4Batch& batch, int m, int n, int k, int ldx, bool accumulate,
+                      cudaStream_t stream);
+
 /// Runs one GEMM on `stream`; `accumulate` adds into y (y += x W^T) instead of overwriting.
 Status run_gemm(cublasHandle_t handle, GemmPath path, const Gemm& g, const bf16* w, const bf16* x, bf16* y,
                 bool accumulate, cudaStream_t stream, const char* phase);

@@ -125,7 +125,7 @@ JsonLine start_fields(const cuda::SharedRun& run, const PassPlan& plan) {
         .add("attention_bytes", static_cast<std::int64_t>(plan.attention_bytes()))
         .add_raw("routed_experts_touched", touched)
         .add("routed_experts_touched_mean", plan.mean_routed_experts_touched())
-        .add("expert_format", "bf16")
+        .add("expert_format", plan.int4_experts ? "int4-g32" : "bf16")
         .add("draft_steps", run.draft != nullptr ? o.draft_steps : 0)
         .add("draft_weight_bytes",
              static_cast<std::int64_t>(run.draft != nullptr ? run.draft->weight_bytes() : 0));
@@ -251,6 +251,7 @@ int run_cuda(const Options& options, const PassPlan& plan, Reporter& reporter) {
     }
     PassShape shape;
     shape.context = options.context;
+    shape.int4_experts = options.expert_format == ExpertFormat::int4;
     shape.router_seed = options.seed.value_or(1);
     PassPlan baseline = build_pass(plan.model, plan.tp, 1, shape);
     run.baseline = &baseline;

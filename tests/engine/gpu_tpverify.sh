@@ -26,6 +26,10 @@ grep -q '"check_wrong":0' <<<"$out" || fail "check_wrong is not 0"
 grep -q '"check_replays":1' <<<"$out" || fail "no sampled replay was checked (10 replays, one check every 8)"
 grep -q '"event":"ready"' <<<"$out" || fail "no ready event"
 grep -q '"parts_us":{"gemm":[0-9]' <<<"$out" || fail "no parts_us"
+out=$("$tpv" "${small[@]}" --check --expert-format int4 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "--expert-format int4 --check exited $rc (W4A16 GEMM vs host reference included)"
+grep -q '"expert_format":"int4-g32"' <<<"$out" || fail "int4 not reported in the start event"
+grep -q '"check_wrong":0' <<<"$out" || fail "int4 check_wrong is not 0"
 out=$("$tpv" "${small[@]}" --check --fusion off --graph off 2>&1); rc=$?
 [ $rc -eq 0 ] || fail "--check eager exited $rc"
 grep -q '"check_wrong":0' <<<"$out" || fail "eager check_wrong is not 0"

@@ -141,6 +141,36 @@ TEST_CASE("model: the router makes a 4-token verify touch about 31 distinct expe
     CHECK(four.weight_bytes() > 2 * one.weight_bytes());  // 31 vs 8 experts, same attention
 }
 
+TEST_CASE("model: INT4 routed experts read a quarter of the bytes plus one bf16 scale per 32") {
+    Options o;
+    const ModelShape m = resolve(o);
+    PassShape int4;
+    int4.int4_experts = true;
+    const PassPlan bf = build_pass(m, 8, 4), q = build_pass(m, 8, 4, int4);
+    REQUIRE(bf.steps.size() == q.steps.size());
+    int quantized = 0;
+    for (std::size_t i = 0; i < q.steps.size(); ++i) {
+        const Step& s = q.steps[i];
+        if (s.kind != Step::Kind::gemm) continue;
+        const bool routed = s.label.find(".expert") != std::string::npos;
+        CHECK(s.gemm.int4 == routed);  // shared experts, attention and lm_head stay bf16
+        if (!routed) continue;
+        ++quantized;
+        const std::uint64_t nk = std::uint64_t(s.gemm.n) * s.gemm.k;
+        CHECK(s.gemm.weight_bytes() == nk / 2 + nk / 32 * 2);
+        CHECK(bf.steps[i].gemm.weight_bytes() == nk * 2);
+    }
+    CHECK(quantized > 60 * 2 * 28);
+    CHECK(q.int4_experts);
+    o.expert_format = ExpertFormat::int4;
+    o.moe_intermediate = 96 * 8;  // 96 per rank at TP=8: not a multiple of 64
+    o.tp = 8;
+    ModelShape bad;
+    std::string err;
+    CHECK_FALSE(resolve_model(o, bad, err));
+    CHECK(err.find("--expert-format int4") != std::string::npos);
+}
+
 TEST_CASE("model: the router seed picks other experts, the same seed the same ones") {
     Options o;
     const ModelShape m = resolve(o);

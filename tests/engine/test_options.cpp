@@ -36,6 +36,8 @@ TEST_CASE("options: the pass a server runs and how its ranks run") {
     CHECK(p.options.process_model == ProcessModel::threads);
     CHECK(p.options.context == 8192);
     CHECK(p.options.draft_steps == 0);
+    CHECK(parse({}).options.expert_format == ExpertFormat::bf16);
+    CHECK(parse({"--expert-format", "int4"}).options.expert_format == ExpertFormat::int4);
     CHECK(std::string(process_model_name(ProcessModel::processes)) == "process-per-rank");
     CHECK(std::string(process_model_name(ProcessModel::threads)) == "threads");
 }
@@ -138,6 +140,7 @@ TEST_CASE("options: bad values say what is wrong") {
         {{"--seed", "-1"}, "--seed"},
         {{"--json=yes", "extra"}, "unexpected argument"},
         {{"--process-model", "fork"}, "processes or threads"},
+        {{"--expert-format", "fp8"}, "bf16 or int4"},
         {{"--rank", "0", "--nranks", "2", "--process-model", "threads"}, "--process-model threads"},
         {{"--context", "-1"}, "--context"},
         {{"--draft-steps", "65"}, "--draft-steps"},

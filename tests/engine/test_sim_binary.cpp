@@ -258,6 +258,11 @@ TEST_CASE("tpverify sim: the pass a server runs: routed experts, attention, draf
     CHECK(std::stod(field(r, "draft")) > 0);
     CHECK(std::stod(field(r, "gemm")) > 0);
     CHECK(std::stod(field(r, "verify_us_p50")) >= 1.3 * std::stod(field(r, "baseline_us")));
+    // INT4 experts: fewer bytes, a faster modeled pass, and the format in the start event.
+    const CommandResult q = tpverify({"--json", "--tp", "8", "--expert-format", "int4", "--iters", "3"});
+    CHECK(field(lines(q.out).front(), "expert_format") == "\"int4-g32\"");
+    CHECK(std::stod(field(lines(q.out).front(), "weight_bytes")) < std::stod(field(start, "weight_bytes")));
+    CHECK(std::stod(field(result_line(q), "gemm")) < std::stod(field(r, "gemm")));
     // --draft-steps 0: the draft is the constant --draft-us again.
     const std::string fixed =
         result_line(tpverify({"--json", "--draft-steps", "0", "--draft-us", "1234", "--iters", "3"}));
