@@ -113,12 +113,18 @@ __device__ __forceinline__ float2 dequant_pair(unsigned u, int shift) {
     return __bfloat1622float2(v);
 }
 
+// 128 columns per block, two threads per column splitting the k chunks (even / odd), summed
+// through shared memory at the end.
+constexpr int k_w4_cols = k_w4_threads / 2;
+
 template <int M>
 __global__ void __launch_bounds__(k_w4_threads)
     w4a16_kernel(W4Batch batch, int n, int k, int ldx, int accumulate) {
-    __shared__ float xs[M][k_w4_tile];
+    __shared__ __align__(16) float xs[M][k_w4_tile];
+    __shared__ float partial[M][k_w4_cols];
     const int e = blockIdx.y;
-    const int col = blockIdx.x * k_w4_threads + threadIdx.x;
+    const int half = threadIdx.x / k_w4_cols;
+    const int col = blockIdx.x * k_w4_cols + threadIdx.x % k_w4_cols;
     const bf16* x = batch.x[e];
     const auto* packed = static_cast<const uint4*>(batch.w[e]);
     const auto* scales = reinterpret_cast<const __nv_bfloat162*>(static_cast<const char*>(batch.w[e]) +
@@ -135,7 +141,8 @@ __global__ void __launch_bounds__(k_w4_threads)
         }
         __syncthreads();
         if (col >= n) continue;
-        for (int c = 0; c < len / 64; ++c) {
+#pragma unroll 2
+        for (int c = half; c < len / 64; c += 2) {
             const std::uint64_t chunk = std::uint64_t(t0 / 64 + c) * n + col;
             const uint4 lo = load_stream(packed + 2 * chunk);
             const uint4 hi = load_stream(packed + 2 * chunk + 1);
@@ -148,15 +155,18 @@ __global__ void __launch_bounds__(k_w4_threads)
                 for (int m = 0; m < M; ++m) dot[m] = 0.0f;
 #pragma unroll
                 for (int w = 0; w < 4; ++w) {
-                    // Word w of group g holds weights 8w..8w+7 of the group: nibble i at bit 4i.
+                    // Word w of group g holds weights 8w..8w+7 of the group: nibble i at bit 4i;
+                    // dequant_pair(u, 4i) gives weights i and i + 4.
                     const unsigned u = words[4 * g + w];
                     const int base = c * 64 + g * 32 + 8 * w;
+                    const float2 v0 = dequant_pair(u, 0), v1 = dequant_pair(u, 4), v2 = dequant_pair(u, 8),
+                                 v3 = dequant_pair(u, 12);
 #pragma unroll
-                    for (int i = 0; i < 4; ++i) {
-                        const float2 v = dequant_pair(u, 4 * i);  // weights i and i + 4
-#pragma unroll
-                        for (int m = 0; m < M; ++m)
-                            dot[m] += v.x * xs[m][base + i] + v.y * xs[m][base + i + 4];
+                    for (int m = 0; m < M; ++m) {
+                        const float4 a = *reinterpret_cast<const float4*>(&xs[m][base]);
+                        const float4 b = *reinterpret_cast<const float4*>(&xs[m][base + 4]);
+                        dot[m] += v0.x * a.x + v0.y * b.x + v1.x * a.y + v1.y * b.y + v2.x * a.z +
+                                  v2.y * b.z + v3.x * a.w + v3.y * b.w;
                     }
                 }
 #pragma unroll
@@ -164,18 +174,24 @@ __global__ void __launch_bounds__(k_w4_threads)
             }
         }
     }
-    if (col >= n) return;
+    __syncthreads();
+    if (half == 1)
+#pragma unroll
+        for (int m = 0; m < M; ++m) partial[m][threadIdx.x % k_w4_cols] = acc[m];
+    __syncthreads();
+    if (half == 1 || col >= n) return;
     bf16* y = batch.y[e];
 #pragma unroll
     for (int m = 0; m < M; ++m) {
         bf16* out = y + std::uint64_t(m) * n + col;
-        *out = __float2bfloat16(acc[m] + (accumulate ? __bfloat162float(*out) : 0.0f));
+        float total = acc[m] + partial[m][threadIdx.x];
+        *out = __float2bfloat16(total + (accumulate ? __bfloat162float(*out) : 0.0f));
     }
 }
 
 template <int M>
 cudaError_t launch_w4(const W4Batch& b, int n, int k, int ldx, bool acc, cudaStream_t s) {
-    dim3 grid(unsigned((n + k_w4_threads - 1) / k_w4_threads), unsigned(b.count));
+    dim3 grid(unsigned((n + k_w4_cols - 1) / k_w4_cols), unsigned(b.count));
     w4a16_kernel<M><<<grid, k_w4_threads, 0, s>>>(b, n, k, ldx, acc ? 1 : 0);
     return cudaGetLastError();
 }
