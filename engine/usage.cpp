@@ -26,6 +26,8 @@ Parallelism and workload
   --tokens T               tokens per verify pass = batch x draft tokens (default 4)
   --context N              tokens in the KV cache the attention reads (default 4096)
   --draft-steps N          EAGLE-3 draft steps timed per cycle (default 3; 0 = --draft-us)
+  --expert-format F        bf16 (default) or int4: routed experts as the released Kimi-K2.5
+                           checkpoint stores them (INT4, one bf16 scale per 32 weights)
   --process-model M        processes (default: tpverify starts one process per rank, as a
                            server runs) or threads (one process, one thread per GPU)
   --rank R --nranks N      one rank of a run started by another launcher (NCCL_COMM_ID
