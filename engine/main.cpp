@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "engine/backend.hpp"
+#include "engine/launch.hpp"
 #include "engine/model.hpp"
 #include "engine/options.hpp"
 #include "engine/report.hpp"
@@ -26,22 +27,45 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "tpverify: %s\n", error.c_str());
         return static_cast<int>(Exit::usage);
     }
-    PassPlan plan = build_pass(model, options.nranks > 0 ? options.nranks : options.tp, options.tokens);
+    PassShape shape;
+    shape.context = options.context;
+    shape.int4_experts = options.expert_format == ExpertFormat::int4;
+    shape.router_seed = options.seed.value_or(1);
+    PassPlan plan =
+        build_pass(model, options.nranks > 0 ? options.nranks : options.tp, options.tokens, shape);
     Reporter reporter(options.json);
-    if (options.backend == BackendKind::cuda ||
-        (options.backend == BackendKind::automatic && cuda_available()))
-        return run_cuda(options, plan, reporter);
-    std::string fallback;
-    if (options.backend == BackendKind::automatic) {
+    bool use_cuda = options.backend == BackendKind::cuda ||
+                    (options.backend == BackendKind::automatic && cuda_available());
+    if (!use_cuda) {
+        std::string fallback;
+        if (options.backend == BackendKind::automatic) {
 #if defined(TPVERIFY_HAVE_CUDA)
-        fallback = "no CUDA GPU is visible";
+            fallback = "no CUDA GPU is visible";
 #else
-        fallback = "this tpverify was built without CUDA";
+            fallback = "this tpverify was built without CUDA";
 #endif
-        std::fprintf(stderr,
-                     "tpverify: --backend auto: %s; running the SIMULATION instead: modeled GPUs and NCCL, "
-                     "not a measurement (--backend sim picks it without this notice)\n",
-                     fallback.c_str());
+            std::fprintf(stderr,
+                         "tpverify: --backend auto: %s; running the SIMULATION instead: modeled GPUs and NCCL, "
+                         "not a measurement (--backend sim picks it without this notice)\n",
+                         fallback.c_str());
+        }
+        return run_sim(options, plan, reporter, fallback);
     }
-    return run_sim(options, plan, reporter, fallback);
+    // Said once: by the process the user started (not again by a rank tpverify started).
+    const bool started_by_user = options.rank < 0 || std::getenv(k_bootstrap_env) == nullptr;
+    if (!options.sim_only_flags.empty() && started_by_user && options.rank <= 0)
+        std::fprintf(stderr,
+                     "tpverify: note: %s only applies to the sim backend; the CUDA backend ignores it\n",
+                     options.sim_only_flags.front().c_str());
+    if (options.process_model == ProcessModel::processes && options.rank < 0) {
+        // One process per rank, as a server runs: start them and report as they end.
+        LaunchSpec spec;
+        spec.exe = self_exe(argv[0]);
+        spec.args.assign(argv + 1, argv + argc);
+        spec.nranks = options.tp;
+        LaunchOutcome outcome = launch_ranks(spec);
+        if (outcome.exit_status != 0) std::fprintf(stderr, "tpverify: launch: %s\n", outcome.message.c_str());
+        return outcome.exit_status;
+    }
+    return run_cuda(options, plan, reporter);
 }

@@ -2,8 +2,8 @@
 #include "engine/options.hpp"
 
 #include <cerrno>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <map>
@@ -13,9 +13,9 @@ namespace {
 
 /// True for words that read as a boolean; sets `out`.
 bool parse_bool_word(const std::string& text, bool& out) {
-    static const std::map<std::string, bool> k_words = {
-        {"on", true},  {"true", true},   {"yes", true}, {"1", true},
-        {"off", false}, {"false", false}, {"no", false}, {"0", false}};
+    static const std::map<std::string, bool> k_words = {{"on", true},  {"true", true}, {"yes", true},
+                                                        {"1", true},   {"off", false}, {"false", false},
+                                                        {"no", false}, {"0", false}};
     auto it = k_words.find(text);
     if (it == k_words.end()) return false;
     out = it->second;
@@ -117,7 +117,10 @@ const std::map<std::string, FlagSpec>& flag_table() {
     static const std::map<std::string, FlagSpec> k_flags = [] {
         std::map<std::string, FlagSpec> f;
         using A = FlagSpec::Arity;
-        f["model"] = {A::value, [](Options& o, const std::string& v) { o.model = v; return std::string(); }};
+        f["model"] = {A::value, [](Options& o, const std::string& v) {
+                          o.model = v;
+                          return std::string();
+                      }};
         f["layers"] = shape_flag("layers", &Options::layers);
         f["hidden"] = shape_flag("hidden", &Options::hidden);
         f["heads"] = shape_flag("heads", &Options::heads);
@@ -128,7 +131,8 @@ const std::map<std::string, FlagSpec>& flag_table() {
         f["vocab"] = shape_flag("vocab", &Options::vocab);
         f["dense-layers"] = {A::value, [](Options& o, const std::string& v) {
                                  int n = 0;
-                                 if (!parse_int(v, 0, 100000, n)) return bad("dense-layers", v, "an integer >= 0");
+                                 if (!parse_int(v, 0, 100000, n))
+                                     return bad("dense-layers", v, "an integer >= 0");
                                  o.dense_layers = n;
                                  return std::string();
                              }};
@@ -136,16 +140,41 @@ const std::map<std::string, FlagSpec>& flag_table() {
         f["tokens"] = int_flag("tokens", 1, 1 << 20, &Options::tokens);
         f["rank"] = int_flag("rank", 0, 1023, &Options::rank);
         f["nranks"] = int_flag("nranks", 1, 1024, &Options::nranks);
+        f["context"] = int_flag("context", 0, 1 << 20, &Options::context);
+        f["draft-steps"] = int_flag("draft-steps", 0, 64, &Options::draft_steps);
+        f["process-model"] = {A::value, [](Options& o, const std::string& v) {
+                                  if (v == "processes")
+                                      o.process_model = ProcessModel::processes;
+                                  else if (v == "threads")
+                                      o.process_model = ProcessModel::threads;
+                                  else
+                                      return bad("process-model", v, "processes or threads");
+                                  return std::string();
+                              }};
+        f["expert-format"] = {A::value, [](Options& o, const std::string& v) {
+                                  if (v == "bf16")
+                                      o.expert_format = ExpertFormat::bf16;
+                                  else if (v == "int4")
+                                      o.expert_format = ExpertFormat::int4;
+                                  else
+                                      return bad("expert-format", v, "bf16 or int4");
+                                  return std::string();
+                              }};
         f["graph"] = bool_flag("graph", &Options::graph);
         f["fusion"] = bool_flag("fusion", &Options::fusion);
         f["check"] = bool_flag("check", &Options::check);
         f["json"] = bool_flag("json", &Options::json);
-        f["no-warmup-before-capture"] = bool_flag("no-warmup-before-capture", &Options::warmup_before_capture, false);
+        f["no-warmup-before-capture"] =
+            bool_flag("no-warmup-before-capture", &Options::warmup_before_capture, false);
         f["capture-mode"] = {A::value, [](Options& o, const std::string& v) {
-                                 if (v == "thread-local") o.capture_mode = CaptureMode::thread_local_mode;
-                                 else if (v == "global") o.capture_mode = CaptureMode::global;
-                                 else if (v == "relaxed") o.capture_mode = CaptureMode::relaxed;
-                                 else return bad("capture-mode", v, "thread-local, global or relaxed");
+                                 if (v == "thread-local")
+                                     o.capture_mode = CaptureMode::thread_local_mode;
+                                 else if (v == "global")
+                                     o.capture_mode = CaptureMode::global;
+                                 else if (v == "relaxed")
+                                     o.capture_mode = CaptureMode::relaxed;
+                                 else
+                                     return bad("capture-mode", v, "thread-local, global or relaxed");
                                  return std::string();
                              }};
         f["warmup"] = int_flag("warmup", 0, 1000000, &Options::warmup);
@@ -162,17 +191,26 @@ const std::map<std::string, FlagSpec>& flag_table() {
         f["draft-us"] = double_flag("draft-us", 0, 1e9, &Options::draft_us);
         f["timeout"] = double_flag("timeout", 0, 1e7, &Options::timeout_s);
         f["backend"] = {A::value, [](Options& o, const std::string& v) {
-                            if (v == "auto") o.backend = BackendKind::automatic;
-                            else if (v == "cuda") o.backend = BackendKind::cuda;
-                            else if (v == "sim") o.backend = BackendKind::sim;
-                            else return bad("backend", v, "auto, cuda or sim");
+                            if (v == "auto")
+                                o.backend = BackendKind::automatic;
+                            else if (v == "cuda")
+                                o.backend = BackendKind::cuda;
+                            else if (v == "sim")
+                                o.backend = BackendKind::sim;
+                            else
+                                return bad("backend", v, "auto, cuda or sim");
                             return std::string();
                         }};
         f["topology"] = {A::value, [](Options& o, const std::string& v) {
-                             if (v == "pcie-gen4") o.topology = Topology::pcie_gen4;
-                             else if (v == "pcie-gen5") o.topology = Topology::pcie_gen5;
-                             else if (v == "nvlink") o.topology = Topology::nvlink;
-                             else return bad("topology", v, "pcie-gen4, pcie-gen5 or nvlink");
+                             if (v == "pcie-gen4")
+                                 o.topology = Topology::pcie_gen4;
+                             else if (v == "pcie-gen5")
+                                 o.topology = Topology::pcie_gen5;
+                             else if (v == "nvlink")
+                                 o.topology = Topology::nvlink;
+                             else
+                                 return bad("topology", v, "pcie-gen4, pcie-gen5 or nvlink");
+                             o.sim_only_flags.emplace_back("--topology");
                              return std::string();
                          }};
         f["seed"] = {A::value, [](Options& o, const std::string& v) {
@@ -184,16 +222,22 @@ const std::map<std::string, FlagSpec>& flag_table() {
                          o.seed = static_cast<unsigned>(u);
                          return std::string();
                      }};
-        f["noise"] = double_flag("noise", 0, 1, &Options::noise);
+        f["noise"] = {A::value, [](Options& o, const std::string& v) {
+                          if (!parse_double(v, 0, 1, o.noise)) return bad("noise", v, "a number in range");
+                          o.sim_only_flags.emplace_back("--noise");
+                          return std::string();
+                      }};
         f["calibration"] = {A::value, [](Options& o, const std::string& v) {
                                 if (v.empty()) return bad("calibration", v, "a calibration file");
                                 o.calibration = v;
+                                o.sim_only_flags.emplace_back("--calibration");
                                 return std::string();
                             }};
         f["inject"] = {A::value, [](Options& o, const std::string& v) {
                            Injection inj;
                            std::string err = parse_injection(v, inj);
-                           if (err.empty()) o.inject.push_back(inj);
+                           if (err.empty())
+                               o.inject.push_back(inj), o.sim_only_flags.emplace_back("--inject");
                            return err;
                        }};
         return f;
@@ -205,14 +249,22 @@ const std::map<std::string, FlagSpec>& flag_table() {
 std::string validate(const Options& o) {
     if (o.rank >= 0 && o.nranks == 0) return "--rank needs --nranks (the total number of ranks)";
     if (o.rank >= 0 && o.rank >= o.nranks)
-        return "--rank " + std::to_string(o.rank) + " is out of range for --nranks " + std::to_string(o.nranks);
+        return "--rank " + std::to_string(o.rank) + " is out of range for --nranks " +
+               std::to_string(o.nranks);
     if (o.nranks > 0 && o.tp != 1 && o.tp != o.nranks)
         return "--tp " + std::to_string(o.tp) + " disagrees with --nranks " + std::to_string(o.nranks) +
                " (with one process per rank, --nranks is the TP degree)";
+    if (o.backend == BackendKind::cuda && !o.sim_only_flags.empty())
+        return o.sim_only_flags.front() +
+               " only applies to the sim backend; drop it with --backend cuda (or use --backend sim)";
+    if (o.rank >= 0 && o.process_model == ProcessModel::threads)
+        return "--rank runs one rank per process; it cannot be combined with --process-model threads";
     for (const Injection& inj : o.inject) {
-        std::string phase = inj.phase.empty() ? (inj.kind == "capture-fail" ? "capture" : "replay") : inj.phase;
+        std::string phase =
+            inj.phase.empty() ? (inj.kind == "capture-fail" ? "capture" : "replay") : inj.phase;
         if (phase == "capture" && !o.graph)
-            return "--inject " + inj.kind + "@capture needs --graph on (with --graph off nothing is captured)";
+            return "--inject " + inj.kind +
+                   "@capture needs --graph on (with --graph off nothing is captured)";
     }
     return {};
 }
@@ -270,6 +322,10 @@ ParseOutcome parse_options(int argc, const char* const* argv) {
     }
     out.error = validate(out.options);
     return out;
+}
+
+const char* process_model_name(ProcessModel model) {
+    return model == ProcessModel::threads ? "threads" : "process-per-rank";
 }
 
 unsigned repeat_index(const char* env_value) {

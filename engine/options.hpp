@@ -9,25 +9,35 @@ namespace tpverify {
 enum class BackendKind { automatic, cuda, sim };
 enum class CaptureMode { thread_local_mode, global, relaxed };
 enum class Topology { pcie_gen4, pcie_gen5, nvlink };
+/// How the CUDA backend runs its ranks: one process per rank (as servers do; the default)
+/// or one thread per rank in this process.
+enum class ProcessModel { processes, threads };
+/// How routed experts are stored: bf16, or INT4 group-quantized (the released Kimi-K2.5
+/// checkpoint's format) run by a W4A16 GEMM.
+enum class ExpertFormat { bf16, int4 };
 
 /// A fault to inject (sim backend; `--inject KIND[@PHASE][:SECONDS]`).
 struct Injection {
-    std::string kind;     ///< capture-fail, nccl-error, cuda-oom, hang, segv, exit
-    std::string phase;    ///< init, warmup, capture, replay ("" = the kind's natural phase)
-    double seconds = 0;   ///< delay before the fault (hang: how long; 0 = forever)
+    std::string kind;    ///< capture-fail, nccl-error, cuda-oom, hang, segv, exit
+    std::string phase;   ///< init, warmup, capture, replay ("" = the kind's natural phase)
+    double seconds = 0;  ///< delay before the fault (hang: how long; 0 = forever)
 };
 
 /// Everything tpverify can be told.
 struct Options {
     // model
     std::string model = "kimi-k2.5";
-    std::optional<int> layers, hidden, heads, experts, active_experts, moe_intermediate,
-        dense_intermediate, dense_layers, vocab;
+    std::optional<int> layers, hidden, heads, experts, active_experts, moe_intermediate, dense_intermediate,
+        dense_layers, vocab;
     // parallelism and workload
-    int tp = 1;                 ///< ranks (one GPU each)
-    int tokens = 4;             ///< tokens per verify pass (batch x draft tokens)
-    int rank = -1;              ///< >= 0: one process per rank (NCCL_COMM_ID rendezvous)
+    int tp = 1;      ///< ranks (one GPU each)
+    int tokens = 4;  ///< tokens per verify pass (batch x draft tokens)
+    int rank = -1;   ///< >= 0: one process per rank (NCCL_COMM_ID rendezvous)
     int nranks = 0;
+    ProcessModel process_model = ProcessModel::processes;
+    int context = 4096;   ///< KV-cache tokens the attention reads
+    int draft_steps = 3;  ///< EAGLE-3 draft steps run per cycle (0: use --draft-us)
+    ExpertFormat expert_format = ExpertFormat::bf16;
     bool graph = true;
     CaptureMode capture_mode = CaptureMode::thread_local_mode;
     bool warmup_before_capture = true;
@@ -40,7 +50,7 @@ struct Options {
     double max_seconds = 20;           ///< time cap for --target-rsd
     double accept_len = 3.2;
     double draft_us = 2000;
-    double timeout_s = 60;             ///< a hung collective ends with an error after this
+    double timeout_s = 60;  ///< a hung collective ends with an error after this
     // backend
     BackendKind backend = BackendKind::automatic;
     Topology topology = Topology::pcie_gen5;
@@ -49,6 +59,8 @@ struct Options {
     double noise = 0.0;                ///< sim: relative noise (e.g. 0.02)
     std::string calibration;           ///< sim: measured collective times (engine/calibration.hpp)
     std::vector<Injection> inject;
+    /// Flags given that only the sim backend uses (--topology, --noise, --inject), in order.
+    std::vector<std::string> sim_only_flags;
     // output
     bool json = false;
 };
@@ -56,8 +68,8 @@ struct Options {
 /// Parses argv; on error returns a message (and `help` set when --help was asked).
 struct ParseOutcome {
     Options options;
-    std::string error;   ///< non-empty: bad usage (exit 2)
-    bool help = false;   ///< --help was given: print usage() and exit 0
+    std::string error;  ///< non-empty: bad usage (exit 2)
+    bool help = false;  ///< --help was given: print usage() and exit 0
 };
 ParseOutcome parse_options(int argc, const char* const* argv);
 
@@ -69,6 +81,8 @@ unsigned repeat_index(const char* env_value);
 /// always was), a different but fixed seed for each further repeat, so the repeats of one
 /// experiment differ as real runs do while a rerun of the sweep reproduces every number.
 unsigned noise_seed(unsigned seed, unsigned repeat);
+/// The start event's `process_model`: "process-per-rank" or "threads".
+const char* process_model_name(ProcessModel model);
 /// The --help text.
 std::string usage();
 

@@ -25,14 +25,19 @@ constexpr const char* k_modeled_nccl_version = "2.28.3";
 constexpr const char* k_invalid_usage = "invalid usage (run with NCCL_DEBUG=WARN for details)";
 constexpr const char* k_unhandled_cuda = "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
 
-Func func_of(const Step& s) { return s.collective == CollectiveKind::all_gather ? Func::all_gather : Func::all_reduce; }
-const char* api_of(Func f) { return f == Func::all_gather ? "ncclAllGather" : "ncclAllReduce"; }
+Func func_of(const Step& s) {
+    return s.collective == CollectiveKind::all_gather ? Func::all_gather : Func::all_reduce;
+}
+const char* api_of(Func f) {
+    return f == Func::all_gather ? "ncclAllGather" : "ncclAllReduce";
+}
 
 /// The communicator as the run sees it: remembers first uses (when NCCL prints its TUNING
 /// line and, with lazy connection, sets up the algorithm's connections).
 class SimComm {
 public:
-    SimComm(const sim::Comm& comm, const sim::NcclEnv& env, int rank) : m_comm(comm), m_env(env), m_rank(rank) {}
+    SimComm(const sim::Comm& comm, const sim::NcclEnv& env, int rank)
+        : m_comm(comm), m_env(env), m_rank(rank) {}
 
     /// Choice for a collective; prints NCCL's TUNING line on first use. `new_connection` is set
     /// when this use is the first of its algorithm/protocol (a lazy connect would happen here).
@@ -47,9 +52,10 @@ public:
         if (new_connection) *new_connection = fresh;
         if (m_env.info("TUNING"))
             sim::print_nccl_line(m_rank, "INFO",
-                                 std::string(sim::func_name(f)) + ": " + std::to_string(bytes) + " Bytes -> Algo " +
-                                     sim::algo_upper(c.algo) + " proto " + sim::proto_name(c.proto) +
-                                     " channel{Lo..Hi}={0.." + std::to_string(c.channels - 1) + "}");
+                                 std::string(sim::func_name(f)) + ": " + std::to_string(bytes) +
+                                     " Bytes -> Algo " + sim::algo_upper(c.algo) + " proto " +
+                                     sim::proto_name(c.proto) + " channel{Lo..Hi}={0.." +
+                                     std::to_string(c.channels - 1) + "}");
         return c;
     }
     [[nodiscard]] const sim::Comm& comm() const { return m_comm; }
@@ -115,10 +121,11 @@ private:
 
 /// Modeled cost of one pass.
 struct PassCost {
-    double pass_us = 0;   ///< whole pass
-    double comm_us = 0;   ///< its collectives alone (comm-only pass)
+    double pass_us = 0;                                 ///< whole pass
+    double comm_us = 0;                                 ///< its collectives alone (comm-only pass)
+    double gemm_us = 0, attention_us = 0, norm_us = 0;  ///< the other parts (parts_us)
     int kernels = 0;
-    bool ll128 = false;   ///< some NCCL collective ran LL128
+    bool ll128 = false;  ///< some NCCL collective ran LL128
 };
 
 /// `fusion`: the fused one-shot kernel really runs (requested and possible).
@@ -133,19 +140,26 @@ PassCost cost_pass(const PassPlan& plan, const sim::Comm& comm, Pricer& pricer, 
     };
     for (const Step& s : plan.steps) {
         switch (s.kind) {
-        case Step::Kind::gemm: kernel(gpu.gemm_us(s.gemm.weight_bytes(), s.gemm.flops())); break;
-        case Step::Kind::norm: kernel(gpu.norm_us(s.bytes)); break;
-        case Step::Kind::collective:
-            if (fusion && s.fused_norm) {  // one kernel: all-reduce + residual + RMSNorm
-                pricer.fused_by_model();
-                c.comm_us += kernel(comm.one_shot_us(s.bytes) + gpu.norm_us(s.bytes));
-            } else {
-                const Choice ch = comm.choose(func_of(s), s.bytes);
-                c.ll128 = c.ll128 || (comm.nranks() > 1 && ch.proto == sim::Proto::ll128);
-                c.comm_us += kernel(pricer.time_us(func_of(s), s.bytes, ch));
-                if (s.fused_norm) kernel(gpu.norm_us(s.bytes));
-            }
-            break;
+            case Step::Kind::gemm:
+                c.gemm_us += kernel(gpu.gemm_us(s.gemm.weight_bytes(), s.gemm.flops()));
+                break;
+            case Step::Kind::attention:  // a KV-cache read bound by the same roofline as a GEMM
+                c.attention_us += kernel(gpu.gemm_us(s.attention.cache_bytes(), s.attention.flops()));
+                break;
+            case Step::Kind::norm:
+                c.norm_us += kernel(gpu.norm_us(s.bytes));
+                break;
+            case Step::Kind::collective:
+                if (fusion && s.fused_norm) {  // one kernel: all-reduce + residual + RMSNorm
+                    pricer.fused_by_model();
+                    c.comm_us += kernel(comm.one_shot_us(s.bytes) + gpu.norm_us(s.bytes));
+                } else {
+                    const Choice ch = comm.choose(func_of(s), s.bytes);
+                    c.ll128 = c.ll128 || (comm.nranks() > 1 && ch.proto == sim::Proto::ll128);
+                    c.comm_us += kernel(pricer.time_us(func_of(s), s.bytes, ch));
+                    if (s.fused_norm) c.norm_us += kernel(gpu.norm_us(s.bytes));
+                }
+                break;
         }
     }
     return c;
@@ -172,6 +186,10 @@ std::string experiment_fingerprint(const Options& o, const std::string& setting)
 
 JsonLine start_fields(const Options& o, const PassPlan& plan, const sim::TopologyModel& topo, double noise,
                       const std::string& backend_fallback, const std::string& fusion_fallback) {
+    std::string touched = "[";
+    for (std::size_t i = 0; i < plan.routed_experts_touched.size(); ++i)
+        touched += (i ? "," : "") + std::to_string(plan.routed_experts_touched[i]);
+    touched += "]";
     JsonLine f;
     f.add("backend", "sim")
         .add("model", plan.model.name)
@@ -195,7 +213,14 @@ JsonLine start_fields(const Options& o, const PassPlan& plan, const sim::Topolog
         .add("topology", topo.name)
         .add("gpu", topo.gpu.name)
         .add("rank", o.rank >= 0 ? o.rank : 0)
-        .add("noise", noise);
+        .add("noise", noise)
+        .add("process_model", process_model_name(o.process_model))
+        .add("context", plan.context)
+        .add("attention_bytes", static_cast<std::int64_t>(plan.attention_bytes()))
+        .add_raw("routed_experts_touched", touched)
+        .add("routed_experts_touched_mean", plan.mean_routed_experts_touched())
+        .add("expert_format", plan.int4_experts ? "int4-g32" : "bf16")
+        .add("draft_steps", o.draft_steps);
     if (!backend_fallback.empty()) f.add("backend_fallback", backend_fallback);
     if (!fusion_fallback.empty()) f.add("fusion_fallback", fusion_fallback);
     if (!o.calibration.empty()) f.add("calibration", o.calibration);
@@ -247,8 +272,9 @@ int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter,
 
     // init: NCCL reads its environment and builds the communicator.
     if (env.debug_level >= 1)
-        sim::print_nccl_line(rank, "INFO",
-                             std::string("NCCL version ") + k_modeled_nccl_version + "+sim (modeled by tpverify)");
+        sim::print_nccl_line(
+            rank, "INFO",
+            std::string("NCCL version ") + k_modeled_nccl_version + "+sim (modeled by tpverify)");
     if (env.info("ENV"))
         for (const std::string& line : env.env_lines) sim::print_nccl_line(rank, "INFO", line);
     if (!env_ok) {
@@ -262,10 +288,11 @@ int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter,
     if (env.info("INIT")) {
         for (int ch = 0; ch < base_comm.channels() && plan.tp > 1; ++ch)
             sim::print_nccl_line(rank, "INFO",
-                                 "Channel " + std::string(ch < 10 ? "0" : "") + std::to_string(ch) + "/0 : " +
-                                     std::to_string(rank) + "[" + std::to_string(rank) + "] -> " +
-                                     std::to_string((rank + 1) % plan.tp) + "[" + std::to_string((rank + 1) % plan.tp) +
-                                     "] via " + sim::transport_name(base_comm.transport()));
+                                 "Channel " + std::string(ch < 10 ? "0" : "") + std::to_string(ch) +
+                                     "/0 : " + std::to_string(rank) + "[" + std::to_string(rank) + "] -> " +
+                                     std::to_string((rank + 1) % plan.tp) + "[" +
+                                     std::to_string((rank + 1) % plan.tp) + "] via " +
+                                     sim::transport_name(base_comm.transport()));
         sim::print_nccl_line(rank, "INFO",
                              "comm rank " + std::to_string(rank) + " nRanks " + std::to_string(plan.tp) +
                                  " nNodes 1 localRanks " + std::to_string(plan.tp) + " - Init COMPLETE");
@@ -301,11 +328,13 @@ int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter,
                     report_no_algo(comm, env, rank, func_of(s), "capture", reporter);
                 } else {
                     if (env.debug_level >= 2)
-                        sim::print_nccl_line(rank, "WARN", "Cuda failure 'operation not permitted when stream is capturing'");
+                        sim::print_nccl_line(
+                            rank, "WARN", "Cuda failure 'operation not permitted when stream is capturing'");
                     reporter.error("capture", api_of(func_of(s)), k_unhandled_cuda);
                 }
                 reporter.error("capture", "cudaStreamEndCapture",
-                               "operation failed due to a previous error during capture (cudaErrorStreamCaptureInvalidated)");
+                               "operation failed due to a previous error during capture "
+                               "(cudaErrorStreamCaptureInvalidated)");
                 return fail;
             }
         }
@@ -355,28 +384,44 @@ int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter,
                             corrupt ? 0.002 : 0.0, options.seed.value_or(1234));
         r.check_wrong = chk.wrong;
         if (chk.wrong > 0) {
-            reporter.error("replay", "ncclAllReduce",
-                           "result check: " + std::to_string(chk.wrong) + " of " + std::to_string(chk.elements) +
-                               " elements differ from the host reference (LL128 on a path NCCL does not enable it "
-                               "for by default)");
+            reporter.error(
+                "replay", "ncclAllReduce",
+                "result check: " + std::to_string(chk.wrong) + " of " + std::to_string(chk.elements) +
+                    " elements differ from the host reference (LL128 on a path NCCL does not enable it "
+                    "for by default)");
             return fail;
         }
     }
-    const PassPlan one = build_pass(plan.model, plan.tp, 1);
+    PassShape shape;
+    shape.context = plan.context;
+    shape.int4_experts = plan.int4_experts;
+    shape.router_seed = options.seed.value_or(1);
+    const PassPlan one = build_pass(plan.model, plan.tp, 1, shape);
     Pricer baseline_pricer(base_comm, options.calibration.empty() ? nullptr : &calibration, setting);
     const PassCost baseline = cost_pass(one, base_comm, baseline_pricer, gpu, options.graph, fused);
+    const PassPlan draft_plan = build_draft_pass(plan.model, plan.tp, options.draft_steps, shape);
+    Pricer draft_pricer(base_comm, options.calibration.empty() ? nullptr : &calibration, setting);
+    const double draft_us = options.draft_steps > 0
+                                ? cost_pass(draft_plan, base_comm, draft_pricer, gpu, options.graph, fused).pass_us
+                                : options.draft_us;
     const PassCost comm_only = cost;
     r.verify = summarize(samples);
     r.baseline_pass_us = baseline.pass_us;
-    r.tok_s = options.accept_len / (r.verify.p50_us + options.draft_us) * 1e6;
+    r.tok_s = options.accept_len / (r.verify.p50_us + draft_us) * 1e6;
     r.baseline_tok_s = 1e6 / baseline.pass_us;
     r.init_s = 0.25 + 0.05 * plan.tp + static_cast<double>(plan.weight_bytes()) / 200e9;  // estimate
     r.capture_s = capture_s;
     r.comm_pass_us = comm_only.comm_us;
     r.collective_us = plan.collective_count() > 0 ? comm_only.comm_us / plan.collective_count() : 0;
 
+    JsonLine parts;
+    parts.add("gemm", cost.gemm_us)
+        .add("attention", cost.attention_us)
+        .add("comm", cost.comm_us)
+        .add("norm", cost.norm_us)
+        .add("draft", draft_us);
     JsonLine extra;
-    extra.add("backend", "sim");
+    extra.add("backend", "sim").add_raw("parts_us", parts.str());
     for (auto [f, bytes] : {std::make_pair(Func::all_reduce, plan.all_reduce_bytes()),
                             std::make_pair(Func::all_gather, plan.all_gather_bytes())}) {
         const Choice c = base_comm.choose(f, bytes);

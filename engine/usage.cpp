@@ -8,9 +8,10 @@ std::string usage() {
 
 One "verify pass" is what an LLM server runs to check a batch of draft tokens: per rank
 (TP = N GPUs), an embedding all-reduce, then for every layer the attention projections at
-their TP-sharded shapes, an all-reduce, residual + RMSNorm, the MLP or MoE (shared expert +
-active routed experts), another all-reduce + residual + RMSNorm, and finally the lm_head
-shard and a logits all-gather. For Kimi-K2.5 that is 124 collectives of tokens x 14336 bytes
+their TP-sharded shapes and decode attention over the KV cache, an all-reduce, residual +
+RMSNorm, the MLP or MoE (shared expert + the routed experts a seeded top-k router chose for
+the tokens: about 31 of 384 at 4 tokens), another all-reduce + residual + RMSNorm, and
+finally the lm_head shard and a logits all-gather. The EAGLE-3 draft pass is timed as well. For Kimi-K2.5 that is 124 collectives of tokens x 14336 bytes
 (57344 B at 4 tokens). tpverify times that pass so NCCL settings can be judged in seconds.
 
 Usage: tpverify [flags]          (flags take `--flag value` or `--flag=value`)
@@ -23,7 +24,14 @@ Model
 Parallelism and workload
   --tp N                   tensor-parallel ranks, one GPU each (default 1)
   --tokens T               tokens per verify pass = batch x draft tokens (default 4)
-  --rank R --nranks N      one process per rank (NCCL_COMM_ID rendezvous); --nranks is TP
+  --context N              tokens in the KV cache the attention reads (default 4096)
+  --draft-steps N          EAGLE-3 draft steps timed per cycle (default 3; 0 = --draft-us)
+  --expert-format F        bf16 (default) or int4: routed experts as the released Kimi-K2.5
+                           checkpoint stores them (INT4, one bf16 scale per 32 weights)
+  --process-model M        processes (default: tpverify starts one process per rank, as a
+                           server runs) or threads (one process, one thread per GPU)
+  --rank R --nranks N      one rank of a run started by another launcher (NCCL_COMM_ID
+                           rendezvous); --nranks is TP
   --graph on|off           capture the pass in a CUDA graph and replay it (default on)
   --capture-mode M         thread-local (default), global or relaxed
   --no-warmup-before-capture
@@ -33,20 +41,25 @@ Parallelism and workload
   --check                  compare collective results with a host reference; any wrong
                            element is a failure (exit 1)
 Measurement
-  --warmup N               passes before measuring (default 5)
+  --warmup N               passes before measuring (default 5; 0 = none)
   --iters N                measured passes (default 50)
   --target-rsd X           instead of --iters: stop when the relative spread of the median
                            (half-width of its 95% interval / median) is below X, or at
   --max-seconds S          this time cap (default 20)
   --accept-len A           accepted tokens per verify cycle (default 3.2)
-  --draft-us U             draft model time per cycle in microseconds (default 2000)
-                           tok/s = A / (verify pass + draft) ; baseline = 1 / (1-token pass)
+  --draft-us U             draft time per cycle in microseconds with --draft-steps 0
+                           (default 2000); tok/s = A / (verify pass + draft) ;
+                           baseline = 1 / (1-token pass)
   --timeout S              a hung collective fails after S seconds (default 60, 0 = never)
 Backend
   --backend B              auto (CUDA when a GPU is visible, else sim), cuda, sim
+                           (--topology, --noise, --inject and --calibration are sim
+                           only: refused with --backend cuda, noted on stderr when auto
+                           picks CUDA)
   --topology T             sim: pcie-gen4 (8 x L40S), pcie-gen5 (default; 8 x RTX PRO
                            6000 Blackwell, PCIe gen5), nvlink (8 x H200 SXM)
-  --seed N                 sim: seed for the noise (same seed, same numbers)
+  --seed N                 seed of the router (both backends) and of the sim's noise
+                           (same seed, same numbers)
   --noise X                sim: relative noise per pass, e.g. 0.02 (default 0, or 0.02
                            when --seed is given)
   --calibration FILE       sim: price collectives from measured times (a file written by

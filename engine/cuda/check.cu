@@ -12,7 +12,9 @@ namespace tpverify::cuda {
 namespace {
 
 // Host twin of fill_pattern (kernels.cu): exact in bf16, and so are sums of up to 8 ranks.
-float pattern(std::uint64_t i, int rank) { return float(int((i * 7 + std::uint64_t(rank) * 3) % 9) - 4) * 0.25f; }
+float pattern(std::uint64_t i, int rank) {
+    return float(int((i * 7 + std::uint64_t(rank) * 3) % 9) - 4) * 0.25f;
+}
 
 float to_float(bf16 v) {
     unsigned short bits;
@@ -45,7 +47,8 @@ Status check_one(RankEngine& e, const Step& step, CheckOutcome& out) {
             if (gather)
                 TPV_NCCL("check", ncclAllGather(b.send, b.gather, elems, ncclBfloat16, e.comm().comm(), s));
             else
-                TPV_NCCL("check", ncclAllReduce(b.send, b.recv, elems, ncclBfloat16, ncclSum, e.comm().comm(), s));
+                TPV_NCCL("check",
+                         ncclAllReduce(b.send, b.recv, elems, ncclBfloat16, ncclSum, e.comm().comm(), s));
             return {};
         },
         "check"));
@@ -70,7 +73,8 @@ Status check_one(RankEngine& e, const Step& step, CheckOutcome& out) {
 }
 
 // Runs the norm step on pattern inputs; `normed` and `residual` come back.
-Status norm_once(RankEngine& e, int rows, bool fused, std::vector<bf16>& normed, std::vector<bf16>& residual) {
+Status norm_once(RankEngine& e, int rows, bool fused, std::vector<bf16>& normed,
+                 std::vector<bf16>& residual) {
     RankEngine::Buffers b = e.buffers();
     std::uint64_t elems = std::uint64_t(rows) * e.hidden();
     cudaStream_t s = e.stream();
@@ -83,9 +87,80 @@ Status norm_once(RankEngine& e, int rows, bool fused, std::vector<bf16>& normed,
     return {};
 }
 
+// One W4A16 GEMM (m = 1..4 rows, n = 300 columns, k = 192) on random INT4 weights and scales
+// against a host reference: counts outputs off by more than 1e-2 relative + 1e-3.
+Status check_w4a16(cudaStream_t s, CheckOutcome& out) {
+    constexpr int n = 300, k = 192, chunks = k / 64;
+    std::vector<unsigned char> packed(std::size_t(n) * k / 2);
+    std::vector<bf16> scales(std::size_t(n) * k / 32), x(4 * std::size_t(k));
+    std::uint64_t state = 12345;
+    auto next = [&]() {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        return unsigned(state >> 33);
+    };
+    for (auto& b : packed) b = static_cast<unsigned char>(next());
+    for (auto& v : scales) v = __float2bfloat16(float(next() % 1000) / 64000.0f + 0.001f);
+    for (auto& v : x) v = __float2bfloat16(float(int(next() % 2001) - 1000) / 1000.0f);
+    // Weight (col, j): chunk j/64, byte of the 32-byte row chunk, low nibble first within words
+    // of 8 weights (weights i and i+4 of a word are nibbles i and i+4).
+    auto weight = [&](int col, int j) {
+        int c = j / 64, g = (j % 64) / 32, w = (j % 32) / 8, i = j % 8;
+        std::size_t word = (std::size_t(c) * n + col) * 8 + std::size_t(g) * 4 + w;
+        unsigned u = 0;
+        std::memcpy(&u, &packed[word * 4], 4);
+        return float(int((u >> (4 * i)) & 15u) - 8);
+    };
+    std::vector<unsigned char> blob(packed);
+    blob.resize(packed.size() + scales.size() * sizeof(bf16));
+    // Scales as [k/64][n] pairs: (chunk c, col) holds groups 2c and 2c+1.
+    std::vector<bf16> pairs(scales.size());
+    for (int c = 0; c < chunks; ++c)
+        for (int col = 0; col < n; ++col)
+            for (int g = 0; g < 2; ++g)
+                pairs[(std::size_t(c) * n + col) * 2 + g] = scales[std::size_t(col) * (k / 32) + 2 * c + g];
+    std::memcpy(blob.data() + packed.size(), pairs.data(), pairs.size() * sizeof(bf16));
+    void *dw = nullptr, *dx = nullptr, *dy = nullptr;
+    TPV_CUDA("check", cudaMalloc(&dw, blob.size()));
+    TPV_CUDA("check", cudaMalloc(&dx, x.size() * sizeof(bf16)));
+    TPV_CUDA("check", cudaMalloc(&dy, 4 * std::size_t(n) * sizeof(bf16)));
+    Status st = [&]() -> Status {
+        TPV_CUDA("check", cudaMemcpy(dw, blob.data(), blob.size(), cudaMemcpyHostToDevice));
+        TPV_CUDA("check", cudaMemcpy(dx, x.data(), x.size() * sizeof(bf16), cudaMemcpyHostToDevice));
+        for (int m = 1; m <= 4; ++m) {
+            W4Batch batch;
+            batch.w[0] = dw;
+            batch.x[0] = static_cast<const bf16*>(dx);
+            batch.y[0] = static_cast<bf16*>(dy);
+            batch.count = 1;
+            TPV_CUDA("check", run_w4a16(batch, m, n, k, k, false, s));
+            std::vector<bf16> y(std::size_t(m) * n);
+            TPV_TRY(fetch(y, static_cast<const bf16*>(dy), y.size(), s));
+            for (int r = 0; r < m; ++r)
+                for (int col = 0; col < n; ++col) {
+                    double ref = 0;
+                    for (int j = 0; j < k; ++j)
+                        ref += double(weight(col, j)) *
+                               to_float(scales[std::size_t(col) * (k / 32) + j / 32]) *
+                               to_float(x[std::size_t(r) * k + j]);
+                    double got = to_float(y[std::size_t(r) * n + col]);
+                    if (!(std::fabs(got - ref) <= 1e-2 * std::fabs(ref) + 1e-3)) ++out.wrong;
+                }
+            out.checked += (long long)m * n;
+        }
+        return {};
+    }();
+    cudaFree(dw);
+    cudaFree(dx);
+    cudaFree(dy);
+    if (out.wrong > 0 && out.detail.empty())
+        out.detail = "W4A16 GEMM against the host reference: wrong outputs";
+    return st;
+}
+
 }  // namespace
 
 Status run_check(RankEngine& engine, const PassPlan& plan, CheckOutcome& out) {
+    if (plan.int4_experts && out.checked == 0) TPV_TRY(check_w4a16(engine.stream(), out));
     std::set<std::pair<int, std::uint64_t>> seen;
     for (const Step& step : plan.steps) {
         if (step.kind != Step::Kind::collective) continue;

@@ -17,7 +17,8 @@ struct CheckOutcome {
 
 /// Runs every distinct collective of `plan` (through a graph with --graph on) on known
 /// per-rank inputs and compares with the host reference; with --fusion on, also runs the
-/// residual + RMSNorm step fused and unfused on the same inputs and compares them.
+/// residual + RMSNorm step fused and unfused on the same inputs and compares them. With INT4
+/// experts, the first check also runs our W4A16 GEMM against a host reference.
 Status run_check(RankEngine& engine, const PassPlan& plan, CheckOutcome& out);
 
 }  // namespace tpverify::cuda

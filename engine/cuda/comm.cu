@@ -1,13 +1,37 @@
 // NCCL communicator setup, flag agreement, and peer buffers of the fused one-shot all-reduce.
+#include <unistd.h>
 #include <cstdlib>
 #include <cstring>
+
+#include "engine/launch.hpp"
 
 #include "engine/cuda/comm.cuh"
 
 namespace tpverify::cuda {
 
-Status make_unique_id(ncclUniqueId& id) {
-    TPV_NCCL("init", ncclGetUniqueId(&id));
+static_assert(sizeof(ncclUniqueId) == k_unique_id_bytes, "the launcher relays NCCL's unique id as raw bytes");
+
+Status make_unique_id(int rank, ncclUniqueId& id, bool& launched) {
+    BootstrapFds fds;
+    launched = parse_bootstrap_fds(std::getenv(k_bootstrap_env), fds);
+    if (!launched) {
+        TPV_NCCL("init", ncclGetUniqueId(&id));
+        return {};
+    }
+    if (rank == 0) {
+        TPV_NCCL("init", ncclGetUniqueId(&id));
+        std::string err = write_all(fds.write_fd, &id, sizeof id);
+        close(fds.write_fd);
+        if (!err.empty())
+            return Status::fail("init", "bootstrap", "handing NCCL's unique id to the launcher: " + err);
+        return {};
+    }
+    std::string err = read_exact(fds.read_fd, &id, sizeof id, 120);
+    close(fds.read_fd);
+    if (!err.empty())
+        return Status::fail(
+            "init", "bootstrap",
+            "reading NCCL's unique id from the launcher: " + err + " (rank 0 failed or the launcher died)");
     return {};
 }
 
@@ -16,6 +40,7 @@ RankComm::~RankComm() {
     if (m_buffer != nullptr) cudaFree(m_buffer);
     if (m_counters != nullptr) cudaFree(m_counters);
     if (m_flag != nullptr) cudaFree(m_flag);
+    if (m_control != nullptr) cudaFreeHost(const_cast<int*>(m_control));
     if (m_comm != nullptr) ncclCommDestroy(m_comm);
 }
 
@@ -70,6 +95,13 @@ Status RankComm::allocate_oneshot(int max_rows, int hidden, cudaStream_t stream)
     m_peers.rank = m_rank;
     m_peers.max_rows = max_rows;
     m_peers.counters = m_counters;
+    void* control = nullptr;
+    TPV_CUDA("init", cudaHostAlloc(&control, 2 * sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable));
+    m_control = static_cast<volatile int*>(control);
+    m_control[0] = m_control[1] = 0;
+    void* device_control = nullptr;
+    TPV_CUDA("init", cudaHostGetDevicePointer(&device_control, control, 0));
+    m_peers.control = static_cast<volatile int*>(device_control);
     return {};
 }
 
@@ -109,7 +141,8 @@ Status RankComm::connect_peers(const std::vector<bf16*>* local, const std::vecto
             if (e != cudaSuccess) {
                 cudaGetLastError();
                 failed = 1;
-                reason = "cudaIpcOpenMemHandle of rank " + std::to_string(p) + " failed: " + cudaGetErrorString(e);
+                reason =
+                    "cudaIpcOpenMemHandle of rank " + std::to_string(p) + " failed: " + cudaGetErrorString(e);
                 break;
             }
             m_opened.push_back(ptr);
@@ -124,6 +157,7 @@ Status RankComm::connect_peers(const std::vector<bf16*>* local, const std::vecto
 }
 
 void RankComm::abort() {
+    if (m_control != nullptr) m_control[0] = 1;
     if (m_comm != nullptr) {
         ncclCommAbort(m_comm);
         m_comm = nullptr;

@@ -8,9 +8,12 @@
 
 namespace tpverify::cuda {
 
-/// Creates the shared unique id. With NCCL_COMM_ID set (one process per rank), every process
-/// gets the same id from ncclGetUniqueId and rank 0 hosts the bootstrap root.
-Status make_unique_id(ncclUniqueId& id);
+/// Creates the shared unique id. Rank processes started by tpverify ($TPVERIFY_BOOTSTRAP_FDS):
+/// rank 0 calls ncclGetUniqueId (its process hosts the bootstrap root) and writes the id to its
+/// pipe; the launcher hands it to the others, who read it from theirs. Otherwise
+/// ncclGetUniqueId directly (threads; or --rank with NCCL_COMM_ID, where every process gets
+/// the same id and rank 0 hosts the root). `launched` tells which way it went.
+Status make_unique_id(int rank, ncclUniqueId& id, bool& launched);
 
 /// One rank's communicator and the peer buffers of the fused one-shot all-reduce.
 /// One process, one thread per GPU: lets `self` address every other device in `devices`
@@ -44,8 +47,11 @@ public:
     [[nodiscard]] int nranks() const { return m_nranks; }
     /// Max over ranks of `value` (an int all-reduce, never inside a capture); agrees on flags.
     Status agree_max(int& value, cudaStream_t stream, const char* phase);
-    /// Aborts the communicator (unblocks hung collectives); safe from another thread.
+    /// Aborts the communicator (unblocks hung collectives) and tells a waiting one-shot kernel to
+    /// stop; safe from another thread.
     void abort();
+    /// True when a one-shot kernel gave up waiting for a peer (since allocate_oneshot).
+    [[nodiscard]] bool oneshot_timed_out() const { return m_control != nullptr && m_control[1] != 0; }
 
 private:
     ncclComm_t m_comm = nullptr;
@@ -54,6 +60,7 @@ private:
     std::uint64_t m_buffer_elems = 0;
     unsigned* m_counters = nullptr;
     int* m_flag = nullptr;
+    volatile int* m_control = nullptr;  ///< host-mapped: [0] abort, [1] a kernel timed out
     OneShotPeers m_peers;
     std::vector<void*> m_opened;  ///< IPC-opened peer pointers to close
 };

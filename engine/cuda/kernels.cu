@@ -4,7 +4,7 @@
 namespace tpverify::cuda {
 namespace {
 
-constexpr int k_vec = 8;              // bf16 per 16-byte vector
+constexpr int k_vec = 8;  // bf16 per 16-byte vector
 constexpr int k_max_vec_per_thread = 4;
 constexpr unsigned short k_empty = 0x8000;  // bf16 -0.0: "slot not written yet"
 
@@ -121,20 +121,40 @@ __device__ bool has_empty(const uint4& v) {
     return false;
 }
 
-__device__ uint4 load_volatile(const uint4* p) {
+// Relaxed system-scope accesses (morally strong: no data race under the PTX memory model);
+// each bf16 element carries its own "written" state, so no order between elements is needed.
+__device__ uint4 load_relaxed_sys(const uint4* p) {
     uint4 v;
-    asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+    asm volatile("ld.relaxed.sys.global.v4.u32 {%0,%1,%2,%3}, [%4];"
                  : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
+                 : "l"(p)
+                 : "memory");
     return v;
 }
 
-__global__ void oneshot_kernel(OneShotPeers peers, const uint4* x, uint4* residual,
-                               const uint4* gamma, uint4* out, int hidden, float eps) {
+__device__ void store_relaxed_sys(uint4* p, const uint4& v) {
+    asm volatile("st.relaxed.sys.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
+                 "r"(v.w)
+                 : "memory");
+}
+
+__device__ void fence_acq_rel_sys() {
+    asm volatile("fence.acq_rel.sys;" ::: "memory");
+}
+
+__device__ unsigned long long global_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__global__ void oneshot_kernel(OneShotPeers peers, const uint4* x, uint4* residual, const uint4* gamma,
+                               uint4* out, int hidden, float eps) {
     __shared__ unsigned rotation;
+    volatile __shared__ int gave_up;
     int nvec = hidden / k_vec;
     int row = blockIdx.x;
-    if (threadIdx.x == 0) rotation = peers.counters[row] % 3;
+    if (threadIdx.x == 0) rotation = peers.counters[row] % 3, gave_up = 0;
     __syncthreads();
     unsigned b = rotation;
     std::uint64_t row_vecs = std::uint64_t(peers.max_rows) * nvec;  // one slot
@@ -142,6 +162,8 @@ __global__ void oneshot_kernel(OneShotPeers peers, const uint4* x, uint4* residu
         return reinterpret_cast<uint4*>(peers.buffers[rank_buffer]) +
                (std::uint64_t(rot) * peers.nranks + s) * row_vecs + std::uint64_t(row) * nvec;
     };
+    // Release: this block's earlier clearing of its own buffer is visible before its pushes.
+    fence_acq_rel_sys();
     // Push this rank's row into slot `rank` of every rank's buffer (-0.0 becomes +0.0).
     for (int v = threadIdx.x; v < nvec; v += blockDim.x) {
         uint4 val = x[std::uint64_t(row) * nvec + v];
@@ -151,9 +173,10 @@ __global__ void oneshot_kernel(OneShotPeers peers, const uint4* x, uint4* residu
             if ((w[j] & 0xffffu) == k_empty) w[j] &= 0xffff0000u;
             if ((w[j] >> 16) == k_empty) w[j] &= 0x0000ffffu;
         }
-        for (int p = 0; p < peers.nranks; ++p) slot(p, b, peers.rank)[v] = val;
+        for (int p = 0; p < peers.nranks; ++p) store_relaxed_sys(slot(p, b, peers.rank) + v, val);
     }
-    // Poll own buffer until every slot is written; sum in rank order (same on every rank).
+    // Poll own buffer until every slot is written (bounded); sum in rank order (same on every rank).
+    const unsigned long long start = global_ns();
     float sum[k_max_vec_per_thread][k_vec];
     for (int t = 0; t < k_max_vec_per_thread; ++t) {
         int v = threadIdx.x + t * blockDim.x;
@@ -162,20 +185,30 @@ __global__ void oneshot_kernel(OneShotPeers peers, const uint4* x, uint4* residu
         for (int j = 0; j < k_vec; ++j) sum[t][j] = 0.0f;
         for (int p = 0; p < peers.nranks; ++p) {
             const uint4* src = slot(peers.rank, b, p) + v;
-            uint4 val = load_volatile(src);
-            while (has_empty(val)) val = load_volatile(src);
+            uint4 val = load_relaxed_sys(src);
+            for (unsigned spins = 0; has_empty(val); ++spins) {
+                if ((spins & 1023u) == 1023u &&
+                    (peers.control[0] != 0 || global_ns() - start > peers.spin_limit_ns || gave_up != 0)) {
+                    gave_up = 1;
+                    peers.control[1] = 1;
+                    break;
+                }
+                val = load_relaxed_sys(src);
+            }
             float f[k_vec];
             unpack(val, f);
 #pragma unroll
             for (int j = 0; j < k_vec; ++j) sum[t][j] += f[j];
         }
     }
-    residual_norm(sum, nvec, residual + std::uint64_t(row) * nvec, gamma,
-                  out + std::uint64_t(row) * nvec, hidden, eps);
+    fence_acq_rel_sys();  // acquire: the peers' rows are read before anything that follows
+    residual_norm(sum, nvec, residual + std::uint64_t(row) * nvec, gamma, out + std::uint64_t(row) * nvec,
+                  hidden, eps);
     // Reset the rotation used by the previous call: every peer has finished writing it.
     uint4 empty = make_uint4(0x80008000u, 0x80008000u, 0x80008000u, 0x80008000u);
     for (int p = 0; p < peers.nranks; ++p)
-        for (int v = threadIdx.x; v < nvec; v += blockDim.x) slot(peers.rank, (b + 2) % 3, p)[v] = empty;
+        for (int v = threadIdx.x; v < nvec; v += blockDim.x)
+            store_relaxed_sys(slot(peers.rank, (b + 2) % 3, p) + v, empty);
     if (threadIdx.x == 0) peers.counters[row] = peers.counters[row] + 1;
 }
 
@@ -186,12 +219,22 @@ int threads_for(int hidden) {
 }
 
 cudaError_t check_hidden(int hidden) {
-    if (hidden % k_vec != 0 || hidden / k_vec > 1024 * k_max_vec_per_thread)
-        return cudaErrorInvalidValue;
+    if (hidden % k_vec != 0 || hidden / k_vec > 1024 * k_max_vec_per_thread) return cudaErrorInvalidValue;
     return cudaSuccess;
 }
 
 }  // namespace
+
+int oneshot_max_rows(int device, int hidden) {
+    int per_sm = 0, sms = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, oneshot_kernel, threads_for(hidden), 0) !=
+            cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return per_sm * sms;
+}
 
 cudaError_t fill_random(bf16* data, std::uint64_t n, float scale, std::uint64_t seed, cudaStream_t s) {
     fill_random_kernel<<<grid_for(n), 256, 0, s>>>(data, n, scale, seed);
@@ -208,8 +251,8 @@ cudaError_t fill_bits(bf16* data, std::uint64_t n, unsigned short bits, cudaStre
     return cudaGetLastError();
 }
 
-cudaError_t add_rmsnorm(const bf16* x, bf16* residual, const bf16* gamma, bf16* out, int rows,
-                        int hidden, float eps, cudaStream_t s) {
+cudaError_t add_rmsnorm(const bf16* x, bf16* residual, const bf16* gamma, bf16* out, int rows, int hidden,
+                        float eps, cudaStream_t s) {
     if (cudaError_t e = check_hidden(hidden); e != cudaSuccess) return e;
     add_rmsnorm_kernel<<<rows, threads_for(hidden), 0, s>>>(
         reinterpret_cast<const uint4*>(x), reinterpret_cast<uint4*>(residual),
@@ -218,8 +261,8 @@ cudaError_t add_rmsnorm(const bf16* x, bf16* residual, const bf16* gamma, bf16* 
 }
 
 cudaError_t oneshot_allreduce_rmsnorm(const OneShotPeers& peers, const bf16* x, bf16* residual,
-                                      const bf16* gamma, bf16* out, int rows, int hidden,
-                                      float eps, cudaStream_t s) {
+                                      const bf16* gamma, bf16* out, int rows, int hidden, float eps,
+                                      cudaStream_t s) {
     if (cudaError_t e = check_hidden(hidden); e != cudaSuccess) return e;
     if (rows > peers.max_rows || peers.nranks > k_max_peers) return cudaErrorInvalidValue;
     oneshot_kernel<<<rows, threads_for(hidden), 0, s>>>(

@@ -4,7 +4,8 @@
 namespace tpverify::cuda {
 namespace {
 
-__global__ void sum_experts_kernel(const bf16* outs, int experts, std::uint64_t elems, bf16* y, int accumulate) {
+__global__ void sum_experts_kernel(const bf16* outs, int experts, std::uint64_t elems, bf16* y,
+                                   int accumulate) {
     for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < elems;
          i += std::uint64_t(gridDim.x) * blockDim.x) {
         float acc = accumulate ? __bfloat162float(y[i]) : 0.0f;
@@ -13,7 +14,25 @@ __global__ void sum_experts_kernel(const bf16* outs, int experts, std::uint64_t 
     }
 }
 
-bool same(const Gemm& a, const Gemm& b) { return a.m == b.m && a.n == b.n && a.k == b.k; }
+bool same(const Gemm& a, const Gemm& b) {
+    return a.m == b.m && a.n == b.n && a.k == b.k && a.int4 == b.int4;
+}
+
+// Enqueues one side (gate_up or down) of an INT4 group in launches of up to k_w4_max_batch.
+cudaError_t run_int4_side(const std::vector<const void*>& ptrs, int pairs, const Gemm& g, int ldx,
+                          cudaStream_t s) {
+    for (int first = 0; first < pairs; first += k_w4_max_batch) {
+        W4Batch batch;
+        batch.count = std::min(k_w4_max_batch, pairs - first);
+        for (int e = 0; e < batch.count; ++e) {
+            batch.w[e] = ptrs[first + e];
+            batch.x[e] = static_cast<const bf16*>(ptrs[pairs + first + e]);
+            batch.y[e] = static_cast<bf16*>(const_cast<void*>(ptrs[2 * pairs + first + e]));
+        }
+        if (cudaError_t err = run_w4a16(batch, g.m, g.n, g.k, ldx, false, s); err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
 
 }  // namespace
 
@@ -32,7 +51,8 @@ Status ExpertBatches::build(const PassPlan& plan, const WeightPool& weights, con
         if (i + 1 >= plan.steps.size()) return false;
         const Step &a = plan.steps[i], &b = plan.steps[i + 1];
         return a.kind == Step::Kind::gemm && b.kind == Step::Kind::gemm && a.gemm.k == hidden &&
-               b.gemm.n == hidden && a.gemm.n == 2 * b.gemm.k && a.gemm.m == b.gemm.m;
+               b.gemm.n == hidden && a.gemm.n == 2 * b.gemm.k && a.gemm.m == b.gemm.m &&
+               a.gemm.int4 == b.gemm.int4;
     };
     std::vector<ExpertGroup> found;
     for (std::size_t i = 0; i < plan.steps.size();) {
@@ -75,10 +95,10 @@ Status ExpertBatches::build(const PassPlan& plan, const WeightPool& weights, con
         std::vector<const void*> up(3 * g.pairs), down(3 * g.pairs);
         for (int e = 0; e < g.pairs; ++e) {
             bf16* mid_e = m_mid + std::uint64_t(e) * g.gate_up.m * g.gate_up.n;
-            up[e] = weights.weight(g.first_gemm + 2 * e);
+            up[e] = weights.weight(plan, g.first_gemm + 2 * e);
             up[g.pairs + e] = input;
             up[2 * g.pairs + e] = mid_e;
-            down[e] = weights.weight(g.first_gemm + 2 * e + 1);
+            down[e] = weights.weight(plan, g.first_gemm + 2 * e + 1);
             down[g.pairs + e] = mid_e;
             down[2 * g.pairs + e] = m_outs + std::uint64_t(e) * g.down.m * g.down.n;
         }
@@ -86,9 +106,12 @@ Status ExpertBatches::build(const PassPlan& plan, const WeightPool& weights, con
             void* dev = nullptr;
             TPV_CUDA("init", cudaMalloc(&dev, list->size() * sizeof(void*)));
             m_allocations.push_back(dev);
-            TPV_CUDA("init", cudaMemcpy(dev, list->data(), list->size() * sizeof(void*), cudaMemcpyHostToDevice));
+            TPV_CUDA("init",
+                     cudaMemcpy(dev, list->data(), list->size() * sizeof(void*), cudaMemcpyHostToDevice));
             (list == &up ? g.up_ptrs : g.down_ptrs) = static_cast<const void**>(dev);
         }
+        g.host_up = up;
+        g.host_down = down;
         groups[g.first_step] = g;
     }
     return {};
@@ -105,16 +128,23 @@ Status ExpertBatches::run(cublasHandle_t handle, const ExpertGroup& g, bf16* y, 
                           cudaStream_t stream, const char* phase) const {
     float alpha = 1.0f, beta = 0.0f;
     const Gemm &u = g.gate_up, &d = g.down;
-    // Column-major: C^T [n x m] = W (k x n, transposed) * X^T [k x m]; down reads the first
-    // half of each gate_up row (ldb = 2k), as after SiLU-and-mul.
-    TPV_CUBLAS(phase, cublasGemmBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, u.n, u.m, u.k, &alpha, g.up_ptrs,
-                                          CUDA_R_16BF, u.k, g.up_ptrs + g.pairs, CUDA_R_16BF, u.k, &beta,
-                                          const_cast<void**>(g.up_ptrs + 2 * g.pairs), CUDA_R_16BF, u.n,
-                                          g.pairs, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-    TPV_CUBLAS(phase, cublasGemmBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, d.n, d.m, d.k, &alpha, g.down_ptrs,
-                                          CUDA_R_16BF, d.k, g.down_ptrs + g.pairs, CUDA_R_16BF, u.n, &beta,
-                                          const_cast<void**>(g.down_ptrs + 2 * g.pairs), CUDA_R_16BF, d.n,
-                                          g.pairs, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    if (u.int4) {
+        TPV_CUDA(phase, run_int4_side(g.host_up, g.pairs, u, u.k, stream));
+        TPV_CUDA(phase, run_int4_side(g.host_down, g.pairs, d, u.n, stream));
+    } else {
+        // Column-major: C^T [n x m] = W (k x n, transposed) * X^T [k x m]; down reads the first
+        // half of each gate_up row (ldb = 2k), as after SiLU-and-mul.
+        TPV_CUBLAS(phase,
+                   cublasGemmBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, u.n, u.m, u.k, &alpha, g.up_ptrs,
+                                       CUDA_R_16BF, u.k, g.up_ptrs + g.pairs, CUDA_R_16BF, u.k, &beta,
+                                       const_cast<void**>(g.up_ptrs + 2 * g.pairs), CUDA_R_16BF, u.n, g.pairs,
+                                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        TPV_CUBLAS(phase,
+                   cublasGemmBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, d.n, d.m, d.k, &alpha, g.down_ptrs,
+                                       CUDA_R_16BF, d.k, g.down_ptrs + g.pairs, CUDA_R_16BF, u.n, &beta,
+                                       const_cast<void**>(g.down_ptrs + 2 * g.pairs), CUDA_R_16BF, d.n,
+                                       g.pairs, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    }
     std::uint64_t elems = std::uint64_t(d.m) * d.n;
     unsigned blocks = unsigned(std::min<std::uint64_t>((elems + 255) / 256, 1024));
     sum_experts_kernel<<<blocks, 256, 0, stream>>>(m_outs, g.pairs, elems, y, accumulate ? 1 : 0);

@@ -10,12 +10,13 @@ namespace tpverify::cuda {
 
 /// A run of >= 2 (gate_up, down) GEMM pairs of equal shapes in one plan (the layer's experts).
 struct ExpertGroup {
-    std::size_t first_step = 0;   ///< index in plan.steps of the first gate_up
-    std::size_t first_gemm = 0;   ///< its index among the plan's GEMM steps
+    std::size_t first_step = 0;  ///< index in plan.steps of the first gate_up
+    std::size_t first_gemm = 0;  ///< its index among the plan's GEMM steps
     int pairs = 0;
     Gemm gate_up, down;
-    const void** up_ptrs = nullptr;    ///< device: A, B, C pointer arrays (3 x pairs) for gate_up
-    const void** down_ptrs = nullptr;  ///< device: A, B, C pointer arrays (3 x pairs) for down
+    const void** up_ptrs = nullptr;               ///< device: A, B, C pointer arrays (3 x pairs) for gate_up
+    const void** down_ptrs = nullptr;             ///< device: A, B, C pointer arrays (3 x pairs) for down
+    std::vector<const void*> host_up, host_down;  ///< the same arrays on the host (INT4 launches)
 };
 
 /// The expert groups of every plan a rank runs, with their device pointer arrays.

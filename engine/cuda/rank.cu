@@ -12,9 +12,12 @@ constexpr std::uint64_t k_cublas_workspace = 32ull << 20;
 
 cudaStreamCaptureMode capture_mode(CaptureMode mode) {
     switch (mode) {
-        case CaptureMode::global: return cudaStreamCaptureModeGlobal;
-        case CaptureMode::relaxed: return cudaStreamCaptureModeRelaxed;
-        default: return cudaStreamCaptureModeThreadLocal;
+        case CaptureMode::global:
+            return cudaStreamCaptureModeGlobal;
+        case CaptureMode::relaxed:
+            return cudaStreamCaptureModeRelaxed;
+        default:
+            return cudaStreamCaptureModeThreadLocal;
     }
 }
 
@@ -87,9 +90,13 @@ Status RankEngine::setup(const std::vector<const PassPlan*>& plans, const ncclUn
     TPV_CUDA("init", fill_bits(m_buf.gamma, m_hidden, 0x3f80, m_stream));  // gamma = 1.0
     m_buf.send_elems = send;
     m_buf.gather_elems = gather;
-    TPV_TRY(m_weights.allocate(plan, 42, m_stream));
+    TPV_TRY(m_attention.allocate(plans, m_stream));
+    // What else the rank allocates after the weights (NCCL buffers, expert scratch, graphs).
+    constexpr std::uint64_t k_reserve = 4ull << 30;
+    TPV_TRY(m_weights.allocate(plans, k_reserve, 42, m_stream));
     if (m_gemm == GemmPath::automatic)
-        for (const PassPlan* p : plans) TPV_TRY(m_experts.build(*p, m_weights, m_buf.normed, m_hidden, m_stream));
+        for (const PassPlan* p : plans)
+            TPV_TRY(m_experts.build(*p, m_weights, m_buf.normed, m_hidden, m_stream));
     TPV_CUDA("init", cudaStreamSynchronize(m_stream));
     TPV_TRY(m_comm.init(id, m_nranks, m_rank));
     return {};
@@ -101,8 +108,28 @@ Status RankEngine::allocate_fusion() {
     return m_comm.allocate_oneshot(m_max_rows, m_hidden, m_stream);
 }
 
+std::string fusion_fallback_before_start(const Options& options, int tokens, int hidden, int device) {
+    const int nranks = options.rank >= 0 ? options.nranks : options.tp;
+    if (!options.fusion || nranks == 1) return {};
+    if (nranks > k_max_peers)
+        return "the one-shot kernel supports at most " + std::to_string(k_max_peers) + " ranks";
+    if (cudaSetDevice(device) != cudaSuccess) return "cudaSetDevice(" + std::to_string(device) + ") failed";
+    const int max_rows = oneshot_max_rows(device, hidden);
+    if (tokens > max_rows)
+        return "--tokens " + std::to_string(tokens) + " needs that many co-resident row blocks but only " +
+               std::to_string(max_rows) + " fit on this GPU at hidden " + std::to_string(hidden);
+    return {};
+}
+
 Status RankEngine::setup_fusion(const LocalPeers* peers, std::string& fallback_reason) {
     if (!m_options.fusion || m_nranks == 1) return {};
+    // Same inputs on every rank, so every rank reaches the same verdict without agreeing.
+    if (std::string reason = fusion_fallback_before_start(m_options, m_max_rows, m_hidden, m_device);
+        !reason.empty()) {
+        fallback_reason = reason;
+        m_fused_fallback = true;
+        return {};
+    }
     bool usable = false;
     TPV_TRY(m_comm.connect_peers(peers ? &peers->buffers : nullptr, peers ? &peers->devices : nullptr,
                                  m_stream, usable, fallback_reason));
@@ -110,7 +137,9 @@ Status RankEngine::setup_fusion(const LocalPeers* peers, std::string& fallback_r
     return {};
 }
 
-RankEngine::Buffers RankEngine::buffers() const { return m_buf; }
+RankEngine::Buffers RankEngine::buffers() const {
+    return m_buf;
+}
 
 Status RankEngine::reduce_norm(int rows, const char* phase, bool allow_fused) {
     std::uint64_t elems = std::uint64_t(rows) * m_hidden;
@@ -133,6 +162,17 @@ Status RankEngine::reduce_norm(int rows, const char* phase, bool allow_fused) {
 
 Status RankEngine::collective(const Step& step, PassKind kind, const char* phase) {
     std::uint64_t elems = step.bytes / 2;
+    if (kind == PassKind::gemm_only || kind == PassKind::attention_only) return {};
+    if (kind == PassKind::norm_kernels) {
+        // Only the separate residual + RMSNorm kernel (with fusion it is part of the collective).
+        std::uint64_t row_bytes = std::uint64_t(m_hidden) * 2;
+        if (!step.fused_norm || fused() || step.bytes % row_bytes != 0 ||
+            step.bytes / row_bytes > std::uint64_t(m_max_rows))
+            return {};
+        TPV_CUDA(phase, add_rmsnorm(m_buf.recv, m_buf.residual, m_buf.gamma, m_buf.normed,
+                                    int(step.bytes / row_bytes), m_hidden, m_eps, m_stream));
+        return {};
+    }
     if (step.collective == CollectiveKind::all_gather) {
         if (kind == PassKind::norm_only) return {};
         // Logits: this rank's shard is the last GEMM output (lm_head), gathered from every rank.
@@ -143,9 +183,11 @@ Status RankEngine::collective(const Step& step, PassKind kind, const char* phase
     std::uint64_t row_bytes = std::uint64_t(m_hidden) * 2;
     bool hidden_rows = step.bytes % row_bytes == 0 && step.bytes / row_bytes <= std::uint64_t(m_max_rows);
     bool norm = step.fused_norm && hidden_rows;
-    if (norm && (kind != PassKind::comm_only || fused())) return reduce_norm(int(step.bytes / row_bytes), phase);
+    if (norm && (kind != PassKind::comm_only || fused()))
+        return reduce_norm(int(step.bytes / row_bytes), phase);
     if (kind == PassKind::norm_only) return {};
-    TPV_NCCL(phase, ncclAllReduce(m_buf.send, m_buf.recv, elems, ncclBfloat16, ncclSum, m_comm.comm(), m_stream));
+    TPV_NCCL(phase,
+             ncclAllReduce(m_buf.send, m_buf.recv, elems, ncclBfloat16, ncclSum, m_comm.comm(), m_stream));
     return {};
 }
 
@@ -156,8 +198,10 @@ Status RankEngine::enqueue(const PassPlan& plan, PassKind kind, const char* phas
         const Step& step = plan.steps[i];
         if (const ExpertGroup* group = m_gemm == GemmPath::automatic ? m_experts.at(plan, i) : nullptr) {
             // The layer's experts: batched gate_up, batched down, summed into the all-reduce input.
-            if (kind == PassKind::full) TPV_TRY(m_experts.run(m_cublas, *group, m_buf.send, m_send_written, m_stream, phase));
-            if (kind == PassKind::full) m_send_written = true;
+            if (kind == PassKind::full || kind == PassKind::gemm_only) {
+                TPV_TRY(m_experts.run(m_cublas, *group, m_buf.send, m_send_written, m_stream, phase));
+                m_send_written = true;
+            }
             gemm_index += 2 * std::size_t(group->pairs);
             i += 2 * std::size_t(group->pairs) - 1;
             continue;
@@ -166,7 +210,7 @@ Status RankEngine::enqueue(const PassPlan& plan, PassKind kind, const char* phas
             case Step::Kind::gemm: {
                 const Gemm& g = step.gemm;
                 std::size_t index = gemm_index++;
-                if (kind != PassKind::full) break;
+                if (kind != PassKind::full && kind != PassKind::gemm_only) break;
                 const bf16* in = g.k == m_hidden ? m_buf.normed : m_scratch[m_last_scratch];
                 bf16* out = m_scratch[m_last_scratch ^ 1];
                 bool accumulate = false;
@@ -177,16 +221,22 @@ Status RankEngine::enqueue(const PassPlan& plan, PassKind kind, const char* phas
                 } else {
                     m_last_scratch ^= 1;
                 }
-                TPV_TRY(run_gemm(m_cublas, m_gemm, g, m_weights.weight(index), in, out, accumulate, m_stream, phase));
+                TPV_TRY(run_gemm(m_cublas, m_gemm, g, m_weights.weight(plan, index), in, out, accumulate,
+                                 m_stream, phase));
                 break;
             }
             case Step::Kind::collective:
                 TPV_TRY(collective(step, kind, phase));
                 m_send_written = false;
-                if (step.collective == CollectiveKind::all_reduce) last_rows = int(step.bytes / (2ull * m_hidden));
+                if (step.collective == CollectiveKind::all_reduce)
+                    last_rows = int(step.bytes / (2ull * m_hidden));
+                break;
+            case Step::Kind::attention:
+                if (kind == PassKind::full || kind == PassKind::attention_only)
+                    TPV_TRY(m_attention.run(m_cublas, step, m_stream, phase));
                 break;
             case Step::Kind::norm:
-                if (kind != PassKind::full) break;
+                if (kind != PassKind::full && kind != PassKind::norm_kernels) break;
                 TPV_CUDA(phase, add_rmsnorm(m_buf.recv, m_buf.residual, m_buf.gamma, m_buf.normed,
                                             std::clamp(last_rows, 1, m_max_rows), m_hidden, m_eps, m_stream));
                 break;
@@ -257,6 +307,10 @@ Status RankEngine::timed_pass(const PassPlan& plan, PassKind kind, cudaGraphExec
     float ms = 0;
     TPV_CUDA("replay", cudaEventElapsedTime(&ms, m_begin, m_end));
     us = ms * 1000.0f;
+    if (m_comm.oneshot_timed_out())
+        return Status::fail(
+            "replay", "oneshot_allreduce_rmsnorm",
+            "a peer's rows did not arrive within 1 s (a rank died or hung); the fused kernel gave up");
     return {};
 }
 
@@ -266,10 +320,12 @@ Status RankEngine::measure_copy_bandwidth(std::uint64_t bytes, double& gbps) {
     Status st = [&]() -> Status {
         TPV_CUDA("init", cudaMalloc(&b, bytes));
         TPV_CUDA("init", cudaMemsetAsync(a, 1, bytes, m_stream));
-        for (int i = 0; i < 3; ++i) TPV_CUDA("init", cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, m_stream));
+        for (int i = 0; i < 3; ++i)
+            TPV_CUDA("init", cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, m_stream));
         constexpr int reps = 10;
         TPV_CUDA("init", cudaEventRecord(m_begin, m_stream));
-        for (int i = 0; i < reps; ++i) TPV_CUDA("init", cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, m_stream));
+        for (int i = 0; i < reps; ++i)
+            TPV_CUDA("init", cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, m_stream));
         TPV_CUDA("init", cudaEventRecord(m_end, m_stream));
         TPV_CUDA("init", cudaEventSynchronize(m_end));
         float ms = 0;

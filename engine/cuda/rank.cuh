@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/cuda/attention.cuh"
 #include "engine/cuda/comm.cuh"
 #include "engine/cuda/gemm.cuh"
 #include "engine/cuda/moe.cuh"
@@ -11,16 +12,22 @@
 
 namespace tpverify::cuda {
 
-/// What a pass enqueues: the whole verify pass; only its collectives (comm-only timing: with
-/// fusion the fused kernel is the collective); or only the all-reduce + residual + RMSNorm
-/// steps (fused or NCCL + norm kernel, for comparing the two).
-enum class PassKind { full, comm_only, norm_only };
+/// What a pass enqueues: the whole pass; only its collectives (comm-only timing: with fusion the
+/// fused kernel is the collective); only the all-reduce + residual + RMSNorm steps (fused or
+/// NCCL + norm kernel, for comparing the two); or one part of the pass for `parts_us`: only
+/// the GEMMs, only the attention, only the separate residual + RMSNorm kernels.
+enum class PassKind { full, comm_only, norm_only, gemm_only, attention_only, norm_kernels };
 
 /// Where this rank's threads meet (one process, one thread per GPU); null in --rank mode.
 struct LocalPeers {
     std::vector<bf16*> buffers;  ///< each rank's one-shot buffer
     std::vector<int> devices;    ///< each rank's device
 };
+
+/// Why the fused one-shot all-reduce cannot run for this run, known before any rank starts
+/// (more ranks than it supports, or more --tokens than row blocks can be co-resident); ""
+/// when it can (or fusion is off, or there is one rank).
+std::string fusion_fallback_before_start(const Options& options, int tokens, int hidden, int device);
 
 /// The device side of one rank.
 class RankEngine {
@@ -29,8 +36,8 @@ public:
     RankEngine(const RankEngine&) = delete;
     RankEngine& operator=(const RankEngine&) = delete;
     ~RankEngine();
-    /// Device, stream, cuBLAS, buffers sized for every plan in `plans`, weights of plans[0]
-    /// (other plans must have the same GEMM sequence), and the NCCL communicator.
+    /// Device, stream, cuBLAS, buffers sized for every plan in `plans`, their weights, KV
+    /// caches and batched experts, and the NCCL communicator.
     Status setup(const std::vector<const PassPlan*>& plans, const ncclUniqueId& id);
     /// After every rank's setup (and, in one process, `peers` filled): fused one-shot buffers.
     /// With fusion off this does nothing. Sets fused_fallback() when peers are unreachable.
@@ -55,6 +62,7 @@ public:
     [[nodiscard]] bool fused() const { return m_options.fusion && !m_fused_fallback; }
     [[nodiscard]] bool fused_fallback() const { return m_fused_fallback; }
     [[nodiscard]] std::uint64_t weight_bytes() const { return m_weights.bytes(); }
+    [[nodiscard]] std::uint64_t weight_arena_bytes() const { return m_weights.arena_bytes(); }
     [[nodiscard]] int device() const { return m_device; }
     [[nodiscard]] int hidden() const { return m_hidden; }
     [[nodiscard]] int max_rows() const { return m_max_rows; }
@@ -90,6 +98,7 @@ private:
     cudaEvent_t m_begin = nullptr, m_end = nullptr;
     WeightPool m_weights;
     ExpertBatches m_experts;  ///< GemmPath::automatic: experts as batched GEMMs
+    AttentionSet m_attention;
     RankComm m_comm;
     std::vector<void*> m_allocations;
     Buffers m_buf{};

@@ -59,7 +59,8 @@ void watch(cuda::SharedRun& run, std::vector<std::thread>& threads) {
                 ncclResult_t async = ncclSuccess;
                 if (c->comm() != nullptr && ncclCommGetAsyncError(c->comm(), &async) == ncclSuccess &&
                     async != ncclSuccess && async != ncclInProgress) {
-                    run.reporter->error(slot->phase.load(), "ncclCommGetAsyncError", ncclGetErrorString(async));
+                    run.reporter->error(slot->phase.load(), "ncclCommGetAsyncError",
+                                        ncclGetErrorString(async));
                     abort_and_exit(run);
                 }
             }
@@ -80,7 +81,9 @@ void watch(cuda::SharedRun& run, std::vector<std::thread>& threads) {
     for (auto& t : threads) t.join();
 }
 
-double median(const std::vector<double>& v) { return v.empty() ? 0.0 : percentile(v, 0.5); }
+double median(const std::vector<double>& v) {
+    return v.empty() ? 0.0 : percentile(v, 0.5);
+}
 
 JsonLine start_fields(const cuda::SharedRun& run, const PassPlan& plan) {
     const Options& o = *run.options;
@@ -92,19 +95,41 @@ JsonLine start_fields(const cuda::SharedRun& run, const PassPlan& plan) {
     }
     devices += "]";
     JsonLine f;
-    f.add("backend", "cuda").add("nccl_version", nccl_version_text()).add_raw("devices", devices)
-        .add("model", plan.model.name).add("tp", run.nranks).add("tokens", plan.tokens)
-        .add("layers", plan.model.layers).add("hidden", plan.model.hidden).add("graph", o.graph)
+    std::string touched = "[";
+    for (std::size_t i = 0; i < plan.routed_experts_touched.size(); ++i)
+        touched += (i ? "," : "") + std::to_string(plan.routed_experts_touched[i]);
+    touched += "]";
+    f.add("backend", "cuda")
+        .add("nccl_version", nccl_version_text())
+        .add_raw("devices", devices)
+        .add("process_model",
+             process_model_name(run.in_process ? ProcessModel::threads : ProcessModel::processes))
+        .add("model", plan.model.name)
+        .add("tp", run.nranks)
+        .add("tokens", plan.tokens)
+        .add("layers", plan.model.layers)
+        .add("hidden", plan.model.hidden)
+        .add("graph", o.graph)
         .add("capture_mode", o.capture_mode == CaptureMode::global    ? "global"
                              : o.capture_mode == CaptureMode::relaxed ? "relaxed"
                                                                       : "thread-local")
         .add("check", o.check)
-        .add("fusion", o.fusion).add("collectives", plan.collective_count())
+        .add("fusion", o.fusion)
+        .add("collectives", plan.collective_count())
         .add("all_reduces", plan.all_reduce_count())
         .add("all_reduce_bytes", static_cast<std::int64_t>(plan.all_reduce_bytes()))
         .add("all_gather_bytes", static_cast<std::int64_t>(plan.all_gather_bytes()))
         .add("weight_bytes", static_cast<std::int64_t>(plan.weight_bytes()))
-        .add("gemm", cuda::gemm_path_name(run.gemm));
+        .add("gemm", cuda::gemm_path_name(run.gemm))
+        .add("context", plan.context)
+        .add("attention_bytes", static_cast<std::int64_t>(plan.attention_bytes()))
+        .add_raw("routed_experts_touched", touched)
+        .add("routed_experts_touched_mean", plan.mean_routed_experts_touched())
+        .add("expert_format", plan.int4_experts ? "int4-g32" : "bf16")
+        .add("draft_steps", run.draft != nullptr ? o.draft_steps : 0)
+        .add("draft_weight_bytes",
+             static_cast<std::int64_t>(run.draft != nullptr ? run.draft->weight_bytes() : 0));
+    if (!run.fusion_fallback.empty()) f.add("fusion_fallback", run.fusion_fallback);
     if (o.rank >= 0) f.add("rank", o.rank);
     return f;
 }
@@ -131,7 +156,8 @@ int report(cuda::SharedRun& run, const PassPlan& plan) {
     r.verify = summarize(s.verify_us);
     r.baseline_pass_us = median(s.baseline_us);
     r.baseline_tok_s = r.baseline_pass_us > 0 ? 1e6 / r.baseline_pass_us : 0;
-    r.tok_s = o.accept_len / ((r.verify.p50_us + o.draft_us) * 1e-6);
+    const double draft_us = run.draft != nullptr ? median(s.draft_us) : o.draft_us;
+    r.tok_s = o.accept_len / ((r.verify.p50_us + draft_us) * 1e-6);
     r.init_s = s.init_s;
     r.capture_s = s.capture_s;
     r.comm_pass_us = median(s.comm_us);
@@ -139,16 +165,35 @@ int report(cuda::SharedRun& run, const PassPlan& plan) {
     r.check_wrong = o.check ? wrong : -1;
     double roofline_us = s.copy_gbps > 0 ? double(s.weight_bytes) / (s.copy_gbps * 1e3) : 0;
     double norm_pass = median(s.norm_us);
-    auto norm_steps = std::count_if(plan.steps.begin(), plan.steps.end(),
-                                    [](const Step& st) { return st.kind == Step::Kind::collective && st.fused_norm; });
+    auto norm_steps = std::count_if(plan.steps.begin(), plan.steps.end(), [](const Step& st) {
+        return st.kind == Step::Kind::collective && st.fused_norm;
+    });
+    JsonLine parts;
+    parts.add("gemm", median(s.gemm_us))
+        .add("attention", median(s.attention_us))
+        .add("comm", r.comm_pass_us)
+        .add("norm", median(s.norm_kernels_us))
+        .add("draft", draft_us);
     JsonLine extra;
-    extra.add("copy_gbps", s.copy_gbps).add("weight_bytes", static_cast<std::int64_t>(s.weight_bytes))
+    extra.add_raw("parts_us", parts.str());
+    // Bytes the pass reads from device memory: weights + KV caches (activations are noise).
+    const double read_bytes = double(s.weight_bytes) + double(plan.attention_bytes());
+    extra.add("read_bytes", read_bytes)
+        .add("read_roofline_us", s.copy_gbps > 0 ? read_bytes / (s.copy_gbps * 1e3) : 0.0)
+        .add("weight_arena_bytes", static_cast<std::int64_t>(s.weight_arena_bytes));
+    if (!s.fallback_reason.empty() && o.fusion) extra.add("fusion_fallback", s.fallback_reason);
+    extra.add("copy_gbps", s.copy_gbps)
+        .add("weight_bytes", static_cast<std::int64_t>(s.weight_bytes))
         .add("roofline_us", roofline_us)
         .add("roofline_ratio", roofline_us > 0 ? r.verify.p50_us / roofline_us : 0.0)
         .add("reduce_norm_us", norm_steps > 0 ? norm_pass / double(norm_steps) : 0.0)
-        .add("fused", o.fusion && !s.fused_fallback).add("gemm", cuda::gemm_path_name(run.gemm))
+        .add("fused", o.fusion && !s.fused_fallback)
+        .add("gemm", cuda::gemm_path_name(run.gemm))
         .add("to_result_s", now_s() - run.t_start);
-    if (o.check) extra.add("check_elements", static_cast<std::int64_t>(s.check.checked)).add("fused_max_err", s.check.fused_max_err);
+    if (o.check)
+        extra.add("check_elements", static_cast<std::int64_t>(s.check.checked))
+            .add("check_replays", s.check_replays)
+            .add("fused_max_err", s.check.fused_max_err);
     run.reporter->result(r, std::move(extra));
     return static_cast<int>(Exit::ok);
 }
@@ -170,13 +215,25 @@ int run_cuda(const Options& options, const PassPlan& plan, Reporter& reporter) {
     int count = 0;
     if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess)
         return fail(reporter, cuda::Status::fail("init", "cudaGetDeviceCount", cudaGetErrorString(e)));
+    const int rank = options.rank >= 0 ? options.rank : 0;
+    bool launched = false;
+    if (cuda::Status st = cuda::make_unique_id(rank, run.id, launched); !st.ok) return fail(reporter, st);
     if (options.rank >= 0) {
-        // One process per rank: NCCL_COMM_ID (set by whoever starts the ranks) is the rendezvous.
-        if (std::getenv("NCCL_COMM_ID") == nullptr) {
+        // One process per rank: started by tpverify (pipes), or by another launcher with
+        // NCCL_COMM_ID as the rendezvous.
+        if (!launched && std::getenv("NCCL_COMM_ID") == nullptr) {
             reporter.error("init", "ncclGetUniqueId",
                            "--rank/--nranks needs NCCL_COMM_ID=<host>:<port> in every rank's environment "
-                           "(rank 0 listens there); tpverify never sets NCCL variables itself");
+                           "(rank 0 listens there); tpverify never sets NCCL variables itself. Or leave "
+                           "--rank out and let tpverify start the ranks (--tp N)");
             return static_cast<int>(Exit::usage);
+        }
+        if (launched && count < options.nranks) {
+            reporter.error("init", "cudaGetDeviceCount",
+                           "--tp " + std::to_string(options.nranks) + " needs " +
+                               std::to_string(options.nranks) + " GPUs but " + std::to_string(count) +
+                               " are visible (CUDA_VISIBLE_DEVICES?)");
+            return static_cast<int>(Exit::failure);
         }
         run.nranks = options.nranks;
         run.in_process = false;
@@ -192,9 +249,16 @@ int run_cuda(const Options& options, const PassPlan& plan, Reporter& reporter) {
         }
         for (int r = 0; r < options.tp; ++r) run.ranks.push_back(r), run.devices.push_back(r);
     }
-    if (cuda::Status st = cuda::make_unique_id(run.id); !st.ok) return fail(reporter, st);
-    PassPlan baseline = build_pass(plan.model, plan.tp, 1);
+    PassShape shape;
+    shape.context = options.context;
+    shape.int4_experts = options.expert_format == ExpertFormat::int4;
+    shape.router_seed = options.seed.value_or(1);
+    PassPlan baseline = build_pass(plan.model, plan.tp, 1, shape);
     run.baseline = &baseline;
+    PassPlan draft = build_draft_pass(plan.model, plan.tp, options.draft_steps, shape);
+    if (options.draft_steps > 0) run.draft = &draft;
+    run.fusion_fallback =
+        cuda::fusion_fallback_before_start(options, plan.tokens, plan.model.hidden, run.devices.front());
     const int local = int(run.ranks.size());
     run.peers.buffers.assign(run.nranks, nullptr);
     run.peers.devices = run.devices;

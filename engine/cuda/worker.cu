@@ -8,10 +8,16 @@
 namespace tpverify::cuda {
 namespace {
 
+/// With --check, the check runs again after every this many timed replays.
+constexpr std::size_t k_check_every = 8;
+
 class Worker {
 public:
     Worker(SharedRun& run, int local)
-        : m_run(run), m_local(local), m_slot(*run.slots[local]), m_options(*run.options),
+        : m_run(run),
+          m_local(local),
+          m_slot(*run.slots[local]),
+          m_options(*run.options),
           m_engine(*run.options, run.ranks[local], run.nranks, run.devices[local], run.gemm) {}
 
     Status run() {
@@ -27,18 +33,26 @@ public:
             enter("check");
             TPV_TRY(run_check(m_engine, *m_run.plan, m_slot.check));
             // All ranks stop together when any rank saw a wrong element (reported by the caller).
-            int bad = m_slot.check.wrong + m_slot.check.fused_mismatch > 0 ? 1 : 0;
-            TPV_TRY(m_engine.comm().agree_max(bad, m_engine.stream(), "check"));
-            if (bad != 0) {
-                m_slot.check_failed_somewhere = true;
-                return {};
-            }
+            bool bad = false;
+            TPV_TRY(agree_check(bad));
+            if (bad) return {};
         }
-        TPV_TRY(measure_verify());
-        int aux = std::clamp(m_options.iters, 10, 50);
+        bool bad = false;
+        TPV_TRY(measure_verify(bad));
+        if (bad) return {};
+        // The 1-token, comm-only and norm-only passes: 10-20 samples (their spread on the H200
+        // was under 0.1 %), so the result comes within seconds.
+        int aux = std::clamp(m_options.iters, 10, 20);
         TPV_TRY(measure(*m_run.baseline, PassKind::full, aux, m_slot.baseline_us));
         TPV_TRY(measure(*m_run.plan, PassKind::comm_only, aux, m_slot.comm_us));
         TPV_TRY(measure(*m_run.plan, PassKind::norm_only, aux, m_slot.norm_us));
+        // The parts of the pass, each alone (parts_us), and the draft pass: fewer samples (their
+        // spread on the H200 was under 0.1 %), so the result comes sooner.
+        int parts = std::clamp(m_options.iters, 5, 8);
+        TPV_TRY(measure(*m_run.plan, PassKind::gemm_only, parts, m_slot.gemm_us));
+        TPV_TRY(measure(*m_run.plan, PassKind::attention_only, parts, m_slot.attention_us));
+        TPV_TRY(measure(*m_run.plan, PassKind::norm_kernels, parts, m_slot.norm_kernels_us));
+        if (m_run.draft != nullptr) TPV_TRY(measure(*m_run.draft, PassKind::full, parts, m_slot.draft_us));
         return {};
     }
 
@@ -50,6 +64,15 @@ private:
     void progress() { m_slot.stamp.store(now_s()); }
     bool reporting() const { return m_run.ranks[m_local] == 0; }
 
+    // Every rank learns whether any rank's --check found wrong elements (an all-reduce).
+    Status agree_check(bool& bad) {
+        int any = m_slot.check.wrong + m_slot.check.fused_mismatch > 0 ? 1 : 0;
+        TPV_TRY(m_engine.comm().agree_max(any, m_engine.stream(), "check"));
+        bad = any != 0;
+        if (bad) m_slot.check_failed_somewhere = true;
+        return {};
+    }
+
     Status setup() {
         enter("init");
         if (m_run.in_process && m_run.nranks > 1) {
@@ -57,10 +80,15 @@ private:
             // (without this the first all-reduce failed with "internal error" on 2 H200s).
             std::string reason;
             if (!enable_peer_access(m_run.devices[m_local], m_run.devices, reason) && reporting())
-                std::fprintf(stderr, "tpverify: init: peer access between GPUs is not available (%s); NCCL picks "
-                                     "another transport\n", reason.c_str());
+                std::fprintf(stderr,
+                             "tpverify: init: peer access between GPUs is not available (%s); NCCL picks "
+                             "another transport\n",
+                             reason.c_str());
         }
-        TPV_TRY(m_engine.setup({m_run.plan, m_run.baseline}, m_run.id));
+        std::vector<const PassPlan*> plans = {m_run.plan, m_run.baseline};
+        if (m_run.draft != nullptr) plans.push_back(m_run.draft);
+        TPV_TRY(m_engine.setup(plans, m_run.id));
+        m_slot.weight_arena_bytes = m_engine.weight_arena_bytes();
         m_slot.comm.store(&m_engine.comm());
         m_slot.copy_gbps = m_engine.copy_gbps();
         m_slot.weight_bytes = m_engine.weight_bytes();
@@ -73,10 +101,11 @@ private:
         TPV_TRY(m_engine.setup_fusion(m_run.in_process ? &m_run.peers : nullptr, m_slot.fallback_reason));
         m_slot.fused_fallback = m_engine.fused_fallback();
         if (m_slot.fused_fallback && reporting())
-            std::fprintf(stderr,
-                         "tpverify: fusion: the one-shot all-reduce cannot run here (%s); falling back to NCCL "
-                         "all-reduce + a separate residual+RMSNorm kernel\n",
-                         m_slot.fallback_reason.c_str());
+            std::fprintf(
+                stderr,
+                "tpverify: fusion: the one-shot all-reduce cannot run here (%s); falling back to NCCL "
+                "all-reduce + a separate residual+RMSNorm kernel\n",
+                m_slot.fallback_reason.c_str());
         m_slot.init_s = now_s() - m_run.t_start;
         progress();
         return {};
@@ -103,14 +132,18 @@ private:
         return {};
     }
 
+    // --warmup passes before the verify pass's samples; at most 2 before each later pass (the
+    // GPU, NCCL and cuBLAS are warm by then).
     Status warm(const PassPlan& plan, PassKind kind, cudaGraphExec_t exec) {
         enter("warmup");
         std::vector<double> ignored;
-        for (int i = 0; i < std::max(1, m_options.warmup); ++i) TPV_TRY(sample(plan, kind, exec, ignored));
+        int count =
+            kind == PassKind::full && &plan == m_run.plan ? m_options.warmup : std::min(m_options.warmup, 2);
+        for (int i = 0; i < count; ++i) TPV_TRY(sample(plan, kind, exec, ignored));
         return {};
     }
 
-    Status measure_verify() {
+    Status measure_verify(bool& bad) {
         const PassPlan& plan = *m_run.plan;
         cudaGraphExec_t exec = nullptr;
         if (m_options.graph && reporting()) {
@@ -135,6 +168,16 @@ private:
         while (st.ok) {
             st = sample(plan, PassKind::full, exec, m_slot.verify_us);
             if (!st.ok) break;
+            if (m_options.check && m_slot.verify_us.size() % k_check_every == 0) {
+                // A sample of the timed replays: the check's collectives run again and are
+                // compared, between replays, on every rank at the same replay.
+                enter("check");
+                st = run_check(m_engine, plan, m_slot.check);
+                if (st.ok) st = agree_check(bad);
+                ++m_slot.check_replays;
+                enter("replay");
+                if (!st.ok || bad) break;
+            }
             int stop = rule.done(m_slot.verify_us, now_s() - t0) ? 1 : 0;
             // Every rank must run the same passes: rank 0's rule decides for all.
             if (m_options.target_rsd && m_run.nranks > 1) {

@@ -38,13 +38,16 @@ private:
 
 /// What one rank thread publishes: progress for the watchdog, then its figures.
 struct RankSlot {
-    std::atomic<double> stamp{0};               ///< last progress (now_s)
-    std::atomic<const char*> phase{"init"};     ///< phase in progress
+    std::atomic<double> stamp{0};            ///< last progress (now_s)
+    std::atomic<const char*> phase{"init"};  ///< phase in progress
     std::atomic<bool> done{false};
-    std::atomic<bool> failed{false};            ///< `status` holds the failure (set before this)
-    std::atomic<RankComm*> comm{nullptr};       ///< for abort / async-error polling
+    std::atomic<bool> failed{false};       ///< `status` holds the failure (set before this)
+    std::atomic<RankComm*> comm{nullptr};  ///< for abort / async-error polling
     Status status;
     std::vector<double> verify_us, baseline_us, comm_us, norm_us;
+    std::vector<double> gemm_us, attention_us, norm_kernels_us, draft_us;  ///< parts_us
+    int check_replays = 0;  ///< timed replays followed by a --check
+    std::uint64_t weight_arena_bytes = 0;
     double init_s = 0, capture_s = 0, copy_gbps = 0;
     std::uint64_t weight_bytes = 0;
     CheckOutcome check;
@@ -56,18 +59,20 @@ struct RankSlot {
 /// Everything the rank threads of one process share.
 struct SharedRun {
     const Options* options = nullptr;
-    const PassPlan* plan = nullptr;       ///< the verify pass
-    const PassPlan* baseline = nullptr;   ///< the 1-token pass
+    const PassPlan* plan = nullptr;      ///< the verify pass
+    const PassPlan* baseline = nullptr;  ///< the 1-token pass
+    const PassPlan* draft = nullptr;     ///< the EAGLE-3 draft pass (null: --draft-steps 0)
     ncclUniqueId id{};
     int nranks = 1;
-    std::vector<int> ranks;               ///< global rank of each local thread
-    std::vector<int> devices;             ///< device of each local thread
+    std::vector<int> ranks;    ///< global rank of each local thread
+    std::vector<int> devices;  ///< device of each local thread
     GemmPath gemm = GemmPath::automatic;
-    bool in_process = true;               ///< all ranks are threads of this process
-    LocalPeers peers;                     ///< in_process: one-shot buffers of every rank
+    bool in_process = true;  ///< all ranks are threads of this process
+    LocalPeers peers;        ///< in_process: one-shot buffers of every rank
     std::unique_ptr<ThreadBarrier> barrier;
     Reporter* reporter = nullptr;
     double t_start = 0;
+    std::string fusion_fallback;  ///< why fusion falls back to NCCL, known before init ("" none)
     std::vector<std::unique_ptr<RankSlot>> slots;
 };
 

@@ -1,24 +1,63 @@
 #!/usr/bin/env bash
 # GPU test of tpverify's CUDA backend (CTest label "gpu"). Exits 77 (skipped) without a GPU
-# or without a CUDA build. Usage: gpu_tpverify.sh /path/to/tpverify
+# or without a CUDA build. Covers one process per rank (the default) at N = the number of
+# visible GPUs, thread mode at the same N, --check on sampled replays, and with N >= 2 a rank
+# killed mid-pass and --capture-mode global. Usage: gpu_tpverify.sh /path/to/tpverify
 set -uo pipefail
 tpv=${1:?usage: gpu_tpverify.sh /path/to/tpverify}
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
   echo "no GPU visible: skipped"; exit 77
 fi
-small=(--backend cuda --json --layers 3 --iters 5 --warmup 1 --timeout 60)
+if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
+  n=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .)
+else
+  n=$(nvidia-smi -L | grep -c '^GPU ')
+fi
+[ "$n" -gt 8 ] && n=8
+small=(--backend cuda --json --layers 3 --iters 10 --warmup 1 --timeout 60 --tp "$n" --context 1024)
 out=$("$tpv" "${small[@]}" --check --fusion on --graph on 2>&1); rc=$?
 if grep -q "built without CUDA" <<<"$out"; then echo "tpverify built without CUDA: skipped"; exit 77; fi
-fail() { echo "FAIL: $1"; echo "$out"; exit 1; }
+fail() { echo "FAIL (N=$n): $1"; echo "$out"; exit 1; }
 [ $rc -eq 0 ] || fail "--check --fusion on --graph on exited $rc"
 grep -q '"backend":"cuda"' <<<"$out" || fail "no cuda start event"
+grep -q '"process_model":"process-per-rank"' <<<"$out" || fail "default is not one process per rank"
+[ "$(grep -c '"event":"start"' <<<"$out")" -eq 1 ] || fail "not exactly one start event (one event stream, rank 0)"
 grep -q '"check_wrong":0' <<<"$out" || fail "check_wrong is not 0"
+grep -q '"check_replays":1' <<<"$out" || fail "no sampled replay was checked (10 replays, one check every 8)"
 grep -q '"event":"ready"' <<<"$out" || fail "no ready event"
+grep -q '"parts_us":{"gemm":[0-9]' <<<"$out" || fail "no parts_us"
+out=$("$tpv" "${small[@]}" --check --expert-format int4 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "--expert-format int4 --check exited $rc (W4A16 GEMM vs host reference included)"
+grep -q '"expert_format":"int4-g32"' <<<"$out" || fail "int4 not reported in the start event"
+grep -q '"check_wrong":0' <<<"$out" || fail "int4 check_wrong is not 0"
 out=$("$tpv" "${small[@]}" --check --fusion off --graph off 2>&1); rc=$?
 [ $rc -eq 0 ] || fail "--check eager exited $rc"
 grep -q '"check_wrong":0' <<<"$out" || fail "eager check_wrong is not 0"
-# One process per rank without a rendezvous address: a usage error naming NCCL_COMM_ID.
-out=$(env -u NCCL_COMM_ID "$tpv" "${small[@]}" --rank 0 --nranks 2 2>&1); rc=$?
-[ $rc -ne 0 ] || fail "--rank without NCCL_COMM_ID succeeded"
+out=$("$tpv" "${small[@]}" --process-model threads --check 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "--process-model threads exited $rc"
+grep -q '"process_model":"threads"' <<<"$out" || fail "thread mode not reported"
+# One process per rank started by someone else, without a rendezvous address: a usage error.
+out=$(env -u NCCL_COMM_ID "$tpv" "${small[@]}" --tp 2 --rank 0 --nranks 2 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "--rank without NCCL_COMM_ID exited $rc, not 2"
 grep -q "NCCL_COMM_ID" <<<"$out" || fail "--rank error does not name NCCL_COMM_ID"
-echo "gpu tpverify: ok"
+if [ "$n" -ge 2 ]; then
+  out=$("$tpv" "${small[@]}" --capture-mode global 2>&1); rc=$?
+  [ $rc -eq 0 ] || fail "--capture-mode global in process-per-rank mode exited $rc"
+  # A rank killed mid-pass ends the run with that rank's error within 2 s.
+  log=$(mktemp)
+  "$tpv" "${small[@]}" --iters 100000000 >"$log" 2>&1 &
+  launcher=$!
+  for _ in $(seq 1 600); do grep -q '"event":"ready"' "$log" && break; sleep 0.1; done
+  victim=$(pgrep -P "$launcher" | sed -n 2p)
+  [ -n "$victim" ] || { out=$(cat "$log"); kill "$launcher"; fail "no second rank process under the launcher"; }
+  t0=$(date +%s%N)
+  kill -9 "$victim"
+  wait "$launcher"; rc=$?
+  ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  out=$(cat "$log"); rm -f "$log"
+  [ $rc -ne 0 ] || fail "killing rank 1 did not fail the run"
+  grep -q "rank 1 of $n ended with signal 9" <<<"$out" || fail "the error does not name the killed rank"
+  [ "$ms" -le 2000 ] || fail "the run took $ms ms to end after rank 1 was killed (limit 2000)"
+  echo "killed rank 1: run ended in $ms ms"
+fi
+echo "gpu tpverify: ok (N=$n)"

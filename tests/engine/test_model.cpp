@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "engine/model.hpp"
 #include "tests/support/catch.hpp"
@@ -65,18 +67,19 @@ TEST_CASE("model: MLA shapes are sharded by heads at TP=8") {
     const Step* kv_b = find_step(plan, "L0.kv_b");
     const Step* o_proj = find_step(plan, "L0.o_proj");
     const Step* gate_up = find_step(plan, "L0.gate_up");
-    const Step* expert = find_step(plan, "L1.expert7.gate_up");
+    const Step* expert = nullptr;  // the first routed expert of layer 1, whichever the router chose
+    for (const Step& s : plan.steps)
+        if (!expert && s.label.rfind("L1.expert", 0) == 0) expert = &s;
     const Step* lm_head = find_step(plan, "lm_head");
     REQUIRE((q_a && q_b && kv_b && o_proj && gate_up && expert && lm_head));
-    CHECK((q_a->gemm.k == 7168 && q_a->gemm.n == 1536));       // replicated
-    CHECK((q_b->gemm.k == 1536 && q_b->gemm.n == 8 * 192));    // 64/8 heads x (128+64)
-    CHECK((kv_b->gemm.k == 512 && kv_b->gemm.n == 8 * 256));   // 8 heads x (128+128)
+    CHECK((q_a->gemm.k == 7168 && q_a->gemm.n == 1536));      // replicated
+    CHECK((q_b->gemm.k == 1536 && q_b->gemm.n == 8 * 192));   // 64/8 heads x (128+64)
+    CHECK((kv_b->gemm.k == 512 && kv_b->gemm.n == 8 * 256));  // 8 heads x (128+128)
     CHECK((o_proj->gemm.k == 8 * 128 && o_proj->gemm.n == 7168));
-    CHECK(gate_up->gemm.n == 2 * 18432 / 8);                   // layer 0 is dense
+    CHECK(gate_up->gemm.n == 2 * 18432 / 8);  // layer 0 is dense
     CHECK(expert->gemm.n == 2 * 2048 / 8);
     CHECK(lm_head->gemm.n == 163840 / 8);
     CHECK(q_b->gemm.m == 4);
-    CHECK(find_step(plan, "L1.expert8.gate_up") == nullptr);   // only the 8 active experts
     CHECK(find_step(plan, "L1.shared0.down") != nullptr);
 }
 
@@ -99,7 +102,130 @@ TEST_CASE("model: weight bytes and flops add up") {
     for (const Step& s : plan.steps)
         if (s.kind == Step::Kind::gemm) bytes += std::uint64_t(s.gemm.n) * s.gemm.k * 2;
     CHECK(plan.weight_bytes() == bytes);
-    CHECK(plan.flops() == Approx(2.0 * 4 * static_cast<double>(bytes) / 2));
+    double flops = 0;
+    for (const Step& s : plan.steps)
+        if (s.kind == Step::Kind::gemm) flops += 2.0 * s.gemm.m * s.gemm.n * s.gemm.k;
+    CHECK(plan.flops() == Approx(flops));
+}
+
+namespace {
+/// Routed (gate_up) experts of layer `l` and the tokens routed to each.
+std::vector<int> expert_tokens(const PassPlan& plan, int l) {
+    std::vector<int> out;
+    const std::string prefix = "L" + std::to_string(l) + ".expert";
+    for (const Step& s : plan.steps)
+        if (s.label.rfind(prefix, 0) == 0 && s.label.find("gate_up") != std::string::npos)
+            out.push_back(s.gemm.m);
+    return out;
+}
+}  // namespace
+
+TEST_CASE("model: the router makes a 4-token verify touch about 31 distinct experts, 1 token 8") {
+    Options o;
+    const ModelShape m = resolve(o);
+    const PassPlan four = build_pass(m, 8, 4);
+    const PassPlan one = build_pass(m, 8, 1);
+    REQUIRE(four.routed_experts_touched.size() == 60);  // 61 layers, the first dense
+    for (int touched : one.routed_experts_touched) CHECK(touched == 8);
+    // Expected distinct experts: 384 * (1 - (1 - 8/384)^4) = 31.0.
+    CHECK(four.mean_routed_experts_touched() > 30.0);
+    CHECK(four.mean_routed_experts_touched() < 32.0);
+    for (int l = 1; l < 61; ++l) {
+        std::vector<int> tokens = expert_tokens(four, l);
+        CHECK(int(tokens.size()) == four.routed_experts_touched[std::size_t(l - 1)]);
+        int routed = 0;
+        for (int t : tokens) routed += t;
+        CHECK(routed == 4 * 8);                                 // every token chose 8 experts
+        CHECK(std::is_sorted(tokens.rbegin(), tokens.rend()));  // busier experts first
+    }
+    CHECK(four.weight_bytes() > 2 * one.weight_bytes());  // 31 vs 8 experts, same attention
+}
+
+TEST_CASE("model: INT4 routed experts read a quarter of the bytes plus one bf16 scale per 32") {
+    Options o;
+    const ModelShape m = resolve(o);
+    PassShape int4;
+    int4.int4_experts = true;
+    const PassPlan bf = build_pass(m, 8, 4), q = build_pass(m, 8, 4, int4);
+    REQUIRE(bf.steps.size() == q.steps.size());
+    int quantized = 0;
+    for (std::size_t i = 0; i < q.steps.size(); ++i) {
+        const Step& s = q.steps[i];
+        if (s.kind != Step::Kind::gemm) continue;
+        const bool routed = s.label.find(".expert") != std::string::npos;
+        CHECK(s.gemm.int4 == routed);  // shared experts, attention and lm_head stay bf16
+        if (!routed) continue;
+        ++quantized;
+        const std::uint64_t nk = std::uint64_t(s.gemm.n) * s.gemm.k;
+        CHECK(s.gemm.weight_bytes() == nk / 2 + nk / 32 * 2);
+        CHECK(bf.steps[i].gemm.weight_bytes() == nk * 2);
+    }
+    CHECK(quantized > 60 * 2 * 28);
+    CHECK(q.int4_experts);
+    o.expert_format = ExpertFormat::int4;
+    o.moe_intermediate = 96 * 8;  // 96 per rank at TP=8: not a multiple of 64
+    o.tp = 8;
+    ModelShape bad;
+    std::string err;
+    CHECK_FALSE(resolve_model(o, bad, err));
+    CHECK(err.find("--expert-format int4") != std::string::npos);
+}
+
+TEST_CASE("model: the router seed picks other experts, the same seed the same ones") {
+    Options o;
+    const ModelShape m = resolve(o);
+    PassShape a, b;
+    b.router_seed = 99;
+    auto labels = [](const PassPlan& p) {
+        std::string all;
+        for (const Step& s : p.steps) all += s.label + ",";
+        return all;
+    };
+    CHECK(labels(build_pass(m, 8, 4, a)) == labels(build_pass(m, 8, 4, a)));
+    CHECK(labels(build_pass(m, 8, 4, a)) != labels(build_pass(m, 8, 4, b)));
+}
+
+TEST_CASE("model: MLA decode attention reads the latent KV cache of --context tokens") {
+    Options o;
+    PassShape shape;
+    shape.context = 2048;
+    const PassPlan plan = build_pass(resolve(o), 8, 4, shape);
+    const Step* attn = find_step(plan, "L5.attention");
+    REQUIRE(attn);
+    REQUIRE(attn->kind == Step::Kind::attention);
+    const Attention& a = attn->attention;
+    CHECK(a.heads == 8);
+    CHECK(a.kv_heads == 1);
+    CHECK(a.row_dim == 512 + 64);
+    CHECK(a.qk_dim == 576);
+    CHECK(a.v_dim == 512);
+    CHECK(a.rows == 4);
+    CHECK(a.cache_bytes() == 2048ull * 576 * 2);
+    CHECK(plan.attention_bytes() == 61ull * 2048 * 576 * 2);
+    o.model = "llama-70b";
+    const PassPlan gqa = build_pass(resolve(o), 4, 2, shape);
+    const Step* g = find_step(gqa, "L0.attention");
+    REQUIRE(g);
+    CHECK(g->attention.kv_heads == 2);
+    CHECK(g->attention.cache_bytes() == 2ull * 2048 * 256 * 2);  // K and V of 128 per KV head
+}
+
+TEST_CASE("model: the EAGLE-3 draft pass runs its own layer and collectives per step") {
+    Options o;
+    const ModelShape m = resolve(o);
+    const PassPlan draft = build_draft_pass(m, 8, 3);
+    CHECK(draft.all_reduce_count() == 6);
+    CHECK(draft.collective_count() == 9);
+    CHECK(find_step(draft, "D0.fc") != nullptr);
+    CHECK(find_step(draft, "D1.fc") == nullptr);
+    const Step* attn = find_step(draft, "D2.attention");
+    REQUIRE(attn);
+    CHECK(attn->attention.context == 4096 + 2);
+    const Step* lm = find_step(draft, "D1.lm_head");
+    REQUIRE(lm);
+    CHECK(lm->gemm.n == 32000 / 8);
+    CHECK(lm->gemm.m == 1);
+    CHECK(build_draft_pass(m, 8, 0).steps.empty());
 }
 
 TEST_CASE("model: invalid shapes and TP degrees are refused clearly") {

@@ -24,12 +24,55 @@ TEST_CASE("options: defaults") {
     CHECK(p.options.graph);
     CHECK_FALSE(p.options.fusion);
     CHECK(p.options.backend == BackendKind::automatic);
+    CHECK(p.options.process_model == ProcessModel::processes);
+    CHECK(p.options.context == 4096);
+    CHECK(p.options.draft_steps == 3);
+    CHECK(p.options.sim_only_flags.empty());
+}
+
+TEST_CASE("options: the pass a server runs and how its ranks run") {
+    ParseOutcome p = parse({"--process-model", "threads", "--context", "8192", "--draft-steps=0"});
+    REQUIRE(p.error.empty());
+    CHECK(p.options.process_model == ProcessModel::threads);
+    CHECK(p.options.context == 8192);
+    CHECK(p.options.draft_steps == 0);
+    CHECK(parse({}).options.expert_format == ExpertFormat::bf16);
+    CHECK(parse({"--expert-format", "int4"}).options.expert_format == ExpertFormat::int4);
+    CHECK(std::string(process_model_name(ProcessModel::processes)) == "process-per-rank");
+    CHECK(std::string(process_model_name(ProcessModel::threads)) == "threads");
+}
+
+TEST_CASE("options: flags only the sim uses are recorded, and refused with --backend cuda") {
+    ParseOutcome p = parse({"--topology", "nvlink", "--noise", "0.1", "--inject", "hang"});
+    REQUIRE(p.error.empty());
+    CHECK(p.options.sim_only_flags == std::vector<std::string>{"--topology", "--noise", "--inject"});
+    ParseOutcome cuda = parse({"--backend", "cuda", "--noise", "0.1"});
+    CHECK(cuda.error.find("--noise only applies to the sim backend") != std::string::npos);
+    CHECK(parse({"--backend", "cuda", "--seed", "3"}).error.empty());  // the router uses --seed
 }
 
 TEST_CASE("options: both value spellings and planner-style flags") {
-    ParseOutcome p = parse({"--tp", "8", "--tokens=16", "--graph", "off", "--fusion", "on", "--check", "--json",
-                            "--capture_mode", "global", "--target-rsd=0.01", "--inject", "hang@warmup:3",
-                            "--inject=segv", "--topology", "nvlink", "--backend", "sim", "--seed", "7"});
+    ParseOutcome p = parse({"--tp",
+                            "8",
+                            "--tokens=16",
+                            "--graph",
+                            "off",
+                            "--fusion",
+                            "on",
+                            "--check",
+                            "--json",
+                            "--capture_mode",
+                            "global",
+                            "--target-rsd=0.01",
+                            "--inject",
+                            "hang@warmup:3",
+                            "--inject=segv",
+                            "--topology",
+                            "nvlink",
+                            "--backend",
+                            "sim",
+                            "--seed",
+                            "7"});
     REQUIRE(p.error.empty());
     const Options& o = p.options;
     CHECK(o.tp == 8);
@@ -63,7 +106,8 @@ TEST_CASE("options: bare booleans and explicit true/false") {
 }
 
 TEST_CASE("options: model overrides") {
-    ParseOutcome p = parse({"--model", "deepseek-v3", "--layers", "4", "--active-experts", "2", "--dense-layers", "0"});
+    ParseOutcome p =
+        parse({"--model", "deepseek-v3", "--layers", "4", "--active-experts", "2", "--dense-layers", "0"});
     REQUIRE(p.error.empty());
     CHECK(p.options.model == "deepseek-v3");
     CHECK(*p.options.layers == 4);
@@ -95,6 +139,11 @@ TEST_CASE("options: bad values say what is wrong") {
         {{"--target-rsd", "2"}, "--target-rsd"},
         {{"--seed", "-1"}, "--seed"},
         {{"--json=yes", "extra"}, "unexpected argument"},
+        {{"--process-model", "fork"}, "processes or threads"},
+        {{"--expert-format", "fp8"}, "bf16 or int4"},
+        {{"--rank", "0", "--nranks", "2", "--process-model", "threads"}, "--process-model threads"},
+        {{"--context", "-1"}, "--context"},
+        {{"--draft-steps", "65"}, "--draft-steps"},
     };
     for (const Case& c : cases) {
         INFO(c.args[0]);
@@ -107,8 +156,9 @@ TEST_CASE("options: bad values say what is wrong") {
 TEST_CASE("options: --help and usage text") {
     CHECK(parse({"--help"}).help);
     const std::string u = usage();
-    for (const char* flag : {"--model", "--tp", "--tokens", "--graph", "--capture-mode", "--fusion", "--check",
-                             "--target-rsd", "--accept-len", "--draft-us", "--topology", "--inject", "--json"})
+    for (const char* flag :
+         {"--model", "--tp", "--tokens", "--graph", "--capture-mode", "--fusion", "--check", "--target-rsd",
+          "--accept-len", "--draft-us", "--topology", "--inject", "--json"})
         CHECK(u.find(flag) != std::string::npos);
 }
 

@@ -36,7 +36,9 @@ std::string result_line(const CommandResult& r) {
         if (l.rfind("{\"event\":\"result\"", 0) == 0) return l;
     return "";
 }
-bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+bool contains(const std::string& hay, const std::string& needle) {
+    return hay.find(needle) != std::string::npos;
+}
 }  // namespace
 
 TEST_CASE("tpverify sim: events in order with the contract fields") {
@@ -57,8 +59,8 @@ TEST_CASE("tpverify sim: events in order with the contract fields") {
     CHECK(field(out[2], "phase") == "\"end\"");
     CHECK(!field(out[2], "seconds").empty());
     CHECK(out[3] == R"({"event":"ready"})");
-    for (const char* key : {"tok_s", "verify_us_p50", "verify_us_p10", "verify_us_p90", "baseline_tok_s", "init_s",
-                            "capture_s", "collective_us", "samples", "check_wrong"})
+    for (const char* key : {"tok_s", "verify_us_p50", "verify_us_p10", "verify_us_p90", "baseline_tok_s",
+                            "init_s", "capture_s", "collective_us", "samples", "check_wrong"})
         CHECK(!field(out[4], key).empty());
     CHECK(field(out[4], "samples") == "50");
     CHECK(std::stod(field(out[4], "verify_us_p10")) <= std::stod(field(out[4], "verify_us_p90")));
@@ -74,7 +76,8 @@ TEST_CASE("tpverify sim: seeded noise is reproducible, different seeds differ") 
 }
 
 TEST_CASE("tpverify sim: --target-rsd stops on its own") {
-    const std::string r = result_line(tpverify({"--json", "--seed", "5", "--noise", "0.02", "--target-rsd", "0.002"}));
+    const std::string r = result_line(tpverify(
+        {"--json", "--seed", "5", "--noise", "0.02", "--target-rsd", "0.002", "--max-seconds", "200"}));
     REQUIRE(!r.empty());
     CHECK(std::stoi(field(r, "samples")) >= 10);
     CHECK(field(r, "stopped_by") == "\"target-rsd\"");
@@ -96,7 +99,7 @@ TEST_CASE("tpverify sim: NCCL_ALGO changes the timing and channel knobs count wh
 
 TEST_CASE("tpverify sim: NCCL debug lines show the effective configuration") {
     CommandResult r = tpverify({"--json", "--tp", "8"}, {"NCCL_DEBUG=INFO", "NCCL_DEBUG_SUBSYS=TUNING,ENV",
-                                                       "NCCL_ALGO=allreduce:tree"});
+                                                         "NCCL_ALGO=allreduce:tree"});
     REQUIRE(r.exit_code == 0);
     CHECK(contains(r.out, "NCCL INFO NCCL_ALGO set by environment to allreduce:tree"));
     CHECK(contains(r.out, "NCCL INFO AllReduce: 57344 Bytes -> Algo TREE proto"));
@@ -106,12 +109,14 @@ TEST_CASE("tpverify sim: NCCL debug lines show the effective configuration") {
 TEST_CASE("tpverify sim: bare NCCL_ALGO=Tree fails the first AllGather like NCCL") {
     CommandResult warm = tpverify({"--json", "--tp", "8"}, {"NCCL_ALGO=Tree", "NCCL_DEBUG=WARN"});
     CHECK(warm.exit_code == 1);
-    CHECK(contains(warm.out, "NCCL WARN Error : no algorithm/protocol available for function AllGather with datatype "
-                             "ncclBfloat16. NCCL_ALGO was set to Tree."));
+    CHECK(contains(warm.out,
+                   "NCCL WARN Error : no algorithm/protocol available for function AllGather with datatype "
+                   "ncclBfloat16. NCCL_ALGO was set to Tree."));
     CHECK(contains(warm.err, "tpverify: warmup: ncclAllGather failed: invalid usage"));
     CHECK(result_line(warm).empty());
 
-    CommandResult capture = tpverify({"--json", "--tp", "8", "--no-warmup-before-capture"}, {"NCCL_ALGO=Tree"});
+    CommandResult capture =
+        tpverify({"--json", "--tp", "8", "--no-warmup-before-capture"}, {"NCCL_ALGO=Tree"});
     CHECK(capture.exit_code == 1);
     CHECK(contains(capture.err, "tpverify: capture: ncclAllGather failed: invalid usage"));
     CHECK(contains(capture.err, "operation failed due to a previous error during capture"));
@@ -129,7 +134,8 @@ TEST_CASE("tpverify sim: lazy connect inside a global-mode capture fails") {
     CHECK(contains(r.err, "unhandled cuda error"));
     CHECK(tpverify({"--tp", "8", "--no-warmup-before-capture"}).exit_code == 0);  // thread-local is fine
     CHECK(tpverify({"--tp", "8", "--no-warmup-before-capture", "--capture-mode", "global"},
-                   {"NCCL_RUNTIME_CONNECT=0"}).exit_code == 0);
+                   {"NCCL_RUNTIME_CONNECT=0"})
+              .exit_code == 0);
 }
 
 TEST_CASE("tpverify sim: --check catches LL128 corruption over PCIe, passes fused and unfused") {
@@ -138,8 +144,10 @@ TEST_CASE("tpverify sim: --check catches LL128 corruption over PCIe, passes fuse
     CHECK(contains(corrupt.err, "elements differ from the host reference"));
     CHECK(result_line(corrupt).empty());
     CHECK(field(result_line(tpverify({"--json", "--tp", "8", "--check"})), "check_wrong") == "0");
-    CHECK(field(result_line(tpverify({"--json", "--tp", "8", "--check", "--fusion", "on"})), "check_wrong") == "0");
-    CHECK(tpverify({"--json", "--tp", "8", "--check", "--topology", "nvlink"}, {"NCCL_PROTO=LL128"}).exit_code == 0);
+    CHECK(field(result_line(tpverify({"--json", "--tp", "8", "--check", "--fusion", "on"})), "check_wrong") ==
+          "0");
+    CHECK(tpverify({"--json", "--tp", "8", "--check", "--topology", "nvlink"}, {"NCCL_PROTO=LL128"})
+              .exit_code == 0);
 }
 
 TEST_CASE("tpverify sim: graphs and fusion make the pass faster") {
@@ -205,7 +213,8 @@ TEST_CASE("tpverify sim: injected segv really crashes") {
 
 TEST_CASE("tpverify sim: injected hang really hangs until killed or the watchdog fires") {
     const std::string bin = binary_path("engine/tpverify").string();
-    CommandResult killed = run_command({"timeout", "2", bin, "--backend", "sim", "--json", "--inject", "hang"});
+    CommandResult killed =
+        run_command({"timeout", "2", bin, "--backend", "sim", "--json", "--inject", "hang"});
     CHECK(killed.exit_code == 124);
     CHECK(contains(killed.out, R"({"event":"ready"})"));
     CHECK_FALSE(contains(killed.out, "result"));
@@ -221,15 +230,43 @@ TEST_CASE("tpverify sim: injected hang really hangs until killed or the watchdog
 
 TEST_CASE("tpverify sim: NCCLSWEEP_REPEAT gives each repeat its own fixed noise") {
     auto run = [](const std::string& repeat) {
-        CommandResult r = tpverify({"--json", "--tp", "8", "--seed", "5", "--iters", "20"}, {"NCCLSWEEP_REPEAT=" + repeat});
+        CommandResult r =
+            tpverify({"--json", "--tp", "8", "--seed", "5", "--iters", "20"}, {"NCCLSWEEP_REPEAT=" + repeat});
         REQUIRE(r.exit_code == 0);
         return field(result_line(r), "verify_us_p50");
     };
     const std::string first = run("0");
     const std::string second = run("1");
     CHECK_FALSE(first.empty());
-    CHECK(first != second);       // repeats differ, as real runs do
-    CHECK(run("1") == second);    // and a rerun reproduces each of them
+    CHECK(first != second);     // repeats differ, as real runs do
+    CHECK(run("1") == second);  // and a rerun reproduces each of them
     CommandResult plain = tpverify({"--json", "--tp", "8", "--seed", "5", "--iters", "20"});
     CHECK(field(result_line(plain), "verify_us_p50") == first);  // no NCCLSWEEP_REPEAT: as repeat 0
+}
+
+TEST_CASE("tpverify sim: the pass a server runs: routed experts, attention, draft and parts") {
+    const CommandResult four = tpverify({"--json", "--tp", "8", "--tokens", "4", "--iters", "3"});
+    const CommandResult one = tpverify({"--json", "--tp", "8", "--tokens", "1", "--iters", "3"});
+    REQUIRE(four.exit_code == 0);
+    const std::string start = lines(four.out).front();
+    CHECK(field(start, "process_model") == "\"process-per-rank\"");
+    CHECK(std::stod(field(start, "routed_experts_touched_mean")) > 30);
+    CHECK(std::stod(field(lines(one.out).front(), "routed_experts_touched_mean")) == 8);
+    CHECK(field(start, "context") == "4096");
+    CHECK(field(start, "expert_format") == "\"bf16\"");
+    const std::string r = result_line(four);
+    REQUIRE(!r.empty());
+    CHECK(std::stod(field(r, "attention")) > 0);  // inside parts_us
+    CHECK(std::stod(field(r, "draft")) > 0);
+    CHECK(std::stod(field(r, "gemm")) > 0);
+    CHECK(std::stod(field(r, "verify_us_p50")) >= 1.3 * std::stod(field(r, "baseline_us")));
+    // INT4 experts: fewer bytes, a faster modeled pass, and the format in the start event.
+    const CommandResult q = tpverify({"--json", "--tp", "8", "--expert-format", "int4", "--iters", "3"});
+    CHECK(field(lines(q.out).front(), "expert_format") == "\"int4-g32\"");
+    CHECK(std::stod(field(lines(q.out).front(), "weight_bytes")) < std::stod(field(start, "weight_bytes")));
+    CHECK(std::stod(field(result_line(q), "gemm")) < std::stod(field(r, "gemm")));
+    // --draft-steps 0: the draft is the constant --draft-us again.
+    const std::string fixed =
+        result_line(tpverify({"--json", "--draft-steps", "0", "--draft-us", "1234", "--iters", "3"}));
+    CHECK(field(fixed, "draft") == "1234");
 }

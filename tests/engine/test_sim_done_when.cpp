@@ -115,7 +115,10 @@ TEST_CASE("sim done-when: a calibration in which NCCL_PROTO=LL is faster at 57 K
     const CommandResult ll = tpverify(cal, {"NCCL_PROTO=LL"});
     REQUIRE(base.exit_code == 0);
     REQUIRE(ll.exit_code == 0);
-    CHECK(number(ll, "tok_s") > 1.5 * number(base, "tok_s"));
+    // LL's measured all-reduce is 0.36-0.67 x the default's: the pass's communication shrinks
+    // with it, and tok/s follows (less than in proportion: GEMMs, attention and the draft stay).
+    CHECK(number(ll, "comm_pass_us") < 0.6 * number(base, "comm_pass_us"));
+    CHECK(number(ll, "tok_s") > 1.3 * number(base, "tok_s"));
     CHECK(field(event_line(ll, "result"), "collective_times") == "calibration");
     CHECK(number(ll, "calibrated_collectives") == 124);
     // Without the calibration the sim's model is NCCL's own estimate and says so.

@@ -1,0 +1,120 @@
+// Decode attention: two strided-batched cuBLAS GEMMs around a row softmax.
+#include <algorithm>
+#include <cmath>
+
+#include "engine/cuda/attention.cuh"
+#include "engine/cuda/kernels.cuh"
+
+namespace tpverify::cuda {
+namespace {
+
+constexpr int k_softmax_threads = 256;
+
+// One block per score row: p = exp(s*scale - max) / sum, written as bf16.
+__global__ void softmax_kernel(const float* scores, bf16* probs, int cols, float scale) {
+    __shared__ float shared[32];
+    const float* row = scores + std::uint64_t(blockIdx.x) * cols;
+    bf16* out = probs + std::uint64_t(blockIdx.x) * cols;
+    float m = -INFINITY;
+    for (int j = threadIdx.x; j < cols; j += blockDim.x) m = fmaxf(m, row[j] * scale);
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane == 0) shared[warp] = m;
+    __syncthreads();
+    m = -INFINITY;
+    for (int w = 0; w < int(blockDim.x / 32); ++w) m = fmaxf(m, shared[w]);
+    __syncthreads();
+    float sum = 0.0f;
+    for (int j = threadIdx.x; j < cols; j += blockDim.x) sum += __expf(row[j] * scale - m);
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    if (lane == 0) shared[warp] = sum;
+    __syncthreads();
+    sum = 0.0f;
+    for (int w = 0; w < int(blockDim.x / 32); ++w) sum += shared[w];
+    float inv = 1.0f / sum;
+    for (int j = threadIdx.x; j < cols; j += blockDim.x)
+        out[j] = __float2bfloat16(__expf(row[j] * scale - m) * inv);
+}
+
+std::uint64_t query_rows(const Attention& a) {
+    return std::uint64_t(a.rows) * a.heads;
+}
+
+}  // namespace
+
+AttentionSet::~AttentionSet() {
+    for (void* p : m_allocations) cudaFree(p);
+}
+
+Status AttentionSet::allocate(const std::vector<const PassPlan*>& plans, cudaStream_t stream) {
+    std::uint64_t q = 1, scores = 1, out = 1;
+    std::map<std::string, std::uint64_t> cache_elems;
+    for (const PassPlan* plan : plans)
+        for (const Step& s : plan->steps) {
+            if (s.kind != Step::Kind::attention) continue;
+            const Attention& a = s.attention;
+            q = std::max(q, query_rows(a) * a.qk_dim);
+            scores = std::max(scores, query_rows(a) * std::uint64_t(std::max(a.context, 1)));
+            out = std::max(out, query_rows(a) * a.v_dim);
+            std::uint64_t elems = std::uint64_t(a.kv_heads) * std::max(a.context, 1) * a.row_dim;
+            cache_elems[s.label] = std::max(cache_elems[s.label], elems);
+        }
+    auto alloc = [&](void*& p, std::uint64_t bytes) -> Status {
+        TPV_CUDA("init", cudaMalloc(&p, bytes));
+        m_allocations.push_back(p);
+        return {};
+    };
+    void *vq = nullptr, *vs = nullptr, *vp = nullptr, *vo = nullptr;
+    TPV_TRY(alloc(vq, q * sizeof(bf16)));
+    TPV_TRY(alloc(vs, scores * sizeof(float)));
+    TPV_TRY(alloc(vp, scores * sizeof(bf16)));
+    TPV_TRY(alloc(vo, out * sizeof(bf16)));
+    m_q = static_cast<bf16*>(vq);
+    m_scores = static_cast<float*>(vs);
+    m_probs = static_cast<bf16*>(vp);
+    m_out = static_cast<bf16*>(vo);
+    TPV_CUDA("init", fill_random(m_q, q, 1.0f, 77, stream));
+    std::uint64_t seed = 500;
+    for (const auto& [label, elems] : cache_elems) {
+        void* p = nullptr;
+        TPV_TRY(alloc(p, elems * sizeof(bf16)));
+        m_caches[label] = static_cast<bf16*>(p);
+        m_cache_bytes += elems * sizeof(bf16);
+        TPV_CUDA("init", fill_random(static_cast<bf16*>(p), elems, 1.0f, ++seed, stream));
+    }
+    return {};
+}
+
+Status AttentionSet::run(cublasHandle_t handle, const Step& step, cudaStream_t stream,
+                         const char* phase) const {
+    const Attention& a = step.attention;
+    if (a.context <= 0 || a.rows <= 0) return {};
+    auto it = m_caches.find(step.label);
+    if (it == m_caches.end()) return Status::fail(phase, "attention", "no KV cache for " + step.label);
+    const bf16* cache = it->second;
+    // Per KV head: M = query rows of its heads, N = context, K = qk_dim (column-major views of
+    // row-major buffers, as in run_gemm).
+    const int group_rows = a.rows * (a.heads / a.kv_heads);
+    const long long cache_stride = (long long)a.context * a.row_dim;
+    const long long q_stride = (long long)group_rows * a.qk_dim;
+    const long long s_stride = (long long)group_rows * a.context;
+    const long long o_stride = (long long)group_rows * a.v_dim;
+    float one = 1.0f, zero = 0.0f;
+    TPV_CUBLAS(phase,
+               cublasGemmStridedBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, a.context, group_rows, a.qk_dim,
+                                          &one, cache, CUDA_R_16BF, a.row_dim, cache_stride, m_q, CUDA_R_16BF,
+                                          a.qk_dim, q_stride, &zero, m_scores, CUDA_R_32F, a.context,
+                                          s_stride, a.kv_heads, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    const int rows = group_rows * a.kv_heads;
+    softmax_kernel<<<rows, k_softmax_threads, 0, stream>>>(m_scores, m_probs, a.context,
+                                                           1.0f / std::sqrt(float(a.qk_dim)));
+    TPV_CUDA(phase, cudaGetLastError());
+    TPV_CUBLAS(phase, cublasGemmStridedBatchedEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, a.v_dim, group_rows,
+                                                 a.context, &one, cache + a.v_offset, CUDA_R_16BF, a.row_dim,
+                                                 cache_stride, m_probs, CUDA_R_16BF, a.context, s_stride,
+                                                 &zero, m_out, CUDA_R_16BF, a.v_dim, o_stride, a.kv_heads,
+                                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return {};
+}
+
+}  // namespace tpverify::cuda

@@ -1,0 +1,87 @@
+// The rank launcher with /bin/sh standing in for tpverify's rank processes: each gets
+// "--rank R --nranks N" and $TPVERIFY_BOOTSTRAP_FDS, as a real rank would.
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+
+#include "engine/launch.hpp"
+#include "tests/support/catch.hpp"
+
+using namespace tpverify;
+
+namespace {
+/// A launch of `/bin/sh -c SCRIPT`; the script sees $1 = R (the rank) and $3 = N.
+LaunchSpec sh(const std::string& script, int nranks) {
+    LaunchSpec spec;
+    spec.exe = "/bin/sh";
+    spec.args = {"-c", script, "sh"};  // "sh" is $0: the launcher's --rank R --nranks N follow
+    spec.nranks = nranks;
+    spec.bootstrap_timeout_s = 10;
+    return spec;
+}
+// Rank 0 writes a 128-byte id (128 'x') to its write fd; the others read it and check it.
+const std::string k_bootstrap =
+    "fds=$TPVERIFY_BOOTSTRAP_FDS; r=${fds%,*}; w=${fds#*,}; "
+    "if [ \"$2\" = 0 ]; then printf '%0128d' 0 | tr 0 x >&\"$w\" || exit 9; "
+    "else id=$(head -c 128 <&\"$r\"); [ \"$id\" = \"$(printf '%0128d' 0 | tr 0 x)\" ] || exit 8; fi; ";
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+TEST_CASE("launch: bootstrap fds parse") {
+    BootstrapFds f;
+    CHECK(parse_bootstrap_fds("5,-1", f));
+    CHECK((f.read_fd == 5 && f.write_fd == -1));
+    CHECK(parse_bootstrap_fds("-1,7", f));
+    CHECK(f.write_fd == 7);
+    CHECK_FALSE(parse_bootstrap_fds(nullptr, f));
+    CHECK_FALSE(parse_bootstrap_fds("", f));
+    CHECK_FALSE(parse_bootstrap_fds("5", f));
+    CHECK_FALSE(parse_bootstrap_fds("5,x", f));
+    CHECK_FALSE(parse_bootstrap_fds("-1,-1", f));
+}
+
+TEST_CASE("launch: every rank gets its rank, the id from rank 0, and all ending well is success") {
+    LaunchOutcome out = launch_ranks(sh(k_bootstrap + "[ \"$1\" = --rank ] && [ \"$4\" = 3 ] || exit 7", 3));
+    INFO(out.message);
+    CHECK(out.exit_status == 0);
+    CHECK(out.failed_rank == -1);
+}
+
+TEST_CASE("launch: one rank failing ends all ranks at once with that rank's status") {
+    const auto t0 = std::chrono::steady_clock::now();
+    // Rank 2 fails after the bootstrap; the others would run for 60 s.
+    LaunchOutcome out = launch_ranks(sh(k_bootstrap + "if [ \"$2\" = 2 ]; then exit 5; fi; sleep 60", 4));
+    CHECK(seconds_since(t0) < 2.0);
+    CHECK(out.exit_status == 5);
+    CHECK(out.failed_rank == 2);
+    CHECK(out.message.find("rank 2 of 4 ended with exit status 5") != std::string::npos);
+}
+
+TEST_CASE("launch: a rank killed by a signal is named with the signal") {
+    const auto t0 = std::chrono::steady_clock::now();
+    LaunchOutcome out = launch_ranks(sh(k_bootstrap + "if [ \"$2\" = 1 ]; then kill -9 $$; fi; sleep 60", 2));
+    CHECK(seconds_since(t0) < 2.0);
+    CHECK(out.exit_status == 1);
+    CHECK(out.failed_rank == 1);
+    CHECK(out.message.find("signal 9") != std::string::npos);
+}
+
+TEST_CASE("launch: rank 0 dying before the id is handed over fails the launch") {
+    LaunchOutcome out = launch_ranks(sh("if [ \"$2\" = 0 ]; then exit 4; fi; sleep 60", 2));
+    CHECK(out.exit_status == 4);
+    CHECK(out.failed_rank == 0);
+}
+
+TEST_CASE("launch: read_exact reports end of file and time-outs") {
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    char buf[8];
+    REQUIRE(write_all(fds[1], "abc", 3).empty());
+    CHECK(read_exact(fds[0], buf, 8, 0.05).find("timed out") != std::string::npos);
+    close(fds[1]);
+    CHECK(read_exact(fds[0], buf, 8, 1).find("closed") != std::string::npos);
+    close(fds[0]);
+}
