@@ -1,4 +1,5 @@
 #include "core/plan_printer.hpp"
+#include "core/text.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -16,19 +17,6 @@ std::string dump(const Json& json) {
     return json.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-/// Length of the valid UTF-8 sequence at text[i], or 0 when the bytes there are not valid UTF-8.
-std::size_t utf8_length(std::string_view text, std::size_t i) {
-    auto byte = static_cast<unsigned char>(text[i]);
-    std::size_t length = byte < 0x80           ? 1
-                         : (byte >> 5) == 0x6  ? 2
-                         : (byte >> 4) == 0xE  ? 3
-                         : (byte >> 3) == 0x1E ? 4
-                                               : 0;
-    if (length == 0 || i + length > text.size()) return 0;
-    for (std::size_t k = 1; k < length; ++k)
-        if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) return 0;
-    return length;
-}
 
 class TablePrinter final : public PlanPrinter {
 public:
@@ -190,7 +178,7 @@ void append_json_string(std::string& out, std::string_view text) {
     for (std::size_t i = 0; i < text.size();) {
         auto c = static_cast<unsigned char>(text[i]);
         if (c >= 0x80) {
-            std::size_t length = utf8_length(text, i);
+            std::size_t length = utf8_sequence(text, i);
             if (length == 0) {
                 out.append("\\ufffd");  // not UTF-8 (cannot come from a spec; maybe a path): replaced
                 ++i;

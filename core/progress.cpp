@@ -1,4 +1,5 @@
 #include "core/progress.hpp"
+#include "core/text.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -17,11 +18,6 @@ std::string format_duration(double seconds) {
     return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
 }
 
-std::string first_line(const std::string& text, std::size_t max) {
-    std::string line = text.substr(0, text.find('\n'));
-    if (line.size() > max) line = line.substr(0, max - 3) + "...";
-    return line;
-}
 
 std::string outcome_text(const ExperimentReport& report, const std::string& metric) {
     if (report.status != RunStatus::ok)

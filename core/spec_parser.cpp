@@ -1,5 +1,6 @@
 // YAML -> Spec: syntax, keys and types (semantic checks are in core/spec_validate.cpp).
 #include "core/spec_parser.hpp"
+#include "core/text.hpp"
 
 #include <fmt/format.h>
 
@@ -22,23 +23,6 @@ Where inner(const Where& where, const YAML::Node& key_node) {
     return Where{where.file, mark_of(key_node, where)};
 }
 
-/// The first byte offset that is not valid UTF-8, or npos.
-std::size_t invalid_utf8_at(const std::string& text) {
-    std::size_t i = 0;
-    while (i < text.size()) {
-        auto byte = static_cast<unsigned char>(text[i]);
-        std::size_t length = byte < 0x80           ? 1
-                             : (byte >> 5) == 0x6  ? 2
-                             : (byte >> 4) == 0xE  ? 3
-                             : (byte >> 3) == 0x1E ? 4
-                                                   : 0;
-        if (length == 0 || i + length > text.size()) return i;
-        for (std::size_t k = 1; k < length; ++k)
-            if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) return i;
-        i += length;
-    }
-    return std::string::npos;
-}
 
 SourceMark mark_at_offset(const std::string& text, std::size_t offset, const std::string& file) {
     SourceMark mark{file, 1, 1};

@@ -1,10 +1,13 @@
 #include "core/sweep.hpp"
 
+#include "core/stats.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "core/render.hpp"
+#include "core/stats.hpp"
 #include "core/supervise.hpp"
 
 namespace ncclsweep {
@@ -191,9 +194,7 @@ std::optional<double> ExperimentReport::median(const std::string& name) const {
     for (const auto& s : samples)
         if (s.metric == name) values.push_back(s.value);
     if (values.empty()) return std::nullopt;
-    std::sort(values.begin(), values.end());
-    std::size_t n = values.size();
-    return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+    return stats::median(values);
 }
 
 Result<SweepRunSummary> run_experiments(Target& target, const std::vector<Experiment>& experiments,

@@ -21,4 +21,61 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
     return row[b.size()];
 }
 
+std::size_t utf8_sequence(std::string_view text, std::size_t i, char32_t* code) {
+    if (i >= text.size()) return 0;
+    auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+    const unsigned char lead = byte(i);
+    const std::size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 0;
+    if (length == 0 || i + length > text.size()) return 0;
+    char32_t value = length == 1 ? lead : length == 2 ? (lead & 0x1F) : length == 3 ? (lead & 0x0F) : (lead & 0x07);
+    for (std::size_t k = 1; k < length; ++k) {
+        if ((byte(i + k) & 0xC0) != 0x80) return 0;
+        value = (value << 6) | (byte(i + k) & 0x3F);
+    }
+    static constexpr char32_t k_min[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (value < k_min[length] || value > 0x10FFFF || (value >= 0xD800 && value <= 0xDFFF)) return 0;
+    if (code != nullptr) *code = value;
+    return length;
+}
+
+std::size_t invalid_utf8_at(std::string_view text) {
+    std::size_t i = 0;
+    while (i < text.size()) {
+        const std::size_t length = utf8_sequence(text, i);
+        if (length == 0) return i;
+        i += length;
+    }
+    return std::string_view::npos;
+}
+
+std::string_view utf8_prefix(std::string_view text, std::size_t max_bytes) {
+    if (text.size() <= max_bytes) return text;
+    std::size_t cut = max_bytes;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+    return text.substr(0, cut);
+}
+
+std::string first_line(std::string_view text, std::size_t max_bytes) {
+    std::size_t start = 0;
+    std::string_view line;
+    while (start < text.size()) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string_view::npos) end = text.size();
+        line = text.substr(start, end - start);
+        if (line.find_first_not_of(" \t\r") != std::string_view::npos) break;
+        line = {};
+        start = end + 1;
+    }
+    const std::size_t begin = std::min(line.find_first_not_of(" \t"), line.size());
+    std::string out;
+    out.reserve(std::min(line.size(), max_bytes + 3));
+    for (char c : line.substr(begin)) {
+        const auto u = static_cast<unsigned char>(c);
+        out += (u < 0x20 || u == 0x7f) ? ' ' : c;
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    if (out.size() > max_bytes) out = std::string(utf8_prefix(out, max_bytes)) + "...";
+    return out;
+}
+
 }  // namespace ncclsweep

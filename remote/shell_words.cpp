@@ -18,16 +18,6 @@ bool has_nul(const std::string& text) { return text.find('\0') != std::string::n
 
 }  // namespace
 
-std::string shell_quote(const std::string& word) {
-    std::string out = "'";
-    for (char c : word) {
-        if (c == '\'') out += "'\\''";
-        else out += c;
-    }
-    out += '\'';
-    return out;
-}
-
 Result<std::string> remote_command_line(const Command& command, const std::string& default_workdir) {
     if (command.argv.empty() || command.argv[0].empty()) return Error::bad_input("ssh: empty command: nothing to run");
     std::string env_words;

@@ -78,6 +78,11 @@ struct MetricStats {
 /// character (C0 except none, DEL, C1) is written as the visible text "\xNN"; with it true,
 /// \n and \t are kept. Output contains no character XML 1.0 forbids.
 [[nodiscard]] std::string clean_text(std::string_view text, bool keep_newlines);
+/// Whether append_entity turns quotes into entities (attributes need it; markdown text not).
+enum class Quotes { escape, keep };
+/// Appends the XML/HTML entity for c (& < >, and " ' with Quotes::escape) and returns true;
+/// false for any other byte. The one entity escaper of the exporters and the report.
+bool append_entity(std::string& out, char c, Quotes quotes);
 /// XML/HTML escaping of clean_text(text): & < > " ' as entities; newlines kept in element text.
 [[nodiscard]] std::string xml_escape(std::string_view text, bool keep_newlines = true);
 /// A number for people and files: shortest round-trip form, "" for NaN/inf.

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/log.hpp"
+#include "core/text.hpp"
 #include "results/export.hpp"
 #include "results/store.hpp"
 
@@ -150,25 +151,7 @@ std::string params_label(const StoredExperiment& experiment, const std::vector<s
     return out;
 }
 
-std::string one_line_diagnosis(std::string_view diagnosis) {
-    std::size_t start = 0;
-    while (start < diagnosis.size()) {
-        std::size_t end = diagnosis.find('\n', start);
-        if (end == std::string_view::npos) end = diagnosis.size();
-        std::string_view line = diagnosis.substr(start, end - start);
-        if (line.find_first_not_of(" \t\r") != std::string_view::npos) {
-            std::string cleaned = clean_text(line.substr(0, 600), false);
-            if (cleaned.size() > 200) {
-                std::size_t cut = 197;
-                while (cut > 0 && (static_cast<unsigned char>(cleaned[cut]) & 0xC0) == 0x80) --cut;
-                cleaned = cleaned.substr(0, cut) + "...";
-            }
-            return cleaned;
-        }
-        start = end + 1;
-    }
-    return {};
-}
+std::string one_line_diagnosis(std::string_view diagnosis) { return clean_text(first_line(diagnosis, 197), false); }
 
 Result<std::string> export_sweep(const SweepData& sweep, const ExportRequest& request) {
     if (!is_point_format(request.format)) {

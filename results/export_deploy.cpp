@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "core/nccl_detail.hpp"
+#include "core/text.hpp"
 #include "core/render.hpp"
 #include "results/export.hpp"
 
@@ -57,11 +58,7 @@ bool runs_tpverify(const StoredExperiment& experiment) {
 /// A comment line the plugin skips: starts with '#', one line, under its 256-byte line buffer.
 std::string comment(std::string_view text) {
     std::string line = "# " + clean_text(text, false);
-    if (line.size() > 250) {
-        std::size_t cut = 246;
-        while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
-        line = line.substr(0, cut) + "...";
-    }
+    if (line.size() > 250) line = std::string(utf8_prefix(line, 246)) + "...";
     return line + "\n";
 }
 

@@ -105,16 +105,8 @@ std::string md_cell(std::string_view text) {
     std::string cleaned = clean_text(text, false);
     std::string out;
     for (char c : cleaned) {
+        if (append_entity(out, c, Quotes::keep)) continue;  // HTML inert
         switch (c) {
-            case '&':
-                out += "&amp;";
-                break;
-            case '<':
-                out += "&lt;";
-                break;
-            case '>':
-                out += "&gt;";
-                break;
             case '|':
             case '\\':
             case '`':

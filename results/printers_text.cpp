@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "results/printers_detail.hpp"
+#include "core/text.hpp"
 
 namespace ncclsweep::results::detail {
 namespace {
@@ -36,7 +37,7 @@ std::string status_cell(const ExperimentRow& row) {
 // The last cell: the diagnosis of a failure, else the effective NCCL config.
 std::string note_cell(const ExperimentRow& row) {
     if (row.status != ExperimentStatus::ok) return row.diagnosis.empty() ? row.failure_class : row.diagnosis;
-    return row.effective_nccl.empty() ? "-" : one_line_diagnosis(row.effective_nccl, 120);
+    return row.effective_nccl.empty() ? "-" : first_line(row.effective_nccl, 120);
 }
 
 }  // namespace
@@ -127,7 +128,7 @@ void TextPrinter::print_best(const BestExperiment& best) {
         g.rows.push_back({"95% CI", format_interval(m->summary)});
     }
     g.rows.push_back(
-        {"effective NCCL", row.effective_nccl.empty() ? "-" : one_line_diagnosis(row.effective_nccl, 200)});
+        {"effective NCCL", row.effective_nccl.empty() ? "-" : first_line(row.effective_nccl, 200)});
     if (best.runner_up) {
         const MetricSummary* r = best.runner_up->metric(best.metric.name);
         g.rows.push_back({"runner-up", fmt::format("experiment {} ({}): {}", best.runner_up->exp_id,

@@ -1,5 +1,6 @@
 // Sweep tables for `ncclsweep results show|best`: summaries per experiment and metric.
 #include "results/query.hpp"
+#include "core/text.hpp"
 
 #include <fmt/format.h>
 
@@ -89,28 +90,6 @@ const MetricSummary* ExperimentRow::metric(std::string_view name) const {
     return nullptr;
 }
 
-std::string one_line_diagnosis(std::string_view diagnosis, std::size_t max_chars) {
-    std::size_t start = 0;
-    while (start < diagnosis.size() && (diagnosis[start] == '\n' || diagnosis[start] == '\r' ||
-                                        diagnosis[start] == ' ' || diagnosis[start] == '\t'))
-        ++start;
-    std::string_view line = diagnosis.substr(start);
-    line = line.substr(0, std::min(line.find('\n'), line.size()));
-    std::string out;
-    out.reserve(std::min(line.size(), max_chars + 3));
-    for (char c : line) {
-        const auto u = static_cast<unsigned char>(c);
-        out += (u < 0x20 || u == 0x7f) ? ' ' : c;
-    }
-    while (!out.empty() && out.back() == ' ') out.pop_back();
-    if (out.size() > max_chars) {
-        std::size_t cut = max_chars;
-        while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;  // UTF-8 boundary
-        out.erase(cut);
-        out += "...";
-    }
-    return out;
-}
 
 std::vector<std::string> varying_parameters(std::span<const std::vector<Assignment>* const> params) {
     std::vector<std::string> order;
@@ -177,7 +156,7 @@ ExperimentRow make_row(Source&& stored, const std::vector<std::string>& varying,
     row.params = take(e.params);
     row.status = stored.outcome.status;
     row.failure_class = take(stored.outcome.failure_class);
-    row.diagnosis = one_line_diagnosis(stored.outcome.diagnosis);
+    row.diagnosis = first_line(stored.outcome.diagnosis, 160);
     row.effective_nccl = take(stored.outcome.effective_nccl);
     row.attempts = stored.attempts;
     row.total_s = stored.outcome.timings.total_s;

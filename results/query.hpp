@@ -60,7 +60,7 @@ struct ExperimentRow {
     std::vector<Assignment> changed;  ///< the values of the sweep's varying parameters ("-" = unset)
     ExperimentStatus status = ExperimentStatus::pending;
     std::string failure_class;           ///< "" when ok
-    std::string diagnosis;               ///< one line (see one_line_diagnosis)
+    std::string diagnosis;               ///< one line (core/text.hpp first_line)
     std::string effective_nccl;          ///< what NCCL actually used ("" = not seen)
     int attempts = 0;                    ///< how many times it was started
     std::optional<double> total_s;       ///< seconds start to end, when it ended
@@ -78,9 +78,6 @@ struct SweepTable {
     std::vector<ExperimentRow> rows;   ///< experiment id order unless sorted
 };
 
-/// The first line of a stored diagnosis, without control characters, cut to `max_chars`
-/// bytes (on a UTF-8 boundary) with "..." when longer; "" for an empty diagnosis.
-[[nodiscard]] std::string one_line_diagnosis(std::string_view diagnosis, std::size_t max_chars = 160);
 
 /// Names of the parameters that differ between `experiments` (or are missing in some), in
 /// first-seen order. With a single experiment, all of its parameters.

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "results/report_html.hpp"
+#include "core/text.hpp"
 
 namespace ncclsweep::results::report {
 namespace {
@@ -21,9 +22,7 @@ constexpr double k_row = 22;
 std::string short_label(const std::string& text, std::size_t max_chars) {
     std::string clean = exports::clean_text(text, false);
     if (clean.size() <= max_chars) return clean;
-    std::size_t cut = max_chars - 1;
-    while (cut > 0 && (static_cast<unsigned char>(clean[cut]) & 0xC0) == 0x80) --cut;
-    return clean.substr(0, cut) + "\xE2\x80\xA6";
+    return std::string(utf8_prefix(clean, max_chars - 1)) + "\xE2\x80\xA6";
 }
 
 std::string compact(double value) {

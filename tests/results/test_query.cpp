@@ -2,6 +2,8 @@
 #include <cmath>
 
 #include "results/query.hpp"
+
+#include "core/text.hpp"
 #include "results/store.hpp"
 #include "tests/results/results_fixtures.hpp"
 #include "tests/results/store_fixtures.hpp"
@@ -56,13 +58,9 @@ TEST_CASE("query: a metric choice may name its direction, bad suffixes say what 
     CHECK_FALSE(results::parse_metric_choice(":lower"));
 }
 
-TEST_CASE("query: one-line diagnosis takes the first line, drops control bytes, cuts on a UTF-8 boundary") {
-    CHECK(results::one_line_diagnosis("\n  nccl: unhandled error\nline 2\n") == "nccl: unhandled error");
-    CHECK(results::one_line_diagnosis("a\tb\x01"
-                                      "c") == "a b c");
-    CHECK(results::one_line_diagnosis("") == "");
-    const std::string long_line = std::string(9, 'x') + "\xc3\xa9" + "yyyy";  // é straddles the cut at 10
-    CHECK(results::one_line_diagnosis(long_line, 10) == std::string(9, 'x') + "...");
+TEST_CASE("query: a row's diagnosis is the first non-blank line of the stored one (core/text first_line)") {
+    const std::string stored = "\n  nccl while measuring: unhandled error\nline 2\n";
+    CHECK(first_line(stored, 160) == "nccl while measuring: unhandled error");
 }
 
 TEST_CASE("query: varying parameters are those that differ or are missing somewhere") {
