@@ -6,6 +6,7 @@
 #include "cli/spec_flags.hpp"
 #include "core/plan.hpp"
 #include "core/plan_printer.hpp"
+#include "remote/local_target.hpp"
 
 namespace ncclsweep::cli {
 namespace {
@@ -21,6 +22,8 @@ ExitStatus run_plan(const PlanCommandOptions& options) {
     auto spec = prepare_spec(options.spec.spec_path, *overrides);
     if (!spec) return report_error(spec.error());
     PlanOptions plan_options = plan_options_from(options.spec);
+    remote::LocalTarget local;
+    if (auto checked = check_engine_spec(*spec, plan_options, local); !checked) return report_error(checked.error());
     auto summary = check_plan(*spec, plan_options);
     if (!summary) return report_error(summary.error());
     auto printer =

@@ -64,7 +64,8 @@ Result<std::vector<std::string>> client_argv(const SweepRunOptions& options, con
 }
 
 RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std::string& dir, int repeat,
-                         const SweepRunOptions& options, const std::atomic<bool>& stop) {
+                         const std::vector<std::string>& client_args, const SweepRunOptions& options,
+                         const std::atomic<bool>& stop) {
     RepeatOutcome outcome;
     auto start_time = Clock::now();
     auto finish = [&](RepeatEnd end) {
@@ -87,17 +88,16 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
     if (auto group = (*process)->process_group()) outcome.process_groups.push_back(*group);
 
     // Optional client: started once the server is ready; when it ends, the server is stopped.
-    auto client_args = client_argv(options, experiment);
     std::unique_ptr<Process> client;
     bool client_done = false;
     std::optional<ExitInfo> client_exit;
     SuperviseOptions supervise_options;
     supervise_options.kill_grace = options.kill_grace;
-    if (client_args && !client_args->empty()) {
+    if (!client_args.empty()) {
         supervise_options.stop_when = [&]() {
             if (client_done) return true;
             if (!client && (watcher.state() == WatchState::ready)) {
-                auto started = target.start(command_for(*client_args, experiment, dir, options.delivery, repeat));
+                auto started = target.start(command_for(client_args, experiment, dir, options.delivery, repeat));
                 if (!started) {
                     watcher.feed(OutputLine{Stream::err, "client: " + started.error().message, Clock::now(), false});
                     client_done = true;
@@ -222,13 +222,14 @@ Result<SweepRunSummary> run_experiments(Target& target, const std::vector<Experi
             double total_s = 0;
             bool lost = false;
             std::string lost_reason;
-            // The environment files are written once per attempt; every repeat reads them.
-            auto dir = deliver(target, experiment, options);
+            // The client command and the environment files are prepared once per attempt; every
+            // repeat uses them. One that cannot be rendered is a failure of this point, not of the host.
+            auto client_args = client_argv(options, experiment);
+            auto dir = client_args ? deliver(target, experiment, options) : Result<std::string>(client_args.error());
             if (!dir && dir.error().kind != ErrorKind::infrastructure) {
-                // The environment itself cannot be rendered: a failure of this point, not of the host.
                 report.status = RunStatus::failed;
                 report.failure_class = "config";
-                report.diagnosis = dir.error().message;
+                report.diagnosis = client_args ? dir.error().message : "client: " + dir.error().message;
                 if (auto done = sink.experiment_finished(report); !done) return done.error();
                 recorded = true;
                 break;
@@ -239,7 +240,7 @@ Result<SweepRunSummary> run_experiments(Target& target, const std::vector<Experi
             }
             for (int repeat = 0; !lost && repeat < std::max(1, options.repeats); ++repeat) {
                 observer.started(experiment, index + 1, total, repeat);
-                RepeatOutcome outcome = run_repeat(target, experiment, *dir, repeat, options, stop);
+                RepeatOutcome outcome = run_repeat(target, experiment, *dir, repeat, *client_args, options, stop);
                 total_s += outcome.seconds;
                 previous_groups.insert(previous_groups.end(), outcome.process_groups.begin(), outcome.process_groups.end());
                 if (outcome.end == RepeatEnd::interrupted) {
