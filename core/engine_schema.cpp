@@ -28,7 +28,9 @@ std::string joined(const std::vector<std::string>& values) {
     return out;
 }
 
-std::string range_text(double v) { return fmt::format("{}", v); }
+std::string range_text(double v) {
+    return fmt::format("{}", v);
+}
 
 /// "" when `value` fits `p`, else what is wrong.
 std::string value_problem(const EngineParameter& p, const std::string& value) {
@@ -60,12 +62,14 @@ Result<void> check_one(const EngineSchema& schema, const std::string& name, cons
     if (it == schema.parameters.end()) {
         std::vector<std::string> names;
         for (const auto& p : schema.parameters) names.push_back(p.name);
-        return Error::bad_input(fmt::format("{}: tpverify has no parameter '{}'{} (`tpverify --describe --json` lists them)",
-                                            name_mark.to_string(), name, did_you_mean(flag, names)));
+        return Error::bad_input(
+            fmt::format("{}: tpverify has no parameter '{}'{} (`tpverify --describe --json` lists them)",
+                        name_mark.to_string(), name, did_you_mean(flag, names)));
     }
     if (auto problem = value_problem(*it, value.text); !problem.empty())
-        return Error::bad_input(fmt::format("{}: {}: {} (tpverify --{}); change the value in the spec or the flag",
-                                            value.mark.to_string(), name, problem, it->name));
+        return Error::bad_input(
+            fmt::format("{}: {}: {} (tpverify --{}); change the value in the spec or the flag",
+                        value.mark.to_string(), name, problem, it->name));
     return success();
 }
 
@@ -73,15 +77,16 @@ Result<void> check_one(const EngineSchema& schema, const std::string& name, cons
 
 Result<EngineSchema> parse_engine_schema(std::string_view json, std::string_view source) {
     auto fail = [&](std::string_view what) {
-        return Error::bad_input(fmt::format("{} --describe --json: {}; use a tpverify of this ncclsweep build (--engine)",
-                                            source, what));
+        return Error::bad_input(fmt::format(
+            "{} --describe --json: {}; use a tpverify of this ncclsweep build (--engine)", source, what));
     };
     auto j = nlohmann::json::parse(json, nullptr, false);
     if (j.is_discarded() || !j.is_object()) return fail("the output is not JSON");
     if (!j.contains("parameters") || !j["parameters"].is_array()) return fail("no `parameters` list");
     EngineSchema schema;
     for (const auto& p : j["parameters"]) {
-        if (!p.is_object() || !p.contains("name") || !p["name"].is_string() || !p.contains("type") || !p["type"].is_string())
+        if (!p.is_object() || !p.contains("name") || !p["name"].is_string() || !p.contains("type") ||
+            !p["type"].is_string())
             return fail("a parameter without name or type");
         EngineParameter parameter;
         parameter.name = p["name"].get<std::string>();
@@ -93,7 +98,8 @@ Result<EngineSchema> parse_engine_schema(std::string_view json, std::string_view
         if (p.contains("max") && p["max"].is_number()) parameter.max = p["max"].get<double>();
         schema.parameters.push_back(std::move(parameter));
     }
-    if (j.contains("auto_backend") && j["auto_backend"].is_string()) schema.auto_backend = j["auto_backend"].get<std::string>();
+    if (j.contains("auto_backend") && j["auto_backend"].is_string())
+        schema.auto_backend = j["auto_backend"].get<std::string>();
     if (j.contains("metrics") && j["metrics"].is_array()) {
         auto metrics = metrics_from_json(j["metrics"].dump());
         if (!metrics) return fail(metrics.error().message);

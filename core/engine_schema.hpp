@@ -25,7 +25,8 @@ struct EngineParameter {
 struct EngineSchema {
     std::vector<EngineParameter> parameters;
     std::vector<MetricDefinition> metrics;
-    std::string auto_backend;  ///< what `--backend auto` runs on the engine's host ("cuda", "sim"; "" = not said)
+    std::string
+        auto_backend;  ///< what `--backend auto` runs on the engine's host ("cuda", "sim"; "" = not said)
 };
 
 /// The backend that produces `spec`'s numbers: its fixed `backend` arg when it is not "auto",

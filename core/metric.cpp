@@ -8,7 +8,9 @@
 namespace ncclsweep {
 namespace {
 
-bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
+bool contains(std::string_view text, std::string_view part) {
+    return text.find(part) != std::string_view::npos;
+}
 
 /// True when `unit` ("_us") is a whole `_`-separated word of `name` ("verify_us_p50", "warm_us").
 bool has_word(std::string_view name, std::string_view unit) {
@@ -23,12 +25,14 @@ bool has_word(std::string_view name, std::string_view unit) {
 
 stats::Direction default_direction(std::string_view name) {
     std::string m(name);
-    std::transform(m.begin(), m.end(), m.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (contains(m, "tok_s") || contains(m, "per_s") || contains(m, "throughput") || contains(m, "bandwidth") ||
-        contains(m, "gbps"))
+    std::transform(m.begin(), m.end(), m.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (contains(m, "tok_s") || contains(m, "per_s") || contains(m, "throughput") ||
+        contains(m, "bandwidth") || contains(m, "gbps"))
         return stats::Direction::higher_is_better;
-    if (has_word(m, "_s") || has_word(m, "_ms") || has_word(m, "_us") || has_word(m, "_ns") || contains(m, "latency") ||
-        contains(m, "ttft") || contains(m, "itl") || contains(m, "tpot") || contains(m, "rsd") || m.ends_with("_seconds"))
+    if (has_word(m, "_s") || has_word(m, "_ms") || has_word(m, "_us") || has_word(m, "_ns") ||
+        contains(m, "latency") || contains(m, "ttft") || contains(m, "itl") || contains(m, "tpot") ||
+        contains(m, "rsd") || m.ends_with("_seconds"))
         return stats::Direction::lower_is_better;
     return stats::Direction::higher_is_better;
 }

@@ -27,7 +27,8 @@ struct MetricDefinition {
 [[nodiscard]] stats::Direction default_direction(std::string_view name);
 
 /// The definition of `name` among `declared`, else one with the default direction and no unit.
-[[nodiscard]] MetricDefinition definition_of(std::string_view name, const std::vector<MetricDefinition>& declared);
+[[nodiscard]] MetricDefinition definition_of(std::string_view name,
+                                             const std::vector<MetricDefinition>& declared);
 
 /// Parses "higher" / "lower" (bad_input otherwise, naming `where`).
 [[nodiscard]] Result<stats::Direction> parse_better(std::string_view text, std::string_view where);

@@ -210,14 +210,12 @@ Result<WorkloadSpec> parse_workload(const YAML::Node& node, const Where& where) 
                 // Short form `name: regex` (direction by the documented default), or the long
                 // form `name: {regex: ..., better: higher|lower, unit: ...}`.
                 MetricDefinition definition = definition_of(name, {});
-                YAML::Node regex_node = metric.second;
                 if (metric.second.IsMap()) {
                     if (auto ok = check_map(metric.second, metric_at, metric_what, {"regex", "better", "unit"}); !ok)
                         return ok.error();
                     if (!metric.second["regex"].IsDefined())
                         return error_at(mark_of(metric.second, metric_at),
                                         fmt::format("{} needs `regex:` (with one capture group)", metric_what));
-                    regex_node = metric.second["regex"];
                     if (metric.second["better"].IsDefined()) {
                         auto better = read_scalar(metric.second["better"], metric_at, metric_what + ".better");
                         if (!better) return better.error();
@@ -231,6 +229,8 @@ Result<WorkloadSpec> parse_workload(const YAML::Node& node, const Where& where) 
                         definition.unit = unit->text;
                     }
                 }
+                // (yaml-cpp: assigning to a Node would overwrite what it refers to; initialise once.)
+                const YAML::Node regex_node = metric.second.IsMap() ? metric.second["regex"] : metric.second;
                 auto value = read_scalar(regex_node, metric_at, metric_what);
                 if (!value) return value.error();
                 if (auto ok = check_regex(value->text, value->mark, metric_what, 1); !ok) return ok.error();

@@ -81,6 +81,7 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
         outcome.watcher = std::make_unique<Watcher>(options.catalog, options.watcher, start_time);
         outcome.watcher->feed(OutputLine{Stream::err, process.error().message, Clock::now(), false});
         outcome.watcher->on_exit(ExitInfo{127, 0}, Clock::now());
+        outcome.exit = ExitInfo{127, 0};  // recorded like a shell's "command not found"
         return finish(RepeatEnd::failed);
     }
     outcome.watcher = std::make_unique<Watcher>(options.catalog, options.watcher, start_time);

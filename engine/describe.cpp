@@ -79,18 +79,28 @@ const std::vector<ParameterSchema>& parameter_schema() {
 
 const std::vector<MetricSchema>& metric_schema() {
     static const std::vector<MetricSchema> k_metrics = {
-        {"tok_s", "tok/s", "higher"},          {"verify_us_p50", "us", "lower"}, {"verify_us_p10", "us", "lower"},
-        {"verify_us_p90", "us", "lower"},      {"verify_us_mean", "us", "lower"}, {"rsd", "fraction", "lower"},
-        {"baseline_tok_s", "tok/s", "higher"}, {"baseline_us", "us", "lower"},   {"init_s", "s", "lower"},
-        {"capture_s", "s", "lower"},           {"collective_us", "us", "lower"}, {"comm_pass_us", "us", "lower"},
-        {"samples", "passes", "higher"},       {"check_wrong", "values", "lower"},
+        {"tok_s", "tok/s", "higher"},
+        {"verify_us_p50", "us", "lower"},
+        {"verify_us_p10", "us", "lower"},
+        {"verify_us_p90", "us", "lower"},
+        {"verify_us_mean", "us", "lower"},
+        {"rsd", "fraction", "lower"},
+        {"baseline_tok_s", "tok/s", "higher"},
+        {"baseline_us", "us", "lower"},
+        {"init_s", "s", "lower"},
+        {"capture_s", "s", "lower"},
+        {"collective_us", "us", "lower"},
+        {"comm_pass_us", "us", "lower"},
+        {"samples", "passes", "higher"},
+        {"check_wrong", "values", "lower"},
     };
     return k_metrics;
 }
 
 std::string describe_json(const std::string& auto_backend) {
-    std::string out = "{\"engine\":\"tpverify\",\"describe_version\":1,\"auto_backend\":" + quoted(auto_backend) +
-                      ",\"parameters\":[";
+    std::string out =
+        "{\"engine\":\"tpverify\",\"describe_version\":1,\"auto_backend\":" + quoted(auto_backend) +
+        ",\"parameters\":[";
     bool first = true;
     for (const auto& p : parameter_schema()) {
         out += first ? "" : ",";
@@ -101,7 +111,8 @@ std::string describe_json(const std::string& auto_backend) {
             for (std::size_t i = 0; i < p.values.size(); ++i) out += (i ? "," : "") + quoted(p.values[i]);
             out += "]";
         }
-        if (p.type == "int" || p.type == "number") out += ",\"min\":" + number_text(p.min) + ",\"max\":" + number_text(p.max);
+        if (p.type == "int" || p.type == "number")
+            out += ",\"min\":" + number_text(p.min) + ",\"max\":" + number_text(p.max);
         out += ",\"help\":" + quoted(p.help) + "}";
     }
     out += "],\"metrics\":[";
@@ -109,7 +120,8 @@ std::string describe_json(const std::string& auto_backend) {
     for (const auto& m : metric_schema()) {
         out += first ? "" : ",";
         first = false;
-        out += "{\"name\":" + quoted(m.name) + ",\"unit\":" + quoted(m.unit) + ",\"better\":" + quoted(m.better) + "}";
+        out += "{\"name\":" + quoted(m.name) + ",\"unit\":" + quoted(m.unit) +
+               ",\"better\":" + quoted(m.better) + "}";
     }
     return out + "]}\n";
 }

@@ -54,7 +54,8 @@ TEST_CASE("engine schema: a misspelt argument is refused at its line with a sugg
     REQUIRE_FALSE(r);
     CHECK(r.error().kind == ErrorKind::bad_input);
     CHECK(r.error().message.find("s.yaml:4") != std::string::npos);
-    CHECK(r.error().message.find("tpverify has no parameter 'topolgy'; did you mean 'topology'?") != std::string::npos);
+    CHECK(r.error().message.find("tpverify has no parameter 'topolgy'; did you mean 'topology'?") !=
+          std::string::npos);
 }
 
 TEST_CASE("engine schema: an axis value outside the allowed ones names the value and the choices") {
@@ -75,11 +76,13 @@ TEST_CASE("engine schema: numbers are checked for type and range") {
 }
 
 TEST_CASE("engine schema: names from --axis and --set are checked and located at the flag") {
-    auto r = check(engine_spec("{tp: 8}", "  NCCL_PROTO: [LL]\n"), {*parse_override(OverrideKind::axis, "fusoin=on,off")});
+    auto r = check(engine_spec("{tp: 8}", "  NCCL_PROTO: [LL]\n"),
+                   {*parse_override(OverrideKind::axis, "fusoin=on,off")});
     REQUIRE_FALSE(r);
     CHECK(r.error().message.find("--axis: tpverify has no parameter 'fusoin'; did you mean 'fusion'?") !=
           std::string::npos);
-    auto set = check(engine_spec("{tp: 8}", "  NCCL_PROTO: [LL]\n"), {*parse_override(OverrideKind::set, "topology=nvlnk")});
+    auto set = check(engine_spec("{tp: 8}", "  NCCL_PROTO: [LL]\n"),
+                     {*parse_override(OverrideKind::set, "topology=nvlnk")});
     REQUIRE_FALSE(set);
     CHECK(set.error().message.find("--set: topology: 'nvlnk' is not one of") != std::string::npos);
     CHECK(set.error().message.find("did you mean 'nvlink'?") != std::string::npos);

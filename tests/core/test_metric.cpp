@@ -72,7 +72,8 @@ axes:
                                  "m.yaml");
     REQUIRE_FALSE(bad_better);
     CHECK(bad_better.error().message.find("m.yaml:5") != std::string::npos);
-    CHECK(bad_better.error().message.find("better must be 'higher' or 'lower', not 'up'") != std::string::npos);
+    CHECK(bad_better.error().message.find("better must be 'higher' or 'lower', not 'up'") !=
+          std::string::npos);
     auto no_regex = parse_spec(R"(sweep: m
 workload:
   command: [serve]

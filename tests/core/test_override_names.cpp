@@ -29,7 +29,8 @@ Spec parsed(const std::string& text) {
 }  // namespace
 
 TEST_CASE("overrides: --set repeats=5 sets the spec's repeats instead of becoming an engine flag") {
-    Spec spec = parsed("sweep: e\nworkload:\n  engine: tpverify\n  args: {tp: 8}\naxes:\n  NCCL_PROTO: [LL]\nrepeats: 3\n");
+    Spec spec = parsed(
+        "sweep: e\nworkload:\n  engine: tpverify\n  args: {tp: 8}\naxes:\n  NCCL_PROTO: [LL]\nrepeats: 3\n");
     REQUIRE(apply_overrides(spec, {*parse_override(OverrideKind::set, "repeats=5")}));
     CHECK(spec.repeats == 5);
     for (const auto& [name, value] : spec.workload.args) CHECK(name != "repeats");
@@ -46,7 +47,8 @@ TEST_CASE("overrides: a lower_case name a command cannot see is an error naming 
     auto typo = apply_overrides(spec, {*parse_override(OverrideKind::set, "rte=4")});
     REQUIRE_FALSE(typo);
     CHECK(typo.error().kind == ErrorKind::bad_input);
-    CHECK(typo.error().message.find("--set rte: the spec has no axis 'rte' and its command has no {rte} placeholder") !=
+    CHECK(typo.error().message.find(
+              "--set rte: the spec has no axis 'rte' and its command has no {rte} placeholder") !=
           std::string::npos);
     auto axis = apply_overrides(spec, {*parse_override(OverrideKind::axis, "batch=1,2")});
     REQUIRE_FALSE(axis);

@@ -84,7 +84,8 @@ TEST_CASE("plan fingerprint: differences name each setting with both values") {
     CHECK(fingerprint_differences(PlanFingerprint{}, now).empty());  // recorded before fingerprints
 }
 
-TEST_CASE("plan fingerprint: plan differences name the point, its command and environment and stop at the limit") {
+TEST_CASE(
+    "plan fingerprint: plan differences name the point, its command and environment and stop at the limit") {
     auto point = [](int id, const std::string& value) {
         Experiment e;
         e.id = id;

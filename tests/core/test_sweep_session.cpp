@@ -12,11 +12,11 @@
 #include "tests/support/fake_target.hpp"
 
 using namespace ncclsweep;
+using ncclsweep::test::fake_ok;
 using ncclsweep::test::FakeRun;
 using ncclsweep::test::FakeStore;
 using ncclsweep::test::FakeSweep;
 using ncclsweep::test::FakeTarget;
-using ncclsweep::test::fake_ok;
 
 namespace {
 
@@ -77,7 +77,8 @@ SweepRequest request_of(std::vector<Experiment> experiments, const std::string& 
 }
 
 /// A stored sweep of `experiments` started with `flags`, experiment ids in `done` finished ok.
-FakeSweep stored_sweep(const std::vector<Experiment>& experiments, const std::string& flags, std::vector<int> done) {
+FakeSweep stored_sweep(const std::vector<Experiment>& experiments, const std::string& flags,
+                       std::vector<int> done) {
     FakeSweep sweep;
     sweep.sweep = request_of(experiments, flags).sweep;
     sweep.experiments = experiments;
@@ -92,7 +93,8 @@ FakeSweep stored_sweep(const std::vector<Experiment>& experiments, const std::st
 
 }  // namespace
 
-TEST_CASE("sweep session: a new sweep is created then each experiment is started and recorded in plan order") {
+TEST_CASE(
+    "sweep session: a new sweep is created then each experiment is started and recorded in plan order") {
     FakeTarget target;
     target.script = {fake_ok("tok_s", 100), fake_ok("tok_s", 200), fake_ok("tok_s", 300)};
     FakeStore store;
@@ -105,15 +107,16 @@ TEST_CASE("sweep session: a new sweep is created then each experiment is started
     CHECK(outcome->sweep_id == 1);
     CHECK(outcome->summary.ran == 3);
     CHECK(outcome->summary.ok == 3);
-    CHECK(store.writes == std::vector<std::string>{"create 1", "note nccl_ignored_setting", "started 1#1", "finished 1 ok",
-                                                   "started 2#1", "finished 2 ok", "started 3#1", "finished 3 ok",
-                                                   "finish done"});
+    CHECK(store.writes == std::vector<std::string>{"create 1", "note nccl_ignored_setting", "started 1#1",
+                                                   "finished 1 ok", "started 2#1", "finished 2 ok",
+                                                   "started 3#1", "finished 3 ok", "finish done"});
     CHECK(store.current().finished.at(2).median("tok_s") == Approx(200));
     // Each experiment's environment reaches its process; the workdir is per sweep.
     REQUIRE(target.log->started.size() == 3);
     CHECK(target.log->started[2].workdir == "/fake/sweep-1/exp-3");
     bool has_proto = false;
-    for (const auto& [name, value] : target.log->started[2].env) has_proto |= name == "NCCL_PROTO" && value == "Simple";
+    for (const auto& [name, value] : target.log->started[2].env)
+        has_proto |= name == "NCCL_PROTO" && value == "Simple";
     CHECK(has_proto);
 }
 
@@ -131,7 +134,8 @@ TEST_CASE("sweep session: every repeat is a sample of the same experiment") {
     CHECK(observer.events.front() == "started 1 1/1 r0");
 }
 
-TEST_CASE("sweep session: a lost connection is retried after a reconnect and the retry is recorded as attempt 2") {
+TEST_CASE(
+    "sweep session: a lost connection is retried after a reconnect and the retry is recorded as attempt 2") {
     FakeTarget target;
     FakeRun lost;
     lost.end = FakeRun::End::lost;
@@ -142,14 +146,17 @@ TEST_CASE("sweep session: a lost connection is retried after a reconnect and the
     auto outcome = run_sweep(request_of({point(1, "LL")}), target, store, observer, run_options(), stop);
     REQUIRE(outcome);
     CHECK(target.log->reconnects == 1);
-    CHECK(store.writes == std::vector<std::string>{"create 1", "started 1#1", "started 1#2", "finished 1 ok", "finish done"});
+    CHECK(store.writes ==
+          std::vector<std::string>{"create 1", "started 1#1", "started 1#2", "finished 1 ok", "finish done"});
     CHECK(store.current().finished.at(1).attempts == 2);
     bool noticed = false;
-    for (const auto& e : observer.events) noticed |= e.find("notice experiment 1: connection to fake lost") == 0;
+    for (const auto& e : observer.events)
+        noticed |= e.find("notice experiment 1: connection to fake lost") == 0;
     CHECK(noticed);
 }
 
-TEST_CASE("sweep session: a connection lost on every attempt is an infrastructure error and the sweep is failed") {
+TEST_CASE(
+    "sweep session: a connection lost on every attempt is an infrastructure error and the sweep is failed") {
     FakeTarget target;
     target.fallback.end = FakeRun::End::lost;
     FakeStore store;
@@ -157,7 +164,8 @@ TEST_CASE("sweep session: a connection lost on every attempt is an infrastructur
     std::atomic<bool> stop{false};
     auto options = run_options();
     options.max_attempts = 2;
-    auto outcome = run_sweep(request_of({point(1, "LL"), point(2, "Simple")}), target, store, observer, options, stop);
+    auto outcome =
+        run_sweep(request_of({point(1, "LL"), point(2, "Simple")}), target, store, observer, options, stop);
     REQUIRE_FALSE(outcome);
     CHECK(outcome.error().kind == ErrorKind::infrastructure);
     CHECK(outcome.error().message.find("2 attempts") != std::string::npos);
@@ -189,7 +197,8 @@ TEST_CASE("sweep session: a failing experiment is a result and the sweep goes on
     FakeStore store;
     RecordingObserver observer;
     std::atomic<bool> stop{false};
-    auto outcome = run_sweep(request_of({point(1, "LL"), point(2, "Simple")}), target, store, observer, run_options(), stop);
+    auto outcome = run_sweep(request_of({point(1, "LL"), point(2, "Simple")}), target, store, observer,
+                             run_options(), stop);
     REQUIRE(outcome);
     CHECK(outcome->summary.failed == 1);
     CHECK(outcome->summary.ok == 1);
@@ -233,7 +242,8 @@ TEST_CASE("sweep session: a client placeholder that names no parameter fails the
     CHECK(target.log->started.empty());  // nothing started for a point that cannot run
 }
 
-TEST_CASE("sweep session: an interrupt kills the running group, records nothing for it and ends interrupted") {
+TEST_CASE(
+    "sweep session: an interrupt kills the running group, records nothing for it and ends interrupted") {
     FakeTarget target;
     std::atomic<bool> stop{false};
     FakeRun hanging;
@@ -243,8 +253,8 @@ TEST_CASE("sweep session: an interrupt kills the running group, records nothing 
     target.script = {fake_ok("tok_s", 1), hanging};
     FakeStore store;
     RecordingObserver observer;
-    auto outcome = run_sweep(request_of({point(1, "LL"), point(2, "LL128"), point(3, "Simple")}), target, store,
-                             observer, run_options(), stop);
+    auto outcome = run_sweep(request_of({point(1, "LL"), point(2, "LL128"), point(3, "Simple")}), target,
+                             store, observer, run_options(), stop);
     REQUIRE(outcome);
     CHECK(outcome->summary.interrupted);
     CHECK(target.log->kills == 1);
@@ -261,12 +271,14 @@ TEST_CASE("sweep session: a stop raised between experiments starts nothing more"
     target.script = {first};
     FakeStore store;
     RecordingObserver observer;
-    auto outcome = run_sweep(request_of({point(1, "LL"), point(2, "Simple")}), target, store, observer, run_options(), stop);
+    auto outcome = run_sweep(request_of({point(1, "LL"), point(2, "Simple")}), target, store, observer,
+                             run_options(), stop);
     REQUIRE(outcome);
     CHECK(outcome->summary.interrupted);
     CHECK(target.log->started.size() == 1);
     CHECK(target.log->kills == 0);
-    CHECK(store.writes == std::vector<std::string>{"create 1", "started 1#1", "finished 1 ok", "finish interrupted"});
+    CHECK(store.writes ==
+          std::vector<std::string>{"create 1", "started 1#1", "finished 1 ok", "finish interrupted"});
 }
 
 TEST_CASE("sweep session: a resume runs only the experiments that have not finished") {
@@ -283,7 +295,8 @@ TEST_CASE("sweep session: a resume runs only the experiments that have not finis
     REQUIRE(outcome);
     CHECK(outcome->skipped_finished == 2);
     CHECK(outcome->summary.ran == 1);
-    CHECK(store.writes == std::vector<std::string>{"reopen 1", "started 2#1", "finished 2 ok", "finish done"});
+    CHECK(store.writes ==
+          std::vector<std::string>{"reopen 1", "started 2#1", "finished 2 ok", "finish done"});
     CHECK(store.sweeps.at(id).resumes == 1);
     CHECK(observer.events.front() == "started 2 1/1 r0");
 }
@@ -301,7 +314,8 @@ TEST_CASE("sweep session: a resume with different overrides is refused, names th
     REQUIRE_FALSE(outcome);
     CHECK(outcome.error().kind == ErrorKind::bad_input);
     const std::string& message = outcome.error().message;
-    CHECK(message.find("--axis/--set: was '--set inject=nccl_hang@2', now '--set topology=nvlink'") != std::string::npos);
+    CHECK(message.find("--axis/--set: was '--set inject=nccl_hang@2', now '--set topology=nvlink'") !=
+          std::string::npos);
     // The way out reproduces the command line the sweep started with.
     CHECK(message.find("ncclsweep run unit.yaml --set inject=nccl_hang@2 --resume 1") != std::string::npos);
     CHECK(store.writes.empty());
@@ -310,7 +324,8 @@ TEST_CASE("sweep session: a resume with different overrides is refused, names th
     CHECK(target.log->calls.empty());
 }
 
-TEST_CASE("sweep session: a resume whose points now run a different command is refused naming the experiment") {
+TEST_CASE(
+    "sweep session: a resume whose points now run a different command is refused naming the experiment") {
     std::vector<Experiment> plan = {point(1, "LL"), point(2, "Simple")};
     FakeStore store;
     const auto id = store.seed(stored_sweep(plan, "", {}));
@@ -322,7 +337,8 @@ TEST_CASE("sweep session: a resume whose points now run a different command is r
     request.resume_id = id;
     auto outcome = run_sweep(request, target, store, observer, run_options(), stop);
     REQUIRE_FALSE(outcome);
-    CHECK(outcome.error().message.find("experiment 2's command was '/opt/serve --port 8000', now '/opt/serve --port 9000'") !=
+    CHECK(outcome.error().message.find(
+              "experiment 2's command was '/opt/serve --port 8000', now '/opt/serve --port 9000'") !=
           std::string::npos);
     CHECK(store.writes.empty());
 }
@@ -338,7 +354,8 @@ TEST_CASE("sweep session: a resume whose plan has a different number of points i
     request.resume_id = id;
     auto outcome = run_sweep(request, target, store, observer, run_options(), stop);
     REQUIRE_FALSE(outcome);
-    CHECK(outcome.error().message.find("the sweep has 2 experiments, the spec now plans 1") != std::string::npos);
+    CHECK(outcome.error().message.find("the sweep has 2 experiments, the spec now plans 1") !=
+          std::string::npos);
     CHECK(store.writes.empty());
 }
 
@@ -396,14 +413,16 @@ TEST_CASE("sweep session: a store that cannot record an outcome stops the sweep 
     store.fail_finished_at = 1;
     RecordingObserver observer;
     std::atomic<bool> stop{false};
-    auto outcome = run_sweep(request_of({point(1, "LL"), point(2, "Simple")}), target, store, observer, run_options(), stop);
+    auto outcome = run_sweep(request_of({point(1, "LL"), point(2, "Simple")}), target, store, observer,
+                             run_options(), stop);
     REQUIRE_FALSE(outcome);
     CHECK(outcome.error().message.find("database is full") != std::string::npos);
     CHECK(target.log->started.size() == 1);
     CHECK(store.current().state == "failed");
 }
 
-TEST_CASE("sweep session: the check before each experiment gets the process groups the previous one started") {
+TEST_CASE(
+    "sweep session: the check before each experiment gets the process groups the previous one started") {
     FakeTarget target;
     target.fallback = fake_ok("tok_s", 1);
     FakeStore store;
@@ -416,8 +435,8 @@ TEST_CASE("sweep session: the check before each experiment gets the process grou
         if (seen.size() == 3) return Error::infrastructure("GPU 0 still held by pid 77");
         return success();
     };
-    auto outcome = run_sweep(request_of({point(1, "LL"), point(2, "LL128"), point(3, "Simple")}), target, store,
-                             observer, options, stop);
+    auto outcome = run_sweep(request_of({point(1, "LL"), point(2, "LL128"), point(3, "Simple")}), target,
+                             store, observer, options, stop);
     REQUIRE_FALSE(outcome);
     REQUIRE(seen.size() == 3);
     CHECK(seen[0].empty());

@@ -44,7 +44,8 @@ TEST_CASE("answers: a lower-is-better metric picks the same point in run, result
     auto run = run_ncclsweep({"run", spec.string(), "--db", db, "--metric", "warm_s"});
     INFO(run.err);
     REQUIRE(run.exit_code == 0);
-    CHECK(run.out.find("recommended: experiment 2 (NCCL_PROTO=LL) by warm_s, lower is better") != std::string::npos);
+    CHECK(run.out.find("recommended: experiment 2 (NCCL_PROTO=LL) by warm_s, lower is better") !=
+          std::string::npos);
     // The summary lists the better point first.
     CHECK(run.out.find("NCCL_PROTO=LL") < run.out.find("NCCL_PROTO=Simple"));
 
@@ -69,9 +70,12 @@ TEST_CASE("answers: a lower-is-better metric picks the same point in run, result
     CHECK(best_bar_title(read_file(html_path)).find("experiment 2:") == 0);
 }
 
-TEST_CASE("answers: on a simulated fusion sweep best and export --best name fusion=on and say the data are simulated") {
+TEST_CASE(
+    "answers: on a simulated fusion sweep best and export --best name fusion=on and say the data are "
+    "simulated") {
     TempDir dir;
-    auto spec = dir.write("f.yaml", sim_spec("e2e-fusion", "  fusion: ['off', 'on']\n  NCCL_NTHREADS: [64, 512]\n", 3));
+    auto spec = dir.write("f.yaml",
+                          sim_spec("e2e-fusion", "  fusion: ['off', 'on']\n  NCCL_NTHREADS: [64, 512]\n", 3));
     const std::string db = (dir.path() / "f.db").string();
     auto run = run_ncclsweep({"run", spec.string(), "--db", db});
     INFO(run.err);
@@ -90,7 +94,8 @@ TEST_CASE("answers: on a simulated fusion sweep best and export --best name fusi
     CHECK(env.out.find("fusion=on") != std::string::npos);
     CHECK(env.out.find("SIMULATED") != std::string::npos);
     // NCCL ignores the thread count at these message sizes: named, not exported as a setting.
-    CHECK(env.out.find("left out as inert (NCCL ignores them for this workload): NCCL_NTHREADS=") != std::string::npos);
+    CHECK(env.out.find("left out as inert (NCCL ignores them for this workload): NCCL_NTHREADS=") !=
+          std::string::npos);
     CHECK(env.out.find("\nNCCL_NTHREADS=") == std::string::npos);
     CHECK(env.out.find("# margin over the runner-up") != std::string::npos);
 
@@ -101,8 +106,10 @@ TEST_CASE("answers: on a simulated fusion sweep best and export --best name fusi
 
 TEST_CASE("answers: plan checks engine parameters against tpverify's own schema") {
     TempDir dir;
-    auto typo = dir.write("t.yaml", "sweep: t\ntarget: local\nworkload:\n  engine: tpverify\n  args:\n    topolgy: nvlink\n"
-                                    "axes:\n  NCCL_PROTO: [LL]\n");
+    auto typo =
+        dir.write("t.yaml",
+                  "sweep: t\ntarget: local\nworkload:\n  engine: tpverify\n  args:\n    topolgy: nvlink\n"
+                  "axes:\n  NCCL_PROTO: [LL]\n");
     auto r = run_ncclsweep({"plan", typo.string()});
     INFO(r.err);
     CHECK(r.exit_code == 2);
@@ -110,7 +117,9 @@ TEST_CASE("answers: plan checks engine parameters against tpverify's own schema"
     CHECK(r.err.find("'topolgy'; did you mean 'topology'?") != std::string::npos);
     CHECK(r.out.empty());
 
-    auto maybe = dir.write("m.yaml", "sweep: m\ntarget: local\nworkload:\n  engine: tpverify\naxes:\n  fusion: ['off', maybe]\n");
+    auto maybe = dir.write(
+        "m.yaml",
+        "sweep: m\ntarget: local\nworkload:\n  engine: tpverify\naxes:\n  fusion: ['off', maybe]\n");
     auto m = run_ncclsweep({"plan", maybe.string()});
     INFO(m.err);
     CHECK(m.exit_code == 2);
@@ -138,8 +147,10 @@ TEST_CASE("answers: --set repeats=2 sets the sweep's repeats, not an engine flag
 
 TEST_CASE("answers: a sweep whose every experiment failed exits 1 and says so") {
     TempDir dir;
-    auto spec = dir.write("x.yaml", "sweep: e2e-all-fail\ntarget: local\nworkload:\n  command: 'echo broken >&2; exit 3'\n"
-                                    "axes:\n  NCCL_PROTO: [LL, Simple]\n");
+    auto spec =
+        dir.write("x.yaml",
+                  "sweep: e2e-all-fail\ntarget: local\nworkload:\n  command: 'echo broken >&2; exit 3'\n"
+                  "axes:\n  NCCL_PROTO: [LL, Simple]\n");
     const std::string db = (dir.path() / "x.db").string();
     auto run = run_ncclsweep({"run", spec.string(), "--db", db});
     INFO(run.err);

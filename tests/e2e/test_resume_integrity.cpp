@@ -26,12 +26,16 @@ int finished_count(const std::string& db) {
 
 }  // namespace
 
-TEST_CASE("resume: an interrupted sweep names its own flags, refuses other ones and writes nothing when it refuses") {
+TEST_CASE(
+    "resume: an interrupted sweep names its own flags, refuses other ones and writes nothing when it "
+    "refuses") {
     TempDir dir;
     // Each experiment hangs 1.5 s before its fault-free end, so the sweep is slow enough to interrupt.
-    auto spec = dir.write("s.yaml", sim_spec("e2e-integrity", "  NCCL_PROTO: [LL, Simple]\n  inject: [\"hang@warmup:1.5\"]\n"));
+    auto spec = dir.write(
+        "s.yaml", sim_spec("e2e-integrity", "  NCCL_PROTO: [LL, Simple]\n  inject: [\"hang@warmup:1.5\"]\n"));
     const std::string db = (dir.path() / "r.db").string();
-    SpawnedRun running = spawn_ncclsweep(dir.path(), {"run", spec.string(), "--axis", "tokens=1,2", "--db", db});
+    SpawnedRun running =
+        spawn_ncclsweep(dir.path(), {"run", spec.string(), "--axis", "tokens=1,2", "--db", db});
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
     while (finished_count(db) < 1 && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -39,7 +43,8 @@ TEST_CASE("resume: an interrupted sweep names its own flags, refuses other ones 
     FinishedRun interrupted = finish(running);
     INFO(interrupted.err);
     REQUIRE(interrupted.exit_code == 3);
-    const std::string hint = "ncclsweep run " + spec.string() + " --axis tokens=1,2 --db " + db + " --resume 1";
+    const std::string hint =
+        "ncclsweep run " + spec.string() + " --axis tokens=1,2 --db " + db + " --resume 1";
     CHECK(interrupted.err.find("continue it with: " + hint) != std::string::npos);
 
     const std::string before = read_file(db);
@@ -47,7 +52,8 @@ TEST_CASE("resume: an interrupted sweep names its own flags, refuses other ones 
     auto other = run_ncclsweep({"run", spec.string(), "--axis", "tokens=1,4", "--db", db, "--resume"});
     INFO(other.err);
     CHECK(other.exit_code == 2);
-    CHECK(other.err.find("--axis/--set: was '--axis tokens=1,2', now '--axis tokens=1,4'") != std::string::npos);
+    CHECK(other.err.find("--axis/--set: was '--axis tokens=1,2', now '--axis tokens=1,4'") !=
+          std::string::npos);
     CHECK(other.err.find(hint) != std::string::npos);
     CHECK(read_file(db) == before);
     auto listed = run_ncclsweep({"results", "list", "--db", db});

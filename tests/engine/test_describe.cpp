@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/describe.hpp"
+#include "engine/model.hpp"
 #include "engine/options.hpp"
 #include "tests/support/catch.hpp"
 
@@ -37,7 +38,16 @@ TEST_CASE("describe: every described value is accepted by the parser and values 
         if (p.type == "enum" || p.type == "bool") {
             REQUIRE_FALSE(p.values.empty());
             for (const auto& v : p.values) CHECK(parse_error(p.name, v).empty());
-            CHECK_FALSE(parse_error(p.name, "maybe").empty());
+            if (p.name == "model") {
+                // Any name parses; resolve_model refuses the ones that are not presets.
+                Options o;
+                o.model = "maybe";
+                ModelShape shape;
+                std::string error;
+                CHECK_FALSE(resolve_model(o, shape, error));
+            } else {
+                CHECK_FALSE(parse_error(p.name, "maybe").empty());
+            }
         } else if (p.type == "int") {
             CHECK(parse_error(p.name, text(p.min)).empty());
             CHECK(parse_error(p.name, text(p.max)).empty());
@@ -72,9 +82,12 @@ TEST_CASE("describe: the JSON names every parameter and metric with its unit and
     const std::string json = describe_json("sim");
     CHECK(json.find("\"engine\":\"tpverify\"") != std::string::npos);
     CHECK(json.find("\"auto_backend\":\"sim\"") != std::string::npos);
-    CHECK(json.find("{\"name\":\"topology\",\"type\":\"enum\",\"values\":[\"pcie-gen4\",\"pcie-gen5\",\"nvlink\"]") !=
-          std::string::npos);
+    CHECK(
+        json.find(
+            "{\"name\":\"topology\",\"type\":\"enum\",\"values\":[\"pcie-gen4\",\"pcie-gen5\",\"nvlink\"]") !=
+        std::string::npos);
     CHECK(json.find("{\"name\":\"tok_s\",\"unit\":\"tok/s\",\"better\":\"higher\"}") != std::string::npos);
-    CHECK(json.find("{\"name\":\"verify_us_p50\",\"unit\":\"us\",\"better\":\"lower\"}") != std::string::npos);
+    CHECK(json.find("{\"name\":\"verify_us_p50\",\"unit\":\"us\",\"better\":\"lower\"}") !=
+          std::string::npos);
     for (const auto& m : metric_schema()) CHECK((m.better == "higher" || m.better == "lower"));
 }

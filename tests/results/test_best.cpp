@@ -36,7 +36,8 @@ StoredExperiment point(int id, std::vector<Assignment> params, std::vector<doubl
     }
     s.experiment.workload.emplace_back("tokens", "4");
     s.outcome.status = ExperimentStatus::ok;
-    for (std::size_t r = 0; r < values.size(); ++r) s.outcome.samples.push_back({static_cast<int>(r), metric, values[r]});
+    for (std::size_t r = 0; r < values.size(); ++r)
+        s.outcome.samples.push_back({static_cast<int>(r), metric, values[r]});
     return s;
 }
 

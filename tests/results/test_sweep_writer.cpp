@@ -15,9 +15,9 @@
 
 using namespace ncclsweep;
 using namespace ncclsweep::results;
+using ncclsweep::test::fake_ok;
 using ncclsweep::test::FakeRun;
 using ncclsweep::test::FakeTarget;
-using ncclsweep::test::fake_ok;
 using ncclsweep::test::make_experiments;
 
 namespace {
@@ -106,7 +106,8 @@ TEST_CASE("sweep writer: the fingerprint is stored with the sweep and read back 
     CHECK(info->counts.ok == 1);
 }
 
-TEST_CASE("sweep writer: a resume with other overrides is refused and the database file stays byte-identical") {
+TEST_CASE(
+    "sweep writer: a resume with other overrides is refused and the database file stays byte-identical") {
     test::TempDir dir;
     const auto db = dir.path() / "s.db";
     const auto id = interrupted_sweep(db, "--set inject=nccl_hang@2");

@@ -26,9 +26,9 @@ struct FakeSweep {
 class FakeStore final : public SweepStore {
 public:
     std::map<std::int64_t, FakeSweep> sweeps;
-    std::vector<std::string> writes;          ///< every write, in order ("create 1", "started 2#1", ...)
-    std::optional<Error> reopen_error;        ///< reopen fails with it (e.g. a live runner)
-    int fail_finished_at = 0;                 ///< the n-th experiment_finished fails (0 = never)
+    std::vector<std::string> writes;    ///< every write, in order ("create 1", "started 2#1", ...)
+    std::optional<Error> reopen_error;  ///< reopen fails with it (e.g. a live runner)
+    int fail_finished_at = 0;           ///< the n-th experiment_finished fails (0 = never)
 
     /// Adds a sweep as if an earlier run had created it; returns its id.
     std::int64_t seed(FakeSweep sweep) {
@@ -72,7 +72,9 @@ public:
     }
     Result<void> finish(SweepEnd end, const std::string& reason) override {
         auto& sweep = sweeps.at(m_current);
-        sweep.state = end == SweepEnd::done ? "done" : end == SweepEnd::interrupted ? "interrupted" : "failed";
+        sweep.state = end == SweepEnd::done          ? "done"
+                      : end == SweepEnd::interrupted ? "interrupted"
+                                                     : "failed";
         sweep.reason = reason;
         writes.push_back("finish " + sweep.state);
         return success();
@@ -83,7 +85,8 @@ public:
         return success();
     }
     Result<void> experiment_finished(const ExperimentReport& report) override {
-        writes.push_back("finished " + std::to_string(report.exp_id) + " " + std::string(to_string(report.status)));
+        writes.push_back("finished " + std::to_string(report.exp_id) + " " +
+                         std::string(to_string(report.status)));
         if (fail_finished_at && ++m_finished_calls == fail_finished_at)
             return Error::infrastructure("database is full (fake)");
         sweeps.at(m_current).finished[report.exp_id] = report;

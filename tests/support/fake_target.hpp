@@ -35,8 +35,9 @@ struct FakeRun {
 
 /// The target's shared record of what happened, in order.
 struct FakeLog {
-    std::vector<std::string> calls;   ///< "prepare sweep-1", "put <path>", "start <argv0>", "kill", "reconnect"
-    std::vector<Command> started;     ///< every started command
+    std::vector<std::string>
+        calls;                     ///< "prepare sweep-1", "put <path>", "start <argv0>", "kill", "reconnect"
+    std::vector<Command> started;  ///< every started command
     std::vector<std::pair<std::string, std::string>> files;  ///< path, content of put_file
     int kills = 0;
     int reconnects = 0;
@@ -45,8 +46,8 @@ struct FakeLog {
 /// A process that plays one FakeRun.
 class FakeProcess final : public Process {
 public:
-    FakeProcess(FakeRun run, std::shared_ptr<FakeLog> log, long group) :
-        m_run(std::move(run)), m_log(std::move(log)), m_group(group) {}
+    FakeProcess(FakeRun run, std::shared_ptr<FakeLog> log, long group)
+        : m_run(std::move(run)), m_log(std::move(log)), m_group(group) {}
 
     PollState poll(std::chrono::milliseconds /*wait*/, OutputLine& line) override {
         if (m_next < m_run.lines.size() && !m_killed) {
@@ -63,9 +64,13 @@ public:
             return PollState::exited;
         }
         switch (m_run.end) {
-            case FakeRun::End::exit: m_exit = m_run.exit; return PollState::exited;
-            case FakeRun::End::lost: return PollState::lost;
-            case FakeRun::End::hang: return PollState::timeout;
+            case FakeRun::End::exit:
+                m_exit = m_run.exit;
+                return PollState::exited;
+            case FakeRun::End::lost:
+                return PollState::lost;
+            case FakeRun::End::hang:
+                return PollState::timeout;
         }
         return PollState::timeout;
     }
@@ -120,7 +125,8 @@ public:
         if (run.on_start) run.on_start();
         return std::unique_ptr<Process>(std::make_unique<FakeProcess>(std::move(run), log, m_next_group++));
     }
-    Result<std::string> capture(const std::vector<std::string>& argv, std::chrono::seconds /*timeout*/) override {
+    Result<std::string> capture(const std::vector<std::string>& argv,
+                                std::chrono::seconds /*timeout*/) override {
         log->calls.push_back("capture " + (argv.empty() ? std::string() : argv.front()));
         return std::string();
     }
