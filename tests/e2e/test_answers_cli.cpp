@@ -56,7 +56,7 @@ TEST_CASE("answers: a lower-is-better metric picks the same point in run, result
     CHECK(j["best"]["id"] == 2);
     CHECK(j["metric"]["direction"] == "lower_is_better");
 
-    auto env = run_ncclsweep({"export", "--db", db, "--format", "env", "--best", "--metric", "warm_s"});
+    auto env = run_ncclsweep({"export", "latest", "--db", db, "--format", "env", "--best", "--metric", "warm_s"});
     INFO(env.err);
     REQUIRE(env.exit_code == 0);
     CHECK(env.out.find("NCCL_PROTO='LL'") != std::string::npos);
@@ -64,7 +64,7 @@ TEST_CASE("answers: a lower-is-better metric picks the same point in run, result
     CHECK(env.out.find("# evidence: warm_s median 3") != std::string::npos);
 
     const std::string html_path = (dir.path() / "r.html").string();
-    auto report = run_ncclsweep({"report", "--db", db, "--metric", "warm_s", "-o", html_path});
+    auto report = run_ncclsweep({"report", "latest", "--db", db, "--metric", "warm_s", "-o", html_path});
     INFO(report.err);
     REQUIRE(report.exit_code == 0);
     CHECK(best_bar_title(read_file(html_path)).find("experiment 2:") == 0);
@@ -88,7 +88,7 @@ TEST_CASE(
     CHECK(best.out.find("SIMULATED") != std::string::npos);
     CHECK(best.out.find("NCCL_NTHREADS (NCCL ignores them") != std::string::npos);
 
-    auto env = run_ncclsweep({"export", "--db", db, "--format", "env", "--best"});
+    auto env = run_ncclsweep({"export", "latest", "--db", db, "--format", "env", "--best"});
     INFO(env.out);
     REQUIRE(env.exit_code == 0);
     CHECK(env.out.find("fusion=on") != std::string::npos);
@@ -125,7 +125,9 @@ TEST_CASE("answers: plan checks engine parameters against tpverify's own schema"
     CHECK(m.exit_code == 2);
     CHECK(m.err.find("fusion: 'maybe' is not one of") != std::string::npos);
 
-    auto axis = run_ncclsweep({"plan", maybe.string(), "--axis", "fusoin=on,off"});
+    auto good = dir.write("g.yaml", "sweep: g\ntarget: local\nworkload:\n  engine: tpverify\naxes:\n  fusion: ['off', 'on']\n");
+    CHECK(run_ncclsweep({"plan", good.string()}).exit_code == 0);
+    auto axis = run_ncclsweep({"plan", good.string(), "--axis", "fusoin=on,off"});
     CHECK(axis.exit_code == 2);
     CHECK(axis.err.find("did you mean 'fusion'?") != std::string::npos);
 }
