@@ -101,7 +101,9 @@ TEST_CASE(
 
     auto json = run_ncclsweep({"results", "list", "--db", db, "--json"});
     REQUIRE(json.exit_code == 0);
-    CHECK(json.out.find("\"simulated\":true") != std::string::npos);
+    auto listed = nlohmann::json::parse(json.out);
+    CHECK(listed["sweeps"][0]["backend"] == "sim");
+    CHECK(listed["sweeps"][0]["simulated"] == true);
 }
 
 TEST_CASE("answers: plan checks engine parameters against tpverify's own schema") {
