@@ -58,7 +58,8 @@ Command setup_plan(CLI::App& app) {
         "  ncclsweep plan spec.yaml --format json | jq '.experiments[].key'\n\n"
         "--axis NAME=v1,v2 replaces the axis NAME (or adds it as the last, fastest axis); --set NAME=v\n"
         "fixes one value: an existing axis becomes single-valued, otherwise UPPER_CASE names become a\n"
-        "fixed env value and lower_case names a fixed engine arg. Each experiment's `key` hashes its\n"
+        "fixed env value and lower_case names a fixed engine arg (--set repeats=N sets the spec's repeats;\n"
+        "a name that reaches nothing is an error). Each experiment's `key` hashes its\n"
         "sorted axis values, so the same point has the same key in every sweep.\n"
         "Exit status: 0 planned, 2 bad spec or flags (message on stderr, nothing printed).");
     return Command{sub, [options] { return run_plan(*options); }};
