@@ -38,7 +38,7 @@ TEST_CASE("metric: a declared definition wins over the default and JSON keeps it
     CHECK_FALSE(metrics_from_json("[{\"name\":\"x\",\"better\":\"up\"}]"));
 }
 
-TEST_CASE("metric: the spec's long form declares unit and better, the short form takes the default") {
+TEST_CASE("metric: the spec's long form declares unit and better - the short form takes the default") {
     const char* text = R"(sweep: m
 workload:
   command: [serve]

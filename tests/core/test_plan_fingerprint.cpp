@@ -35,7 +35,7 @@ std::string part(const PlanFingerprint& f, const std::string& what) {
 
 }  // namespace
 
-TEST_CASE("plan fingerprint: names the overrides as typed, the target, the engine and repeats") {
+TEST_CASE("plan fingerprint: names the overrides as typed - the target - the engine and repeats") {
     Spec spec = parsed(k_study);
     std::vector<Override> overrides;
     overrides.push_back(*parse_override(OverrideKind::axis, "fusion=on,off"));

@@ -208,7 +208,7 @@ TEST_CASE("sweep session: a failing experiment is a result and the sweep goes on
     CHECK(store.current().state == "done");
 }
 
-TEST_CASE("sweep session: a command that cannot start fails its experiment with status 127, not the host") {
+TEST_CASE("sweep session: a command that cannot start fails its experiment with status 127 - not the host") {
     FakeTarget target;
     FakeRun missing;
     missing.start_error = Error::bad_input("no such program /opt/serve");
@@ -301,7 +301,7 @@ TEST_CASE("sweep session: a resume runs only the experiments that have not finis
     CHECK(observer.events.front() == "started 2 1/1 r0");
 }
 
-TEST_CASE("sweep session: a resume with different overrides is refused, names them and writes nothing") {
+TEST_CASE("sweep session: a resume with different overrides is refused - names them and writes nothing") {
     const std::vector<Experiment> plan = {point(1, "LL"), point(2, "Simple")};
     FakeStore store;
     const auto id = store.seed(stored_sweep(plan, "--set inject=nccl_hang@2", {1}));

@@ -37,7 +37,7 @@ std::string best_bar_title(const std::string& html) {
 
 }  // namespace
 
-TEST_CASE("answers: a lower-is-better metric picks the same point in run, results best, export and report") {
+TEST_CASE("answers: a lower-is-better metric picks the same point in run - results best - export and report") {
     TempDir dir;
     auto spec = dir.write("warm.yaml", k_warm_spec);
     const std::string db = (dir.path() / "w.db").string();
@@ -99,6 +99,13 @@ TEST_CASE(
     CHECK(env.out.find("\nNCCL_NTHREADS=") == std::string::npos);
     CHECK(env.out.find("# margin over the runner-up") != std::string::npos);
 
+    const std::string html_path = (dir.path() / "f.html").string();
+    auto report = run_ncclsweep({"report", "latest", "--db", db, "-o", html_path});
+    REQUIRE(report.exit_code == 0);
+    const std::string html = read_file(html_path);
+    CHECK(html.find("SIMULATED") != std::string::npos);
+    CHECK(best_bar_title(html).find("fusion=on") != std::string::npos);
+
     auto json = run_ncclsweep({"results", "list", "--db", db, "--json"});
     REQUIRE(json.exit_code == 0);
     auto listed = nlohmann::json::parse(json.out);
@@ -134,7 +141,7 @@ TEST_CASE("answers: plan checks engine parameters against tpverify's own schema"
     CHECK(axis.err.find("did you mean 'fusion'?") != std::string::npos);
 }
 
-TEST_CASE("answers: --set repeats=2 sets the sweep's repeats, not an engine flag") {
+TEST_CASE("answers: --set repeats=2 sets the sweep's repeats - not an engine flag") {
     TempDir dir;
     auto spec = dir.write("r.yaml", sim_spec("e2e-repeats", "  NCCL_PROTO: [LL]\n", 3));
     const std::string db = (dir.path() / "r.db").string();

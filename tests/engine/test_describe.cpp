@@ -66,7 +66,7 @@ TEST_CASE("describe: every described value is accepted by the parser and values 
     CHECK(parse_error("inject", "hang").empty());
 }
 
-TEST_CASE("describe: every flag of --help is described, and only those") {
+TEST_CASE("describe: every flag of --help is described - and only those") {
     std::set<std::string> in_help;
     const std::string help = usage();
     const std::regex flag(R"(--([a-z][a-z0-9-]*))");

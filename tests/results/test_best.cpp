@@ -62,7 +62,7 @@ BestExperiment best_of(const LoadedSweep& sweep, const std::string& metric) {
 
 }  // namespace
 
-TEST_CASE("best: which way is better comes from the sweep's definition, else the default rule") {
+TEST_CASE("best: which way is better comes from the sweep's definition - else the default rule") {
     auto warm = [](std::vector<MetricDefinition> metrics) {
         return sweep_of({point(1, {{"NCCL_PROTO", "LL"}}, {3, 3, 3}, "warm_s"),
                          point(2, {{"NCCL_PROTO", "Simple"}}, {7, 7, 7}, "warm_s")},

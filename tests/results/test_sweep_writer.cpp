@@ -174,7 +174,7 @@ TEST_CASE("sweep writer: a sweep recorded before fingerprints loads with an empt
     CHECK(plan->experiments.size() == 3);
 }
 
-TEST_CASE("sweep writer: outcomes map status, exit and samples for the store") {
+TEST_CASE("sweep writer: outcomes map status - exit and samples for the store") {
     ExperimentReport report;
     report.exp_id = 4;
     report.status = RunStatus::timed_out;
