@@ -6,6 +6,7 @@
 #include "cli/spec_flags.hpp"
 #include "core/plan.hpp"
 #include "core/plan_printer.hpp"
+#include "remote/local_target.hpp"
 
 namespace ncclsweep::cli {
 namespace {
@@ -21,6 +22,8 @@ ExitStatus run_plan(const PlanCommandOptions& options) {
     auto spec = prepare_spec(options.spec.spec_path, *overrides);
     if (!spec) return report_error(spec.error());
     PlanOptions plan_options = plan_options_from(options.spec);
+    remote::LocalTarget local;
+    if (auto checked = check_engine_spec(*spec, plan_options, local); !checked) return report_error(checked.error());
     auto summary = check_plan(*spec, plan_options);
     if (!summary) return report_error(summary.error());
     auto printer =
@@ -55,7 +58,8 @@ Command setup_plan(CLI::App& app) {
         "  ncclsweep plan spec.yaml --format json | jq '.experiments[].key'\n\n"
         "--axis NAME=v1,v2 replaces the axis NAME (or adds it as the last, fastest axis); --set NAME=v\n"
         "fixes one value: an existing axis becomes single-valued, otherwise UPPER_CASE names become a\n"
-        "fixed env value and lower_case names a fixed engine arg. Each experiment's `key` hashes its\n"
+        "fixed env value and lower_case names a fixed engine arg (--set repeats=N sets the spec's repeats;\n"
+        "a name that reaches nothing is an error). Each experiment's `key` hashes its\n"
         "sorted axis values, so the same point has the same key in every sweep.\n"
         "Exit status: 0 planned, 2 bad spec or flags (message on stderr, nothing printed).");
     return Command{sub, [options] { return run_plan(*options); }};

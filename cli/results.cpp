@@ -60,13 +60,14 @@ ExitStatus run_results(const ResultsOptions& options, ResultsAction action) {
             if (!options.sort.empty()) {
                 auto metric = results::parse_metric_choice(options.sort);
                 if (!metric) return report_error(metric.error());
-                if (auto ok = results::sort_rows(*table, *metric); !ok) return report_error(ok.error());
+                if (auto ok = results::sort_rows(*table, results::resolve_metric(*metric, table->sweep.record)); !ok)
+                    return report_error(ok.error());
             }
             printer->print_table(*table);
         } else {
             auto metric = results::parse_metric_choice(options.metric);
             if (!metric) return report_error(metric.error());
-            auto best = results::best_experiment(*table, *metric);
+            auto best = results::best_experiment(*table, results::resolve_metric(*metric, table->sweep.record));
             if (!best) return report_error(best.error());
             printer->print_best(*best);
         }

@@ -3,19 +3,27 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <set>
 
 #include "cli/commands.hpp"
 #include "cli/interrupt.hpp"
 #include "cli/spec_flags.hpp"
+#include "core/engine_locator.hpp"
 #include "core/log.hpp"
 #include "core/plan.hpp"
+#include "core/plan_fingerprint.hpp"
 #include "core/progress.hpp"
+#include "core/render.hpp"
 #include "core/rule_catalog.hpp"
 #include "core/sweep_session.hpp"
 #include "remote/preflight.hpp"
 #include "remote/target_factory.hpp"
+#include "results/query.hpp"
 #include "results/store.hpp"
 #include "results/sweep_writer.hpp"
 
@@ -64,6 +72,65 @@ Result<std::shared_ptr<const RuleCatalog>> catalog_for(const Spec& spec, const s
     return RuleCatalog::with_user_rules(user);
 }
 
+/// `word` as a shell word: as-is when it has only characters no shell treats specially.
+std::string shell_word(const std::string& word) {
+    const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("_./=,:@%+-").find(c) != std::string_view::npos;
+    });
+    return plain ? word : render::shell_quote(word);
+}
+
+/// The command line that starts this sweep again (for the resume hint and the fingerprint):
+/// the spec and every flag that shapes the plan, shell-quoted.
+std::string command_line(const RunOptions& options) {
+    std::string out = "ncclsweep run " + shell_word(options.spec.spec_path);
+    auto add = [&out](std::string_view flag, const std::string& value) { out += fmt::format(" {} {}", flag, shell_word(value)); };
+    for (const auto& axis : options.spec.axis) add("--axis", axis);
+    for (const auto& set : options.spec.set) add("--set", set);
+    if (options.spec.max_experiments != k_default_max_experiments)
+        add("--max-experiments", std::to_string(options.spec.max_experiments));
+    if (!options.spec.engine.empty()) add("--engine", options.spec.engine);
+    if (!options.target.empty()) add("--target", options.target);
+    if (!options.rules_file.empty()) add("--rules", options.rules_file);
+    if (!options.db.empty()) add("--db", options.db);
+    return out;
+}
+
+/// A command that cannot start on this machine is bad input, found before a sweep is created.
+Result<void> check_programs(const Spec& spec, const PlanOptions& plan_options, const std::vector<Experiment>& experiments) {
+    if (spec.target.url != "local") return success();
+    const char* path = std::getenv("PATH");
+    const std::string path_value = path ? path : "";
+    if (!spec.workload.engine.empty()) return check_local_program(plan_options.engine_path, path_value, "the engine");
+    std::set<std::string> checked;
+    for (const auto& experiment : experiments) {
+        if (experiment.shell || experiment.argv.empty() || !checked.insert(experiment.argv.front()).second) continue;
+        if (auto ok = check_local_program(experiment.argv.front(), path_value,
+                                          fmt::format("the workload command (experiment {})", experiment.id));
+            !ok)
+            return ok;
+    }
+    return success();
+}
+
+/// "recommended: ..." under the summary: `results best` for the sweep just run (nothing when no
+/// ok experiment has the metric, e.g. every experiment failed).
+void print_recommendation(results::Store& store, std::int64_t sweep_id, const results::MetricChoice& choice) {
+    auto table = results::load_sweep_table(store, std::to_string(sweep_id));
+    if (!table) return;
+    if (!results::require_metric(*table, choice.name)) return;
+    auto best = results::best_experiment(*table, results::resolve_metric(choice, table->sweep.record));
+    if (!best) return;
+    std::string params;
+    for (const auto& [name, value] : best->best.params) params += (params.empty() ? "" : " ") + name + "=" + value;
+    std::fprintf(stdout, "\nrecommended: experiment %d (%s) by %s, %s is better%s\n", best->best.exp_id, params.c_str(),
+                 choice.name.c_str(), std::string(better_word(best->metric.direction)).c_str(),
+                 best->tie() ? fmt::format("; a tie of {} points diff cannot tell apart, this is the simplest",
+                                           best->tie_group.size())
+                                   .c_str()
+                             : "");
+}
+
 /// The sweep to resume: the given reference, or the newest unfinished sweep with this name.
 Result<std::int64_t> resume_target(results::Store& store, const std::string& ref, const std::string& name) {
     if (!ref.empty() && ref != "auto") return store.resolve_sweep_ref(ref);
@@ -101,6 +168,8 @@ ExitStatus run_run(const RunOptions& options) {
     }
     auto catalog = catalog_for(*spec, options.rules_file);
     if (!catalog) return report_error(catalog.error());
+    if (auto runnable = check_programs(*spec, plan_options, request.experiments); !runnable)
+        return report_error(runnable.error());
 
     remote::TargetOverrides target_overrides;
     target_overrides.accept_new_host_key = options.accept_new_host_key;
@@ -113,6 +182,8 @@ ExitStatus run_run(const RunOptions& options) {
     if (!preflight) return report_error(preflight.error());
     if (auto idle = remote::check_gpus_idle(*preflight, options.force ? remote::BusyPolicy::force : remote::BusyPolicy::refuse); !idle)
         return report_error(idle.error());
+    auto metrics = check_engine_spec(*spec, plan_options, **target);
+    if (!metrics) return report_error(metrics.error());
     for (const auto& note : preflight->notes) NCCLSWEEP_LOG(info, "preflight: {}", note);
     for (const auto& warning : preflight->warnings) NCCLSWEEP_LOG(warning, "preflight: {}", warning);
 
@@ -126,7 +197,10 @@ ExitStatus run_run(const RunOptions& options) {
         request.resume_id = *id;
     }
     request.sweep = NewSweep{spec->name, options.tag, spec->path, spec->text, (*target)->describe(),
-                             preflight->to_json().dump(), NCCLSWEEP_VERSION, spec->repeats};
+                             preflight->to_json().dump(), NCCLSWEEP_VERSION, spec->repeats,
+                             fingerprint_of(*spec, *overrides, plan_options), metrics->metrics, metrics->backend};
+    request.sweep.fingerprint.command_line = command_line(options);
+    const std::string& resume_hint = request.sweep.fingerprint.command_line;
 
     SweepRunOptions run_options;
     run_options.sweep_name = spec->name;
@@ -155,12 +229,22 @@ ExitStatus run_run(const RunOptions& options) {
     if (!outcome) {
         ExitStatus status = report_error(outcome.error());
         if (writer.sweep_id() != 0)
-            NCCLSWEEP_LOG(error, "sweep {} is recorded in {}; continue it with: ncclsweep run {} --resume {}",
-                          writer.sweep_id(), db_path, options.spec.spec_path, writer.sweep_id());
+            NCCLSWEEP_LOG(error, "sweep {} is recorded in {}; continue it with: {} --resume {}", writer.sweep_id(),
+                          db_path, resume_hint, writer.sweep_id());
         return status;
     }
     if (!options.json) {
-        printer.print_summary(stdout, options.metric);
+        // The summary sorts and recommends by the sweep's own metric definitions (NAME:higher or
+        // NAME:lower on --metric wins), with the one "best" rule of `results best`.
+        std::vector<MetricDefinition> definitions = request.sweep.metrics;
+        auto choice = results::parse_metric_choice(options.metric);
+        if (choice && choice->direction_given)
+            definitions.insert(definitions.begin(), MetricDefinition{choice->name, "", choice->direction});
+        const std::string metric_name = printer.summary_metric(choice ? choice->name : options.metric);
+        printer.print_summary(stdout, metric_name, definitions);
+        results::MetricChoice shown{metric_name};
+        if (choice && choice->name == metric_name) shown = *choice;
+        print_recommendation(*store, outcome->sweep_id, shown);
         std::fprintf(stdout, "\nsweep %lld: %d ran (%d ok, %d failed)%s; results in %s\n",
                      static_cast<long long>(outcome->sweep_id), outcome->summary.ran, outcome->summary.ok,
                      outcome->summary.failed,
@@ -168,9 +252,15 @@ ExitStatus run_run(const RunOptions& options) {
                      db_path.c_str());
     }
     if (outcome->summary.interrupted) {
-        NCCLSWEEP_LOG(error, "interrupted; sweep {} is kept in {}; continue it with: ncclsweep run {} --resume {}",
-                      outcome->sweep_id, db_path, options.spec.spec_path, outcome->sweep_id);
+        NCCLSWEEP_LOG(error, "interrupted; sweep {} is kept in {}; continue it with: {} --resume {}", outcome->sweep_id,
+                      db_path, resume_hint, outcome->sweep_id);
         return ExitStatus::infrastructure;
+    }
+    if (outcome->summary.ran > 0 && outcome->summary.ok == 0 && outcome->skipped_finished == 0) {
+        NCCLSWEEP_LOG(error, "no experiment succeeded ({} failed): nothing to recommend; `ncclsweep results show {}` "
+                      "lists each failure and its diagnosis",
+                      outcome->summary.failed, outcome->sweep_id);
+        return ExitStatus::negative;
     }
     return ExitStatus::done;
 }
@@ -186,8 +276,10 @@ Command setup_run(CLI::App& app) {
         "  ncclsweep run experiments/quickstart.yaml\n"
         "  ncclsweep run study.yaml --target ssh://me@gpu-host --tag nightly\n"
         "  ncclsweep run study.yaml --resume            # continue an interrupted sweep\n"
-        "Exit status: 0 done, 2 bad spec or flags, 3 host/ssh/database failure or interrupted\n"
-        "(resumable). Failed experiments are results, not errors.");
+        "Exit status: 0 done (at least one experiment ok), 1 every experiment failed (nothing to\n"
+        "recommend), 2 bad spec, flags, engine parameters or a --resume whose flags differ (nothing\n"
+        "is written), 3 host/ssh/database failure or interrupted (resumable with the printed command).\n"
+        "Failed experiments are results, not errors.");
     add_spec_flags(*sub, options->spec);
     sub->add_option("--target", options->target, "Where to run: local or ssh://user@host[:port] (overrides the spec)");
     add_db_flag(*sub, options->db);

@@ -4,6 +4,8 @@
 #include <cstdlib>
 
 #include "core/engine_locator.hpp"
+#include "core/engine_schema.hpp"
+#include "core/log.hpp"
 #include "results/export.hpp"
 
 namespace ncclsweep::cli {
@@ -40,6 +42,18 @@ PlanOptions plan_options_from(const SpecFlags& flags) {
     options.max_experiments = flags.max_experiments;
     options.engine_path = flags.engine.empty() ? locate_engine(current_executable()) : flags.engine;
     return options;
+}
+
+Result<CheckedWorkload> check_engine_spec(const Spec& spec, const PlanOptions& options, Target& target) {
+    if (spec.workload.engine.empty()) return CheckedWorkload{spec.workload.metric_definitions, {}};
+    auto schema = read_engine_schema(target, options.engine_path);
+    if (!schema) {
+        if (schema.error().kind == ErrorKind::bad_input) return schema.error();
+        NCCLSWEEP_LOG(warning, "engine parameters not checked before running: {}", schema.error().message);
+        return CheckedWorkload{{}, sweep_backend(spec, nullptr)};
+    }
+    if (auto ok = ncclsweep::check_engine_parameters(spec, *schema); !ok) return ok.error();
+    return CheckedWorkload{schema->metrics, sweep_backend(spec, &*schema)};
 }
 
 std::string database_path(const std::string& flag) {

@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "core/metric.hpp"
 #include "core/planner.hpp"
+#include "core/target.hpp"
 #include "core/result.hpp"
 #include "results/store.hpp"
 
@@ -28,6 +30,16 @@ void add_spec_flags(CLI::App& app, SpecFlags& flags);
 Result<std::vector<Override>> overrides_from(const SpecFlags& flags);
 /// Planner options (engine path: --engine, else next to this binary, else PATH).
 PlanOptions plan_options_from(const SpecFlags& flags);
+
+/// For an `engine:` spec: checks its engine parameters against what the engine on `target`
+/// says (`tpverify --describe --json`) and returns the engine's metric definitions. An engine
+/// that cannot describe itself (not on this machine, older build) is a warning, and the check
+/// is left to the engine when it runs. Command specs: their own metric definitions.
+struct CheckedWorkload {
+    std::vector<MetricDefinition> metrics;  ///< declared by the spec or the engine
+    std::string backend;                    ///< "sim", "cuda" or "" (command workload / unknown)
+};
+Result<CheckedWorkload> check_engine_spec(const Spec& spec, const PlanOptions& options, Target& target);
 
 /// Database path: --db, else $NCCLSWEEP_DB, else ./ncclsweep.db.
 std::string database_path(const std::string& flag);

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <string_view>
 #include <system_error>
@@ -34,6 +36,29 @@ std::string locate_engine(const std::filesystem::path& self_exe) {
         }
     }
     return "tpverify";
+}
+
+Result<void> check_local_program(const std::string& program, const std::string& path_value, const std::string& what) {
+    if (program.find('/') != std::string::npos) {
+        std::error_code ec;
+        if (!std::filesystem::exists(program, ec))
+            return Error::bad_input(fmt::format("{} '{}' does not exist; build it or give its path (for the engine: --engine)",
+                                                what, program));
+        if (!is_executable(program))
+            return Error::bad_input(fmt::format("{} '{}' is not an executable file; check its path and mode (chmod +x)",
+                                                what, program));
+        return success();
+    }
+    std::string_view rest = path_value;
+    while (!rest.empty()) {
+        auto colon = rest.find(':');
+        std::string_view folder = rest.substr(0, colon);
+        if (is_executable(std::filesystem::path(folder.empty() ? "." : folder) / program)) return success();
+        if (colon == std::string_view::npos) break;
+        rest.remove_prefix(colon + 1);
+    }
+    return Error::bad_input(fmt::format("{} '{}' is not on PATH ({}); install it or give its full path", what, program,
+                                        path_value));
 }
 
 std::filesystem::path current_executable() {

@@ -112,6 +112,16 @@ nccl::WorkloadContext workload_context(const Spec& spec, const Experiment& exper
     return context;
 }
 
+std::vector<std::string> inert_settings(const Spec& spec, const Experiment& experiment) {
+    std::vector<std::string> out;
+    for (const auto& finding : nccl::check_environment(experiment.env, workload_context(spec, experiment)))
+        if ((finding.code == "ignored-small" || finding.code == "buffsize-unused") && !finding.variable.empty())
+            out.push_back(finding.variable);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
 Result<PlanSummary> check_plan(const Spec& spec, const PlanOptions& options) {
     auto planner = Planner::create(spec, options);
     if (!planner) return planner.error();

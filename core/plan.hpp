@@ -56,6 +56,11 @@ struct PlanSummary {
 /// defaults tokens 4 and kimi-k2.5) and the `topology` parameter when one is given.
 [[nodiscard]] nccl::WorkloadContext workload_context(const Spec& spec, const Experiment& experiment);
 
+/// The settings of `experiment` NCCL is expected to ignore for its workload (the plan's
+/// "ignored at this message size" and "buffer of a protocol it disables" warnings), sorted.
+/// They cannot make the point better or worse, so "best" does not count them and exports mark them.
+[[nodiscard]] std::vector<std::string> inert_settings(const Spec& spec, const Experiment& experiment);
+
 /// Walks every experiment once: counts them, stops (bad_input, located) at the first NCCL error
 /// of any experiment, and groups the warnings by code and message.
 [[nodiscard]] Result<PlanSummary> check_plan(const Spec& spec, const PlanOptions& options);

@@ -208,6 +208,17 @@ Result<bool> Planner::build(const std::vector<Assignment>& params, Experiment& o
                                             argv.error().message, out.id, m_spec->path,
                                             canonical_text(params)));
     out.argv = std::move(*argv);
+    if (!m_spec->workload.client.empty()) {
+        // The client is started later by the sweep; its placeholders are checked now, like the command's.
+        WorkloadSpec client = m_spec->workload;
+        client.engine.clear();
+        client.command = m_spec->workload.client;
+        client.command_is_shell = m_spec->workload.client_is_shell;
+        if (auto client_argv = render::command_argv(client, m_workload_params, ""); !client_argv)
+            return Error::bad_input(fmt::format("client: {} (while planning experiment {} of {}: {})",
+                                                client_argv.error().message, out.id, m_spec->path,
+                                                canonical_text(params)));
+    }
     out.shell = m_spec->workload.engine.empty() && m_spec->workload.command_is_shell;
     out.canonical = canonical_text(params);
     out.key = key_of_canonical(out.canonical);

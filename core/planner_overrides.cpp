@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 
 #include "core/planner.hpp"
 #include "core/spec_parser.hpp"
@@ -18,6 +19,28 @@ void erase_name(List& list, const std::string& name) {
     list.erase(
         std::remove_if(list.begin(), list.end(), [&](const auto& entry) { return entry.first == name; }),
         list.end());
+}
+
+/// True when the command or client of `workload` has a `{name}` placeholder.
+bool has_placeholder(const WorkloadSpec& workload, const std::string& name) {
+    const std::string placeholder = "{" + name + "}";
+    for (const auto* words : {&workload.command, &workload.client})
+        for (const auto& word : *words)
+            if (word.text.find(placeholder) != std::string::npos) return true;
+    return false;
+}
+
+/// `--set repeats=N`: the spec's own key (1..1000, like `repeats:` in the file).
+Result<void> set_repeats(Spec& spec, const Override& item) {
+    if (item.kind == OverrideKind::axis)
+        return Error::bad_input("--axis repeats: repeats is a spec key, not an axis; use --set repeats=N");
+    const std::string& text = item.values.front();
+    int value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size() || value < 1 || value > 1000)
+        return Error::bad_input(fmt::format("--set repeats={}: repeats must be a whole number in 1..1000", text));
+    spec.repeats = value;
+    return success();
 }
 
 }  // namespace
@@ -60,11 +83,22 @@ Result<void> apply_overrides(Spec& spec, const std::vector<Override>& overrides)
         SourceMark mark{flag_of(item.kind), 0, 0};
         if (auto problem = name_problem(item.name); !problem.empty())
             return Error::bad_input(fmt::format("{}: {}", mark.file, problem));
+        if (item.name == "repeats") {
+            if (auto set = set_repeats(spec, item); !set) return set;
+            continue;
+        }
         std::vector<SpecValue> values;
         for (const auto& text : item.values) values.push_back(SpecValue{text, mark});
         auto axis = std::find_if(spec.axes.begin(), spec.axes.end(),
                                  [&](const Axis& a) { return a.name == item.name; });
         bool env = classify_name(item.name) == NameKind::env;
+        // A command only sees a lower_case parameter through a {name} placeholder: any other
+        // name would be swept (or fixed) without reaching the workload.
+        if (!env && spec.workload.engine.empty() && axis == spec.axes.end() && !has_placeholder(spec.workload, item.name))
+            return Error::bad_input(fmt::format(
+                "{} {}: the spec has no axis '{}' and its command has no {{{}}} placeholder, so the value would "
+                "reach nothing; use a spec axis or a placeholder of the command (or add {{{}}} to it)",
+                mark.file, item.name, item.name, item.name, item.name));
         if (item.kind == OverrideKind::axis || axis != spec.axes.end() ||
             (!env && spec.workload.engine.empty())) {
             if (axis == spec.axes.end()) {

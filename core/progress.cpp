@@ -122,14 +122,25 @@ void ProgressPrinter::notice(const std::string& message) {
     std::fflush(m_human);
 }
 
-void ProgressPrinter::print_summary(std::FILE* out, const std::string& metric_name) const {
+std::string ProgressPrinter::summary_metric(const std::string& preferred) const {
+    for (const auto& entry : m_reports)
+        if (entry.second.status == RunStatus::ok) return pick_metric(entry.second, preferred);
+    return preferred;
+}
+
+void ProgressPrinter::print_summary(std::FILE* out, const std::string& metric_name,
+                                    const std::vector<MetricDefinition>& definitions) const {
     if (m_style == ProgressStyle::json) return;
     std::vector<const std::pair<Experiment, ExperimentReport>*> ok, failed;
     for (const auto& entry : m_reports) (entry.second.status == RunStatus::ok ? ok : failed).push_back(&entry);
     std::string metric = metric_name;
     if (!ok.empty()) metric = pick_metric(ok.front()->second, metric_name);
+    const bool lower = definition_of(metric, definitions).better == stats::Direction::lower_is_better;
     std::stable_sort(ok.begin(), ok.end(), [&](auto* a, auto* b) {
-        return a->second.median(metric).value_or(-1e300) > b->second.median(metric).value_or(-1e300);
+        auto x = a->second.median(metric), y = b->second.median(metric);
+        if (x.has_value() != y.has_value()) return x.has_value();
+        if (!x) return false;
+        return lower ? *x < *y : *x > *y;
     });
     std::fprintf(out, "%-5s %-12s %-52s %s\n", "id", metric.empty() ? "result" : metric.c_str(), "parameters", "status");
     for (const auto* entry : ok) {

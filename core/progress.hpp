@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/metric.hpp"
 #include "core/sweep.hpp"
 
 namespace ncclsweep {
@@ -27,8 +28,12 @@ public:
     void finished(const Experiment& experiment, const ExperimentReport& report, int index, int total) override;
     void notice(const std::string& message) override;
 
-    /// Prints the summary table (best first, then failures with their class) to `out`.
-    void print_summary(std::FILE* out, const std::string& metric) const;
+    /// Prints the summary table (best median first, which way is better from `definitions` or
+    /// the default rule of core/metric; then failures with their class) to `out`.
+    void print_summary(std::FILE* out, const std::string& metric, const std::vector<MetricDefinition>& definitions) const;
+    /// The metric print_summary shows for `preferred`: it, else tok_s, else the first one an ok
+    /// experiment reported ("" when none did).
+    [[nodiscard]] std::string summary_metric(const std::string& preferred) const;
     /// Reports seen so far, in order.
     [[nodiscard]] const std::vector<std::pair<Experiment, ExperimentReport>>& reports() const { return m_reports; }
 

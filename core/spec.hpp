@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/metric.hpp"
+
 namespace ncclsweep {
 
 /// Where something came from: file, 1-based line and column (0 = unknown, e.g. a CLI flag).
@@ -83,6 +85,7 @@ struct WorkloadSpec {
     bool client_is_shell = false;
     std::string ready;                                   ///< regex: the server is ready
     std::vector<std::pair<std::string, std::string>> metrics;  ///< metric name -> regex with one capture group
+    std::vector<MetricDefinition> metric_definitions;          ///< one per `metrics` entry: unit, better
     std::vector<RuleSpec> rules;
     SourceMark mark;
 };

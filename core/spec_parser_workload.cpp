@@ -3,6 +3,7 @@
 
 #include <charconv>
 
+#include "core/metric.hpp"
 #include "core/spec_sections.hpp"
 
 namespace ncclsweep::spec_yaml {
@@ -203,11 +204,38 @@ Result<WorkloadSpec> parse_workload(const YAML::Node& node, const Where& where) 
         } else if (key == "metrics") {
             if (auto ok = check_open_map(entry.second, at, what); !ok) return ok.error();
             for (const auto& metric : entry.second) {
-                std::string metric_what = fmt::format("workload.metrics.{}", metric.first.Scalar());
-                auto value = read_scalar(metric.second, inner(at, metric.first), metric_what);
+                const std::string name = metric.first.Scalar();
+                std::string metric_what = fmt::format("workload.metrics.{}", name);
+                Where metric_at = inner(at, metric.first);
+                // Short form `name: regex` (direction by the documented default), or the long
+                // form `name: {regex: ..., better: higher|lower, unit: ...}`.
+                MetricDefinition definition = definition_of(name, {});
+                if (metric.second.IsMap()) {
+                    if (auto ok = check_map(metric.second, metric_at, metric_what, {"regex", "better", "unit"}); !ok)
+                        return ok.error();
+                    if (!metric.second["regex"].IsDefined())
+                        return error_at(mark_of(metric.second, metric_at),
+                                        fmt::format("{} needs `regex:` (with one capture group)", metric_what));
+                    if (metric.second["better"].IsDefined()) {
+                        auto better = read_scalar(metric.second["better"], metric_at, metric_what + ".better");
+                        if (!better) return better.error();
+                        auto direction = parse_better(better->text, better->mark.to_string() + ": " + metric_what);
+                        if (!direction) return direction.error();
+                        definition.better = *direction;
+                    }
+                    if (metric.second["unit"].IsDefined()) {
+                        auto unit = read_scalar(metric.second["unit"], metric_at, metric_what + ".unit");
+                        if (!unit) return unit.error();
+                        definition.unit = unit->text;
+                    }
+                }
+                // (yaml-cpp: assigning to a Node would overwrite what it refers to; initialise once.)
+                const YAML::Node regex_node = metric.second.IsMap() ? metric.second["regex"] : metric.second;
+                auto value = read_scalar(regex_node, metric_at, metric_what);
                 if (!value) return value.error();
                 if (auto ok = check_regex(value->text, value->mark, metric_what, 1); !ok) return ok.error();
-                workload.metrics.emplace_back(metric.first.Scalar(), value->text);
+                workload.metrics.emplace_back(name, value->text);
+                workload.metric_definitions.push_back(std::move(definition));
             }
         } else if (key == "rules") {
             if (!entry.second.IsSequence())

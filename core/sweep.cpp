@@ -67,7 +67,8 @@ Result<std::vector<std::string>> client_argv(const SweepRunOptions& options, con
 }
 
 RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std::string& dir, int repeat,
-                         const SweepRunOptions& options, const std::atomic<bool>& stop) {
+                         const std::vector<std::string>& client_args, const SweepRunOptions& options,
+                         const std::atomic<bool>& stop) {
     RepeatOutcome outcome;
     auto start_time = Clock::now();
     auto finish = [&](RepeatEnd end) {
@@ -83,6 +84,7 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
         outcome.watcher = std::make_unique<Watcher>(options.catalog, options.watcher, start_time);
         outcome.watcher->feed(OutputLine{Stream::err, process.error().message, Clock::now(), false});
         outcome.watcher->on_exit(ExitInfo{127, 0}, Clock::now());
+        outcome.exit = ExitInfo{127, 0};  // recorded like a shell's "command not found"
         return finish(RepeatEnd::failed);
     }
     outcome.watcher = std::make_unique<Watcher>(options.catalog, options.watcher, start_time);
@@ -90,17 +92,16 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
     if (auto group = (*process)->process_group()) outcome.process_groups.push_back(*group);
 
     // Optional client: started once the server is ready; when it ends, the server is stopped.
-    auto client_args = client_argv(options, experiment);
     std::unique_ptr<Process> client;
     bool client_done = false;
     std::optional<ExitInfo> client_exit;
     SuperviseOptions supervise_options;
     supervise_options.kill_grace = options.kill_grace;
-    if (client_args && !client_args->empty()) {
+    if (!client_args.empty()) {
         supervise_options.stop_when = [&]() {
             if (client_done) return true;
             if (!client && (watcher.state() == WatchState::ready)) {
-                auto started = target.start(command_for(*client_args, experiment, dir, options.delivery, repeat));
+                auto started = target.start(command_for(client_args, experiment, dir, options.delivery, repeat));
                 if (!started) {
                     watcher.feed(OutputLine{Stream::err, "client: " + started.error().message, Clock::now(), false});
                     client_done = true;
@@ -223,13 +224,14 @@ Result<SweepRunSummary> run_experiments(Target& target, const std::vector<Experi
             double total_s = 0;
             bool lost = false;
             std::string lost_reason;
-            // The environment files are written once per attempt; every repeat reads them.
-            auto dir = deliver(target, experiment, options);
+            // The client command and the environment files are prepared once per attempt; every
+            // repeat uses them. One that cannot be rendered is a failure of this point, not of the host.
+            auto client_args = client_argv(options, experiment);
+            auto dir = client_args ? deliver(target, experiment, options) : Result<std::string>(client_args.error());
             if (!dir && dir.error().kind != ErrorKind::infrastructure) {
-                // The environment itself cannot be rendered: a failure of this point, not of the host.
                 report.status = RunStatus::failed;
                 report.failure_class = "config";
-                report.diagnosis = dir.error().message;
+                report.diagnosis = client_args ? dir.error().message : "client: " + dir.error().message;
                 if (auto done = sink.experiment_finished(report); !done) return done.error();
                 recorded = true;
                 break;
@@ -240,7 +242,7 @@ Result<SweepRunSummary> run_experiments(Target& target, const std::vector<Experi
             }
             for (int repeat = 0; !lost && repeat < std::max(1, options.repeats); ++repeat) {
                 observer.started(experiment, index + 1, total, repeat);
-                RepeatOutcome outcome = run_repeat(target, experiment, *dir, repeat, options, stop);
+                RepeatOutcome outcome = run_repeat(target, experiment, *dir, repeat, *client_args, options, stop);
                 total_s += outcome.seconds;
                 previous_groups.insert(previous_groups.end(), outcome.process_groups.begin(), outcome.process_groups.end());
                 if (outcome.end == RepeatEnd::interrupted) {

@@ -8,21 +8,22 @@
 namespace ncclsweep {
 namespace {
 
-/// A resume re-plans from the spec: the stored experiments must be the same points.
-Result<void> check_same_plan(const std::vector<Experiment>& stored, const std::vector<Experiment>& planned,
-                             std::int64_t id) {
-    if (stored.size() != planned.size())
-        return Error::bad_input(fmt::format(
-            "sweep {} has {} experiments but the spec now plans {}: the spec or its overrides changed since it "
-            "started; run it as a new sweep (without --resume)",
-            id, stored.size(), planned.size()));
-    for (std::size_t i = 0; i < stored.size(); ++i)
-        if (stored[i].id != planned[i].id || stored[i].key != planned[i].key)
-            return Error::bad_input(fmt::format(
-                "experiment {} of sweep {} is {} but the spec now plans {}: the spec or its overrides changed "
-                "since the sweep started; run it as a new sweep (without --resume)",
-                stored[i].id, id, stored[i].canonical, planned[i].canonical));
-    return success();
+/// A resume re-plans from the spec and flags: refused (bad_input, before anything is written)
+/// unless the stored points and settings are the ones planned now.
+Result<void> check_same_plan(const StoredPlan& stored, const SweepRequest& request, std::int64_t id) {
+    std::vector<std::string> differences = fingerprint_differences(stored.fingerprint, request.sweep.fingerprint);
+    for (auto& d : plan_differences(stored.experiments, request.experiments)) differences.push_back(std::move(d));
+    if (differences.empty()) return success();
+    std::string list;
+    for (const auto& d : differences) list += "\n  - " + d;
+    std::string how = stored.fingerprint.command_line.empty()
+                          ? std::string("resume it with the spec and flags it started with")
+                          : fmt::format("resume it with the command it started with: {} --resume {}",
+                                        stored.fingerprint.command_line, id);
+    return Error::bad_input(fmt::format(
+        "refusing to resume sweep {}: it would mix configurations; what differs from when it started:{}\n{}, or run "
+        "it as a new sweep (without --resume); nothing was changed in the database",
+        id, list, how));
 }
 
 }  // namespace
@@ -33,9 +34,10 @@ Result<SweepOutcome> run_sweep(const SweepRequest& request, Target& target, Swee
     outcome.total = static_cast<int>(request.experiments.size());
     std::vector<Experiment> todo;
     if (request.resume_id) {
-        auto stored = store.resume(*request.resume_id);
+        auto stored = store.load_plan(*request.resume_id);
         if (!stored) return stored.error();
-        if (auto same = check_same_plan(*stored, request.experiments, *request.resume_id); !same) return same.error();
+        if (auto same = check_same_plan(*stored, request, *request.resume_id); !same) return same.error();
+        if (auto reopened = store.reopen(*request.resume_id); !reopened) return reopened.error();
         auto finished = store.finished_ids();
         if (!finished) return finished.error();
         std::set<int> done(finished->begin(), finished->end());

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/experiment.hpp"
+#include "core/plan_fingerprint.hpp"
 #include "core/result.hpp"
 #include "core/sweep.hpp"
 
@@ -21,6 +22,15 @@ enum class SweepEnd { done, interrupted, failed };
 struct NewSweep {
     std::string name, tag, spec_path, spec_text, target, preflight_json, tool_version;
     int repeats = 1;
+    PlanFingerprint fingerprint;  ///< what it runs besides its points (checked by a resume)
+    std::vector<MetricDefinition> metrics;  ///< declared by the spec or the engine (unit, better)
+    std::string backend;                    ///< engine backend producing the numbers ("sim", "cuda", "")
+};
+
+/// A stored sweep's plan, as a resume reads it (reading writes nothing).
+struct StoredPlan {
+    std::vector<Experiment> experiments;  ///< id order
+    PlanFingerprint fingerprint;          ///< empty for sweeps recorded before fingerprints
 };
 
 /// A sweep being written: the sink plus bookkeeping (results/ implements it over SQLite).
@@ -28,8 +38,11 @@ class SweepStore : public ResultSink {
 public:
     /// Records a new sweep (state running) with its planned experiments; returns its id.
     virtual Result<std::int64_t> create(const NewSweep& sweep, const std::vector<Experiment>& experiments) = 0;
-    /// Reopens sweep `id` for a resume; returns its stored experiments (id order).
-    virtual Result<std::vector<Experiment>> resume(std::int64_t id) = 0;
+    /// Reads sweep `id`'s plan for a resume without writing anything.
+    virtual Result<StoredPlan> load_plan(std::int64_t id) = 0;
+    /// Reopens sweep `id` (state running, one more resume, this process its runner) once its
+    /// plan was found the same; refused (infrastructure) while another live runner has it.
+    virtual Result<void> reopen(std::int64_t id) = 0;
     /// Ids of experiments of the current sweep that must not run again.
     virtual Result<std::vector<int>> finished_ids() = 0;
     /// A sweep-level note (plan warnings, preflight notes).
@@ -54,9 +67,9 @@ struct SweepOutcome {
     int total = 0;              ///< experiments in the sweep
 };
 
-/// Runs a sweep end to end. Errors: bad_input when a resume's stored plan no longer matches
-/// the spec; infrastructure from the target or store (the sweep is then marked failed and
-/// can be resumed).
+/// Runs a sweep end to end. Errors: bad_input when a resume's stored plan or fingerprint no
+/// longer matches (naming what differs; nothing is written then); infrastructure from the
+/// target or store (the sweep is then marked failed and can be resumed).
 Result<SweepOutcome> run_sweep(const SweepRequest& request, Target& target, SweepStore& store,
                                SweepObserver& observer, SweepRunOptions options, const std::atomic<bool>& stop);
 

@@ -1,15 +1,21 @@
 // tpverify: reproduces a tensor-parallel speculative-decoding verify pass (see docs/engine.md).
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "engine/backend.hpp"
 #include "engine/launch.hpp"
+#include "engine/describe.hpp"
 #include "engine/model.hpp"
 #include "engine/options.hpp"
 #include "engine/report.hpp"
 
 int main(int argc, char** argv) {
     using namespace tpverify;
+    if (argc == 3 && std::string(argv[1]) == "--describe" && std::string(argv[2]) == "--json") {
+        std::fputs(describe_json(cuda_available() ? "cuda" : "sim").c_str(), stdout);
+        return static_cast<int>(Exit::ok);
+    }
     ParseOutcome parsed = parse_options(argc, argv);
     if (parsed.help) {
         std::fputs(usage().c_str(), stdout);

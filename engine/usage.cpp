@@ -75,6 +75,7 @@ Output
   --json                   one JSON event per line on stdout: start, capture (begin/end),
                            ready, result. Without it: a readable summary.
   --help                   this text
+  --describe --json        the flags and metrics as JSON (what ncclsweep checks specs against)
 
 The NCCL environment (NCCL_ALGO, NCCL_PROTO, NCCL_MIN/MAX_CTAS, NCCL_NTHREADS, ...) is taken
 as inherited and never overridden; the sim backend models how NCCL would react to it.

@@ -153,7 +153,10 @@ std::string_view verdict_word(stats::Verdict verdict) {
 }
 
 Result<SweepDiff> diff_tables(const SweepTable& base, const SweepTable& candidate,
-                              const DiffOptions& options) {
+                              const DiffOptions& requested) {
+    // Which way is better comes from the sweeps' own metric definitions (the new sweep's).
+    DiffOptions options = requested;
+    for (auto& metric : options.metrics) metric = resolve_metric(metric, candidate.sweep.record);
     if (auto ok = check_options(base, candidate, options); !ok) return ok.error();
     SweepDiff diff;
     diff.base = base.sweep;

@@ -10,6 +10,7 @@
 
 #include "core/result.hpp"
 #include "core/stats.hpp"
+#include "results/query.hpp"
 #include "results/records.hpp"
 
 namespace ncclsweep::results {
@@ -38,9 +39,9 @@ enum class Format { json, csv, markdown, junit, sitecustomize, env, nccl_tuner, 
 [[nodiscard]] std::vector<double> metric_values(const StoredExperiment& experiment, std::string_view metric);
 /// Metric names present in the sweep, in order of first appearance.
 [[nodiscard]] std::vector<std::string> metric_names(const SweepData& sweep);
-/// Which way `metric` is good: lower for latencies/times (names containing "latency", "_us",
-/// "_ms", "_ns", "time", or ending in "_seconds"), higher otherwise (tok_s, bandwidth, ...).
-[[nodiscard]] stats::Direction metric_direction(std::string_view metric);
+/// Which way `metric` is good in `sweep`: NAME:higher/NAME:lower as written, else the sweep's
+/// stored definition, else the default rule (results::resolve_metric, core/metric).
+[[nodiscard]] stats::Direction metric_direction(const SweepData& sweep, std::string_view metric);
 
 /// Median with an interval: the 95% median CI when n >= 6, else [min, max] (interval_is_ci false).
 struct MetricStats {
@@ -54,8 +55,11 @@ struct MetricStats {
 [[nodiscard]] std::optional<MetricStats> metric_stats(const StoredExperiment& experiment,
                                                       std::string_view metric);
 
-/// The ok experiment with the best median of `metric` (ties: lowest id). bad_input when no
+/// The best point by `metric` (NAME or NAME:higher/lower) under the one rule of
+/// results::best_experiment (tie group, simplest point), with its evidence. bad_input when no
 /// ok experiment measured it, naming the metrics that exist.
+[[nodiscard]] Result<BestExperiment> best_point(const SweepData& sweep, std::string_view metric);
+/// The experiment best_point recommends.
 [[nodiscard]] Result<const StoredExperiment*> best_experiment(const SweepData& sweep,
                                                               std::string_view metric);
 /// The experiment with id `id`; bad_input naming the valid range otherwise.

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
 #include "core/log.hpp"
 #include "core/text.hpp"
 #include "results/export.hpp"
@@ -47,15 +49,10 @@ std::vector<std::string> metric_names(const SweepData& sweep) {
     return names;
 }
 
-stats::Direction metric_direction(std::string_view metric) {
-    std::string lower(metric);
-    std::transform(lower.begin(), lower.end(), lower.begin(),
-                   [](unsigned char c) { return std::tolower(c); });
-    auto has = [&](std::string_view part) { return lower.find(part) != std::string::npos; };
-    bool ends_seconds = lower.size() >= 8 && lower.compare(lower.size() - 8, 8, "_seconds") == 0;
-    if (has("latency") || has("_us") || has("_ms") || has("_ns") || has("time") || ends_seconds)
-        return stats::Direction::lower_is_better;
-    return stats::Direction::higher_is_better;
+stats::Direction metric_direction(const SweepData& sweep, std::string_view metric) {
+    auto choice = parse_metric_choice(metric);
+    if (!choice) return default_direction(metric);
+    return resolve_metric(*choice, sweep.info.record).direction;
 }
 
 std::optional<MetricStats> metric_stats(const StoredExperiment& experiment, std::string_view metric) {
@@ -76,19 +73,11 @@ std::optional<MetricStats> metric_stats(const StoredExperiment& experiment, std:
     return out;
 }
 
-Result<const StoredExperiment*> best_experiment(const SweepData& sweep, std::string_view metric) {
-    const bool lower = metric_direction(metric) == stats::Direction::lower_is_better;
-    const StoredExperiment* best = nullptr;
-    double best_median = 0;
-    for (const auto& experiment : sweep.experiments) {
-        if (experiment.outcome.status != ExperimentStatus::ok) continue;
-        auto s = metric_stats(experiment, metric);
-        if (!s || std::isnan(s->median)) continue;
-        if (!best || (lower ? s->median < best_median : s->median > best_median)) {
-            best = &experiment;
-            best_median = s->median;
-        }
-    }
+Result<BestExperiment> best_point(const SweepData& sweep, std::string_view metric) {
+    auto choice = parse_metric_choice(metric);
+    if (!choice) return choice.error();
+    SweepTable table = build_sweep_table(sweep.info, std::span<const StoredExperiment>(sweep.experiments));
+    auto best = results::best_experiment(table, resolve_metric(*choice, sweep.info.record));
     if (best) return best;
     auto names = metric_names(sweep);
     std::string known = names.empty() ? std::string("it has no measured samples at all")
@@ -96,8 +85,75 @@ Result<const StoredExperiment*> best_experiment(const SweepData& sweep, std::str
     return Error::bad_input(fmt::format(
         "sweep {} ({}): no ok experiment measured '{}' ({}); pick one with --metric "
         "or name a point with --experiment ID",
-        sweep.info.id, clean_text(sweep.info.record.name, false), clean_text(metric, false), known));
+        sweep.info.id, clean_text(sweep.info.record.name, false), clean_text(choice->name, false), known));
 }
+
+Result<const StoredExperiment*> best_experiment(const SweepData& sweep, std::string_view metric) {
+    auto best = best_point(sweep, metric);
+    if (!best) return best.error();
+    return find_experiment(sweep, best->best.exp_id);
+}
+
+namespace {
+
+/// The NCCL version the host preflight found ("" when unknown).
+std::string host_nccl_version(const SweepData& sweep) {
+    auto j = nlohmann::json::parse(sweep.info.record.host_preflight, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("nccl_version") || !j["nccl_version"].is_string()) return {};
+    return j["nccl_version"].get<std::string>();
+}
+
+std::string point_header(const SweepData& sweep, const StoredExperiment& point, const std::vector<std::string>& inert,
+                         const BestExperiment* best, std::string_view metric_text) {
+    std::vector<std::string> lines;
+    const auto& e = point.experiment;
+    lines.push_back(fmt::format("ncclsweep: experiment {} of sweep {} ('{}'), key {}", e.id, sweep.info.id,
+                                sweep.info.record.name, e.key));
+    const std::string backend = point_backend(sweep.info, e);
+    if (!backend.empty())
+        lines.push_back(backend == "sim" ? "data: " + simulated_note(backend) : "data: measured (backend " + backend + ")");
+    if (auto nccl = host_nccl_version(sweep); !nccl.empty()) lines.push_back("NCCL on the host: " + nccl);
+    std::string workload;
+    for (const auto& [name, value] : e.workload) workload += (workload.empty() ? "" : " ") + name + "=" + value;
+    if (!workload.empty())
+        lines.push_back("workload parameters (set them on your server; they are not NCCL variables): " + workload);
+    if (!inert.empty()) {
+        std::string names;
+        for (const auto& name : inert)
+            for (const auto& [n, v] : e.env)
+                if (n == name) names += (names.empty() ? "" : " ") + n + "=" + v;
+        lines.push_back("left out as inert (NCCL ignores them for this workload): " + names);
+    }
+    auto choice = parse_metric_choice(metric_text);
+    const std::string metric = best ? best->metric.name : choice ? choice->name : std::string(metric_text);
+    if (auto s = metric_stats(point, metric)) {
+        const MetricDefinition d = definition_of(metric, sweep.info.record.metrics);
+        lines.push_back(fmt::format("evidence: {} median {}{} ({} {}..{}, n={}), {} is better", metric,
+                                    fmt::format("{:.6g}", s->median), d.unit.empty() ? "" : " " + d.unit,
+                                    s->interval_is_ci ? "95% CI" : "range", fmt::format("{:.6g}", s->low),
+                                    fmt::format("{:.6g}", s->high), s->n,
+                                    better_word(best ? best->metric.direction : metric_direction(sweep, metric))));
+    }
+    if (best) {
+        if (best->tie()) {
+            std::string ids;
+            for (const auto& row : best->tie_group) ids += (ids.empty() ? "" : ",") + std::to_string(row.exp_id);
+            lines.push_back(fmt::format("tie: experiments {} cannot be told apart (diff: alpha 0.05, threshold 3%{}); "
+                                        "this is the simplest of them",
+                                        ids, best->decided_by_threshold ? ", too few samples: threshold alone" : ""));
+        }
+        if (best->runner_up && best->margin)
+            lines.push_back(fmt::format("margin over the runner-up (experiment {}): {:+.1f}% ({})", best->runner_up->exp_id,
+                                        best->margin->delta * 100, stats::verdict_name(best->margin->verdict)));
+        else
+            lines.push_back("margin: no runner-up outside the tie group");
+    }
+    std::string out;
+    for (const auto& line : lines) out += "# " + clean_text(line, false) + "\n";
+    return out;
+}
+
+}  // namespace
 
 Result<const StoredExperiment*> find_experiment(const SweepData& sweep, int id) {
     for (const auto& experiment : sweep.experiments)
@@ -179,23 +235,41 @@ Result<std::string> export_sweep(const SweepData& sweep, const ExportRequest& re
     // --best for a profile is a winner per message size, not one point (results/export_tuner.cpp).
     if (request.format == Format::tuner_profile && request.best)
         return to_tuner_profile_best(sweep, request.metric);
-    auto point = request.experiment ? find_experiment(sweep, *request.experiment)
-                                    : best_experiment(sweep, request.metric);
+    std::optional<BestExperiment> best;
+    if (request.best) {
+        auto found = best_point(sweep, request.metric);
+        if (!found) return found.error();
+        best = std::move(*found);
+    }
+    auto point = find_experiment(sweep, best ? best->best.exp_id : *request.experiment);
     if (!point) return point.error();
-    const StoredExperiment& experiment = **point;
-    if (request.experiment && experiment.outcome.status != ExperimentStatus::ok)
+    if (request.experiment && (*point)->outcome.status != ExperimentStatus::ok)
         NCCLSWEEP_LOG(warning, "experiment {} of sweep {} is {}, not ok: exporting its settings anyway",
-                      experiment.experiment.id, sweep.info.id, to_string(experiment.outcome.status));
+                      (*point)->experiment.id, sweep.info.id, to_string((*point)->outcome.status));
+    // The whole configuration: NCCL variables that matter (inert ones left out, and named), the
+    // workload parameters and the evidence, as comment lines every point format allows.
+    StoredExperiment experiment = **point;
+    const std::vector<std::string> inert = inert_settings_of(sweep.info, experiment.experiment);
+    std::erase_if(experiment.experiment.env, [&](const Assignment& a) {
+        return std::find(inert.begin(), inert.end(), a.first) != inert.end();
+    });
+    const std::string header = point_header(sweep, **point, inert, best ? &*best : nullptr, request.metric);
     switch (request.format) {
         case Format::sitecustomize:
-            return to_sitecustomize(sweep, experiment);
-        case Format::env:
-            return to_env_file(sweep, experiment);
+            return header + to_sitecustomize(sweep, experiment);
+        case Format::env: {
+            auto text = to_env_file(sweep, experiment);
+            if (!text) return text.error();
+            return header + *text;
+        }
         case Format::tuner_profile:
-            return to_tuner_profile(sweep, experiment, request.metric);
-        default:
+            return to_tuner_profile(sweep, **point, request.metric);
+        default: {
             NCCLSWEEP_LOG(warning, "{}", k_example_plugin_warning);
-            return to_nccl_tuner(sweep, experiment);
+            auto text = to_nccl_tuner(sweep, experiment);
+            if (!text) return text.error();
+            return header + *text;
+        }
     }
 }
 

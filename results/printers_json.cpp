@@ -44,6 +44,8 @@ Json sweep_json(const SweepInfo& s) {
                 {"repeats", s.record.repeats},
                 {"resumes", s.resumes},
                 {"spec_path", s.record.spec_path},
+                {"backend", text_or_null(s.record.backend)},
+                {"simulated", s.record.backend == "sim"},
                 {"counts",
                  {{"total", c.total()},
                   {"ok", c.ok},
@@ -152,6 +154,16 @@ void JsonPrinter::print_best(const BestExperiment& best) {
            {"metric", metric_json(best.metric)},
            {"candidates", best.candidates},
            {"best", row_json(best.best)},
+           {"top_id", best.top_id},
+           {"tie", best.tie()},
+           {"tie_group", [&] {
+                Json ids = Json::array();
+                for (const auto& row : best.tie_group) ids.push_back(row.exp_id);
+                return ids;
+            }()},
+           {"decided_by_threshold", best.decided_by_threshold},
+           {"inert", best.best.inert},
+           {"settings_that_count", best.best.settings_that_count()},
            {"runner_up", best.runner_up ? row_json(*best.runner_up) : Json(nullptr)},
            {"margin", best.margin ? comparison_json(*best.margin) : Json(nullptr)}};
     m_out.write(dump(j));

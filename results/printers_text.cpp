@@ -121,6 +121,7 @@ void TextPrinter::print_best(const BestExperiment& best) {
     g.column("field");
     g.column("value");
     g.rows.push_back({"experiment", std::to_string(row.exp_id)});
+    if (auto note = simulated_note(best.sweep.record.backend); !note.empty()) g.rows.push_back({"data", note});
     g.rows.push_back({"parameters", format_assignments(row.params)});
     if (m) {
         g.rows.push_back({best.metric.name,
@@ -129,6 +130,23 @@ void TextPrinter::print_best(const BestExperiment& best) {
     }
     g.rows.push_back(
         {"effective NCCL", row.effective_nccl.empty() ? "-" : first_line(row.effective_nccl, 200)});
+    if (!row.inert.empty()) {
+        std::string names;
+        for (const auto& name : row.inert) names += (names.empty() ? "" : ", ") + name;
+        g.rows.push_back({"inert", names + " (NCCL ignores them for this workload; they do not matter)"});
+    }
+    if (best.tie()) {
+        std::string ids;
+        for (const auto& tied : best.tie_group) ids += (ids.empty() ? "" : ", ") + std::to_string(tied.exp_id);
+        g.rows.push_back(
+            {"tie", fmt::format("{} experiments ({}) cannot be told apart by diff's test and 3% threshold{}; "
+                                "recommending the simplest ({} setting(s) that matter){}",
+                                best.tie_group.size(), ids,
+                                best.decided_by_threshold ? " (too few samples for the test: the threshold decided)" : "",
+                                row.settings_that_count(),
+                                best.top_id != row.exp_id ? fmt::format("; best median: experiment {}", best.top_id)
+                                                          : std::string())});
+    }
     if (best.runner_up) {
         const MetricSummary* r = best.runner_up->metric(best.metric.name);
         g.rows.push_back({"runner-up", fmt::format("experiment {} ({}): {}", best.runner_up->exp_id,
@@ -137,9 +155,11 @@ void TextPrinter::print_best(const BestExperiment& best) {
     }
     if (best.margin) {
         const stats::Comparison& c = *best.margin;
-        std::string verdict = c.verdict == stats::Verdict::improvement
-                                  ? "clearly better than the runner-up"
-                                  : "not clearly better than the runner-up";
+        std::string verdict =
+            c.verdict == stats::Verdict::improvement ? "clearly better than the runner-up"
+            : c.verdict == stats::Verdict::insufficient_samples
+                ? "ahead of the runner-up by more than the threshold; too few samples for the test to confirm"
+                : "not clearly better than the runner-up";
         g.rows.push_back({"margin", fmt::format("{} ({}, p={}): {}", format_delta(c.delta), verdict,
                                                 format_p(c.p_value), c.reason)});
     }

@@ -11,23 +11,13 @@
 #include <type_traits>
 #include <unordered_map>
 
+#include "core/metric.hpp"
+#include "core/plan.hpp"
+#include "core/spec_parser.hpp"
 #include "results/store.hpp"
 
 namespace ncclsweep::results {
 namespace {
-
-bool contains(std::string_view text, std::string_view part) {
-    return text.find(part) != std::string_view::npos;
-}
-
-// True when `unit` appears as a whole `_`-separated word of `name` (e.g. "_us" in "verify_us_p50").
-bool has_word(std::string_view name, std::string_view unit) {
-    for (std::size_t at = name.find(unit); at != std::string_view::npos; at = name.find(unit, at + 1)) {
-        const std::size_t end = at + unit.size();
-        if (end == name.size() || name[end] == '_') return true;
-    }
-    return false;
-}
 
 std::string join(std::span<const std::string> names) {
     std::string out;
@@ -44,15 +34,19 @@ bool better(double a, double b, stats::Direction direction) {
 
 }  // namespace
 
-stats::Direction metric_direction(std::string_view m) {
-    if (contains(m, "tok_s") || contains(m, "per_s") || contains(m, "throughput") ||
-        contains(m, "bandwidth") || contains(m, "gbps"))
-        return stats::Direction::higher_is_better;
-    if (has_word(m, "_us") || has_word(m, "_ms") || has_word(m, "_ns") ||
-        (m.size() > 2 && m.ends_with("_s")) || contains(m, "latency") || contains(m, "ttft") ||
-        contains(m, "itl") || contains(m, "tpot") || contains(m, "rsd"))
-        return stats::Direction::lower_is_better;
-    return stats::Direction::higher_is_better;
+stats::Direction metric_direction(std::string_view m) { return default_direction(m); }
+
+MetricChoice resolve_metric(const MetricChoice& choice, const SweepRecord& sweep) {
+    MetricChoice out = choice;
+    if (!choice.direction_given) out.direction = definition_of(choice.name, sweep.metrics).better;
+    return out;
+}
+
+int ExperimentRow::settings_that_count() const {
+    int count = 0;
+    for (const auto& [name, value] : params)
+        if (!value.empty() && value != "unset" && std::find(inert.begin(), inert.end(), name) == inert.end()) ++count;
+    return count;
 }
 
 std::string_view direction_text(stats::Direction direction) {
@@ -81,6 +75,7 @@ Result<MetricChoice> parse_metric_choice(std::string_view text) {
             fmt::format("metric '{}' has no name; write e.g. tok_s or verify_us_p50:lower", text));
     choice.name = std::string(name);
     choice.direction = direction.value_or(metric_direction(name));
+    choice.direction_given = direction.has_value();
     return choice;
 }
 
@@ -135,7 +130,8 @@ namespace {
 // Fills `row` from `stored`; Source is `const StoredExperiment&` (copy) or `StoredExperiment&` (move).
 template <typename Source>
 ExperimentRow make_row(Source&& stored, const std::vector<std::string>& varying,
-                       std::set<std::string>& all_metrics) {
+                       std::set<std::string>& all_metrics, const Spec* spec,
+                       std::unordered_map<std::string, std::vector<std::string>>& inert_cache) {
     constexpr bool k_move = !std::is_const_v<std::remove_reference_t<Source>>;
     auto take = [](auto& value) -> decltype(auto) {
         if constexpr (k_move)
@@ -146,6 +142,17 @@ ExperimentRow make_row(Source&& stored, const std::vector<std::string>& varying,
     ExperimentRow row;
     auto& e = stored.experiment;
     row.exp_id = e.id;
+    if (spec) {
+        // Many points share an environment and workload: judge each distinct one once.
+        std::string cache_key;
+        for (const auto* list : {&e.env, &e.workload}) {
+            for (const auto& [name, value] : *list) cache_key.append(name).append("=").append(value).append("\x1f");
+            cache_key.append("\x1e");
+        }
+        auto found = inert_cache.find(cache_key);
+        if (found == inert_cache.end()) found = inert_cache.emplace(cache_key, inert_settings(*spec, e)).first;
+        row.inert = found->second;
+    }
     for (const auto& name : varying) {
         auto it = std::find_if(e.params.begin(), e.params.end(),
                                [&](const Assignment& a) { return a.first == name; });
@@ -186,7 +193,13 @@ SweepTable make_table(const SweepInfo& sweep, Experiments&& experiments) {
     table.varying = varying_parameters(std::span<const StoredExperiment>(experiments));
     table.rows.reserve(experiments.size());
     std::set<std::string> all_metrics;
-    for (auto& stored : experiments) table.rows.push_back(make_row(stored, table.varying, all_metrics));
+    // The spec it ran (stored with it) tells which settings NCCL ignores at its message sizes;
+    // a spec this build cannot read any more leaves that unknown (nothing counted as inert).
+    auto spec = parse_spec(sweep.record.spec_text, sweep.record.spec_path);
+    const Spec* spec_ptr = spec ? &*spec : nullptr;
+    std::unordered_map<std::string, std::vector<std::string>> inert_cache;
+    for (auto& stored : experiments)
+        table.rows.push_back(make_row(stored, table.varying, all_metrics, spec_ptr, inert_cache));
     table.metrics.assign(all_metrics.begin(), all_metrics.end());
     table.columns = default_columns(table.metrics);
     return table;
@@ -232,39 +245,85 @@ Result<void> sort_rows(SweepTable& table, const MetricChoice& metric) {
     return success();
 }
 
+std::vector<std::string> inert_settings_of(const SweepInfo& sweep, const Experiment& experiment) {
+    auto spec = parse_spec(sweep.record.spec_text, sweep.record.spec_path);
+    if (!spec) return {};
+    return inert_settings(*spec, experiment);
+}
+
+std::string point_backend(const SweepInfo& sweep, const Experiment& experiment) {
+    for (const auto& [name, value] : experiment.workload)
+        if (name == "backend" && value != "auto") return value;
+    return sweep.record.backend;
+}
+
+std::string simulated_note(std::string_view backend) {
+    return backend == "sim" ? "SIMULATED: tpverify's sim backend modelled these numbers; nothing ran on GPUs"
+                            : std::string();
+}
+
+bool indistinguishable(const MetricSummary& point, const MetricSummary& top, const MetricChoice& metric, double alpha,
+                       double threshold, bool* by_threshold) {
+    const stats::CompareOptions options{alpha, threshold, metric.direction};
+    auto c = stats::compare(point.values, top.values, options);
+    if (!c) return false;
+    switch (c->verdict) {
+        case stats::Verdict::no_change: return true;
+        case stats::Verdict::insufficient_samples:
+            if (std::abs(c->delta) <= threshold) {
+                if (by_threshold) *by_threshold = true;
+                return true;
+            }
+            if (by_threshold) *by_threshold = true;
+            return false;
+        case stats::Verdict::improvement:
+        case stats::Verdict::regression: return false;
+    }
+    return false;
+}
+
 Result<BestExperiment> best_experiment(const SweepTable& table, const MetricChoice& metric) {
     if (auto ok = require_metric(table, metric.name); !ok) return ok.error();
-    const ExperimentRow* best = nullptr;
-    const ExperimentRow* second = nullptr;
-    std::size_t candidates = 0;
+    std::vector<const ExperimentRow*> ranked;
     for (const auto& row : table.rows) {
         const MetricSummary* m = row.metric(metric.name);
-        if (row.status != ExperimentStatus::ok || !m || m->values.empty()) continue;
-        ++candidates;
-        if (!best || better(m->summary.median, best->metric(metric.name)->summary.median, metric.direction)) {
-            second = best;
-            best = &row;
-        } else if (!second ||
-                   better(m->summary.median, second->metric(metric.name)->summary.median, metric.direction)) {
-            second = &row;
-        }
+        if (row.status == ExperimentStatus::ok && m && !m->values.empty()) ranked.push_back(&row);
     }
-    if (!best)
+    if (ranked.empty())
         return Error::bad_input(
             fmt::format("sweep {} ('{}') has no ok experiment with metric '{}' ({} ok of {}); "
                         "`ncclsweep results show {}` lists what failed and why",
                         table.sweep.id, table.sweep.record.name, metric.name, table.sweep.counts.ok,
                         table.rows.size(), table.sweep.id));
+    auto median_of = [&](const ExperimentRow* row) { return row->metric(metric.name)->summary.median; };
+    std::stable_sort(ranked.begin(), ranked.end(), [&](const ExperimentRow* a, const ExperimentRow* b) {
+        return better(median_of(a), median_of(b), metric.direction);
+    });
     BestExperiment result;
     result.sweep = table.sweep;
     result.metric = metric;
-    result.best = *best;
-    result.candidates = candidates;
-    if (second) {
-        result.runner_up = *second;
+    result.candidates = ranked.size();
+    const ExperimentRow* top = ranked.front();
+    result.top_id = top->exp_id;
+    std::vector<const ExperimentRow*> group{top};
+    const ExperimentRow* runner_up = nullptr;
+    for (std::size_t i = 1; i < ranked.size(); ++i) {
+        if (indistinguishable(*ranked[i]->metric(metric.name), *top->metric(metric.name), metric, k_default_alpha,
+                              k_default_threshold, &result.decided_by_threshold))
+            group.push_back(ranked[i]);
+        else if (!runner_up)
+            runner_up = ranked[i];
+    }
+    // The simplest of the group: fewest settings that count; then the better median (group order).
+    const ExperimentRow* simplest = *std::min_element(group.begin(), group.end(), [](const auto* a, const auto* b) {
+        return a->settings_that_count() < b->settings_that_count();
+    });
+    result.best = *simplest;
+    for (const auto* row : group) result.tie_group.push_back(*row);
+    if (runner_up) {
+        result.runner_up = *runner_up;
         const stats::CompareOptions options{k_default_alpha, k_default_threshold, metric.direction};
-        auto margin =
-            stats::compare(second->metric(metric.name)->values, best->metric(metric.name)->values, options);
+        auto margin = stats::compare(runner_up->metric(metric.name)->values, top->metric(metric.name)->values, options);
         if (margin) result.margin = std::move(*margin);
     }
     return result;

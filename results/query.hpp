@@ -24,10 +24,9 @@ inline constexpr double k_default_threshold = 0.03;
 /// Default significance level of the U test.
 inline constexpr double k_default_alpha = 0.05;
 
-/// Which way `metric` is good, from its name. Rates (holding `tok_s`, `per_s`, `throughput`,
-/// `bandwidth`, `gbps`) are higher-is-better; times and spreads (a `_us`, `_ms` or `_ns` word,
-/// a trailing `_s`, or `latency`, `ttft`, `itl`, `tpot`, `rsd`) lower-is-better; anything
-/// else higher-is-better. `name:lower` / `name:higher` overrides it (parse_metric_choice).
+/// Which way `metric` is good when nothing declares it: core default_direction (docs/spec.md
+/// "Metrics"). A sweep's stored definitions win (resolve_metric); `name:lower` /
+/// `name:higher` on the command line wins over both (parse_metric_choice).
 [[nodiscard]] stats::Direction metric_direction(std::string_view metric);
 
 /// "higher is better" or "lower is better".
@@ -37,8 +36,13 @@ inline constexpr double k_default_alpha = 0.05;
 struct MetricChoice {
     std::string name;  ///< e.g. "tok_s"
     stats::Direction direction = stats::Direction::higher_is_better;
+    bool direction_given = false;  ///< NAME:higher / NAME:lower was written
     friend bool operator==(const MetricChoice&, const MetricChoice&) = default;
 };
+
+/// `choice` as `sweep` defines its metric: unless the choice named a direction itself, the
+/// direction comes from the sweep's stored definition (spec or engine), else the default rule.
+[[nodiscard]] MetricChoice resolve_metric(const MetricChoice& choice, const SweepRecord& sweep);
 
 /// Parses "tok_s", "verify_us_p50:lower" or "goodput:higher"; without a suffix the direction
 /// comes from metric_direction(). bad_input for an empty name or an unknown suffix.
@@ -65,6 +69,10 @@ struct ExperimentRow {
     int attempts = 0;                    ///< how many times it was started
     std::optional<double> total_s;       ///< seconds start to end, when it ended
     std::vector<MetricSummary> metrics;  ///< one per metric recorded, sorted by name
+    std::vector<std::string> inert;      ///< settings NCCL ignores for this point (core inert_settings)
+    /// Settings that count for "simplest": the point's parameters that are set (not "" or
+    /// "unset") and not inert.
+    [[nodiscard]] int settings_that_count() const;
     /// The summary of `metric`, or nullptr when this experiment has no sample of it.
     [[nodiscard]] const MetricSummary* metric(std::string_view metric) const;
 };
@@ -112,19 +120,44 @@ struct SweepTable {
 /// has no sample of `metric`.
 [[nodiscard]] Result<void> sort_rows(SweepTable& table, const MetricChoice& metric);
 
-/// The best experiment of a sweep by one metric, and how sure that is.
+/// The settings NCCL ignores for `experiment` (core inert_settings over the spec stored with
+/// `sweep`; empty when this build cannot read that spec).
+[[nodiscard]] std::vector<std::string> inert_settings_of(const SweepInfo& sweep, const Experiment& experiment);
+
+/// The engine backend that produced `experiment`'s numbers: its own `backend` parameter when
+/// that is not "auto", else the sweep's recorded backend ("" = unknown or a command workload).
+[[nodiscard]] std::string point_backend(const SweepInfo& sweep, const Experiment& experiment);
+
+/// "SIMULATED" wording for people when `backend` is "sim", "" otherwise.
+[[nodiscard]] std::string simulated_note(std::string_view backend);
+
+/// The best experiment of a sweep by one metric, and how sure that is (docs/statistics.md
+/// "Best"): rank ok experiments by median; those diff's test and threshold cannot tell from the
+/// top one form its tie group; the recommendation is the simplest point of the group.
 struct BestExperiment {
     SweepInfo sweep;                         ///< the sweep it belongs to
     MetricChoice metric;                     ///< what "best" means
-    ExperimentRow best;                      ///< the ok experiment with the best median
+    ExperimentRow best;                      ///< the recommendation: simplest of the tie group
+    int top_id = 0;                          ///< the experiment with the best median
+    std::vector<ExperimentRow> tie_group;    ///< best median first; size 1 when nothing ties
+    bool decided_by_threshold = false;       ///< some pair had too few samples for the U test
     std::size_t candidates = 0;              ///< ok experiments that have the metric
-    std::optional<ExperimentRow> runner_up;  ///< the second best, when there is one
-    /// Runner-up (base) vs best (new) with the diff defaults (alpha 0.05, threshold 3%).
+    std::optional<ExperimentRow> runner_up;  ///< the best point outside the tie group
+    /// Runner-up (base) vs the top point (new) with the diff defaults (alpha 0.05, threshold 3%).
     std::optional<stats::Comparison> margin;
+    /// True when other points are indistinguishable from the top one.
+    [[nodiscard]] bool tie() const { return tie_group.size() > 1; }
 };
 
-/// The ok experiment with the best median of `metric` (ties: the lower id). bad_input when the
-/// metric is not recorded or no ok experiment has it (the message says what to look at).
+/// Whether diff (alpha, threshold) cannot tell `point` from `top` for `metric`: its verdict
+/// is "~", or the samples are too few for the U test and the medians differ by no more than
+/// the threshold (`*by_threshold` is then set).
+[[nodiscard]] bool indistinguishable(const MetricSummary& point, const MetricSummary& top, const MetricChoice& metric,
+                                     double alpha, double threshold, bool* by_threshold = nullptr);
+
+/// The best experiment by `metric` under the one rule above (diff defaults alpha 0.05 and
+/// threshold 3%); ties in simplicity go to the better median, then the lower id. bad_input when
+/// the metric is not recorded or no ok experiment has it (the message says what to look at).
 [[nodiscard]] Result<BestExperiment> best_experiment(const SweepTable& table, const MetricChoice& metric);
 
 }  // namespace ncclsweep::results

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/experiment.hpp"
+#include "core/metric.hpp"
 
 namespace ncclsweep::results {
 
@@ -50,6 +51,9 @@ struct SweepRecord {
     std::string host_preflight;  ///< JSON text from the host preflight ("" = none)
     std::string tool_version;    ///< ncclsweep version that ran it
     int repeats = 1;             ///< samples per experiment
+    std::string plan_fingerprint;  ///< JSON of core PlanFingerprint ("" = recorded before v3)
+    std::vector<MetricDefinition> metrics;  ///< declared metric definitions (empty = the default rule)
+    std::string backend;  ///< engine backend of the numbers: "sim", "cuda", "" (unknown / command)
 };
 
 /// Number of experiments of a sweep in each status.

@@ -77,7 +77,7 @@ Result<std::optional<Heatmap>> make_heatmap(const SweepData& sweep, const Report
         placed.push_back({index_of(map.x_values, *x), index_of(map.y_values, *y), &e});
     }
     map.cells.assign(map.x_values.size() * map.y_values.size(), {});
-    const bool lower = exports::metric_direction(options.metric) == stats::Direction::lower_is_better;
+    const bool lower = exports::metric_direction(sweep, options.metric) == stats::Direction::lower_is_better;
     std::vector<std::map<std::string, int>> classes(map.cells.size());
     for (const auto& p : placed) {
         HeatCell& cell = map.cells[p.y * map.x_values.size() + p.x];
@@ -109,8 +109,8 @@ void add_deltas(ReportData& data, const SweepData& sweep, const SweepData& base,
     for (const auto& e : base.experiments) base_by_key.emplace(e.experiment.key, &e);
     std::unordered_map<std::string, bool> matched;
     const auto axes = exports::varying_parameters(sweep);
-    stats::CompareOptions compare_options;
-    compare_options.direction = exports::metric_direction(metric);
+    // diff's own test and threshold, so a colour here is the verdict `ncclsweep diff` gives.
+    stats::CompareOptions compare_options{k_default_alpha, k_default_threshold, exports::metric_direction(sweep, metric)};
     for (const auto& e : sweep.experiments) {
         auto it = base_by_key.find(e.experiment.key);
         if (it == base_by_key.end()) {
@@ -159,7 +159,7 @@ Result<ReportData> build_report(const SweepData& sweep, const SweepData* base, c
     data.sweep = &sweep;
     data.base = base;
     data.metric = options.metric;
-    data.direction = exports::metric_direction(options.metric);
+    data.direction = exports::metric_direction(sweep, options.metric);
     const auto axes = exports::varying_parameters(sweep);
     const StoredExperiment* best = nullptr;
     if (auto found = exports::best_experiment(sweep, options.metric)) best = *found;

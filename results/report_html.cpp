@@ -36,10 +36,11 @@ std::string meta_line(const exports::SweepData& sweep) {
     const auto& s = sweep.info;
     return fmt::format(
         "{} on {}, created {}, state {}: {} experiments, {} ok, {} failed, {} timed out, {} infra errors, "
-        "{} skipped, {} not run; {} repeats each",
+        "{} skipped, {} not run; {} repeats each{}",
         sweep_title(sweep), s.record.target, s.created_at, state_text(s), s.counts.total(), s.counts.ok,
         s.counts.failed, s.counts.timed_out, s.counts.infra_error, s.counts.skipped,
-        s.counts.pending + s.counts.running, s.record.repeats);
+        s.counts.pending + s.counts.running, s.record.repeats,
+        s.record.backend == "sim" ? std::string(". ") + simulated_note(s.record.backend) : std::string());
 }
 
 std::string failures_html(const ReportData& data) {
@@ -69,10 +70,11 @@ std::string deltas_html(const ReportData& data) {
         "<p class=\"legend\">Matched by canonical key: {} matched, {} only in the base, {} only in this "
         "sweep. Bars: change of the median {} in percent; <span class=\"swatch\" style=\"background:"
         "#1f9d55\"></span>improvement and <span class=\"swatch\" style=\"background:#c0392b\"></span>"
-        "regression are significant (Mann\xE2\x80\x93Whitney U, \xCE\xB1 0.05), grey is "
+        "regression are the verdicts of <code>ncclsweep diff</code> with its defaults: significant "
+        "(Mann\xE2\x80\x93Whitney U, \xCE\xB1 0.05) and larger than the 3% threshold; grey is "
         "\xE2\x80\x9C~\xE2\x80\x9D "
-        "(no significant change or too few samples). Use <code>ncclsweep diff</code> for thresholds and "
-        "the CI gate.</p>\n",
+        "(within the threshold, not significant, or too few samples). <code>ncclsweep diff</code> also "
+        "gates CI.</p>\n",
         data.deltas.size(), data.only_in_base, data.only_in_new, xml_escape(data.metric, false));
     if (data.deltas.empty())
         return out + "<p class=\"note\">No experiment of this sweep matches one of the base.</p>\n";

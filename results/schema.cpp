@@ -9,7 +9,7 @@ namespace {
 
 // Forward migrations. Step i (0-based) takes the file from version i to version i + 1.
 // Never edit a released step: append a new one. Each runs inside one transaction.
-constexpr std::array<const char*, 2> k_migrations = {
+constexpr std::array<const char*, 3> k_migrations = {
     // v1: sweeps, experiments, samples.
     R"sql(
 CREATE TABLE sweeps (
@@ -87,6 +87,15 @@ CREATE TABLE events (
     message  TEXT NOT NULL
 );
 CREATE INDEX events_by_sweep ON events(sweep_id, exp_id);
+)sql",
+    // v3: what a sweep runs besides its points (overrides, target, engine, ...), checked by a
+    // resume, its metric definitions (unit, better) and the engine backend that produced its
+    // numbers ("sim" is shown as simulated); '' for sweeps recorded before (their
+    // resume compares the points only; their metrics follow the default rule of core/metric).
+    R"sql(
+ALTER TABLE sweeps ADD COLUMN plan_fingerprint TEXT NOT NULL DEFAULT '';
+ALTER TABLE sweeps ADD COLUMN metrics TEXT NOT NULL DEFAULT '';
+ALTER TABLE sweeps ADD COLUMN backend TEXT NOT NULL DEFAULT '';
 )sql",
 };
 

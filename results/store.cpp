@@ -122,8 +122,8 @@ Result<std::int64_t> Store::insert_sweep(const SweepRecord& r) {
     const std::string what = fmt::format("recording a new sweep '{}'", r.name);
     Result<sqlite::Statement*> stmt = m_db.cached(
         "INSERT INTO sweeps (name, tag, spec_path, spec_text, spec_hash, target, host_preflight, tool_version, "
-        "repeats, created_at, started_at, state, runner_pid, runner_host) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, 'running', ?11, ?12) RETURNING id",
+        "repeats, created_at, started_at, state, runner_pid, runner_host, plan_fingerprint, metrics, backend) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, 'running', ?11, ?12, ?13, ?14, ?15) RETURNING id",
         what);
     if (!stmt) return stmt.error();
     auto& s = **stmt;
@@ -131,7 +131,8 @@ Result<std::int64_t> Store::insert_sweep(const SweepRecord& r) {
     s.bind(5, r.spec_hash.empty() ? detail::fnv1a_hex(r.spec_text) : r.spec_hash);
     s.bind(6, r.target).bind_text_or_null(7, r.host_preflight).bind(8, r.tool_version);
     s.bind(9, std::int64_t{r.repeats}).bind(10, now());
-    s.bind(11, std::int64_t{getpid()}).bind(12, host_name());
+    s.bind(11, std::int64_t{getpid()}).bind(12, host_name()).bind(13, r.plan_fingerprint);
+    s.bind(14, r.metrics.empty() ? std::string() : metrics_to_json(r.metrics)).bind(15, r.backend);
     Result<bool> row = s.step(what);
     if (!row) return row.error();
     if (!*row) return Error::internal(fmt::format("database {} returned no id while {}", path(), what));

@@ -12,7 +12,8 @@ namespace {
 
 constexpr const char* k_sweep_columns =
     "SELECT id, name, tag, spec_path, spec_text, spec_hash, target, host_preflight, tool_version, repeats, "
-    "created_at, started_at, ended_at, state, end_reason, resumes, runner_pid, runner_host FROM sweeps ";
+    "created_at, started_at, ended_at, state, end_reason, resumes, runner_pid, runner_host, plan_fingerprint, metrics, backend "
+    "FROM sweeps ";
 
 SweepInfo read_sweep(const sqlite::Statement& s) {
     SweepInfo info;
@@ -34,6 +35,10 @@ SweepInfo read_sweep(const sqlite::Statement& s) {
     info.resumes = static_cast<int>(s.column_int64(15));
     info.runner_pid = s.column_optional_int64(16);
     info.runner_host = s.column_text(17);
+    info.record.plan_fingerprint = s.column_text(18);
+    // Definitions that cannot be read fall back to the default rule, like a sweep from before v3.
+    if (auto metrics = metrics_from_json(s.column_text(19))) info.record.metrics = std::move(*metrics);
+    info.record.backend = s.column_text(20);
     info.runner_alive = probe_runner(info);
     return info;
 }

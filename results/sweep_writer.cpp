@@ -1,5 +1,7 @@
 #include "results/sweep_writer.hpp"
 
+#include <fmt/format.h>
+
 namespace ncclsweep::results {
 
 ExperimentOutcome to_outcome(const ExperimentReport& report) {
@@ -37,6 +39,9 @@ Result<std::int64_t> SweepWriter::create(const NewSweep& sweep, const std::vecto
     record.host_preflight = sweep.preflight_json;
     record.tool_version = sweep.tool_version;
     record.repeats = sweep.repeats;
+    record.plan_fingerprint = sweep.fingerprint.to_json();
+    record.metrics = sweep.metrics;
+    record.backend = sweep.backend;
     // The sweep and its plan in one transaction: a crash leaves both or neither.
     auto id = m_store.create_sweep(record, experiments);
     if (!id) return id.error();
@@ -44,16 +49,26 @@ Result<std::int64_t> SweepWriter::create(const NewSweep& sweep, const std::vecto
     return m_sweep;
 }
 
-Result<std::vector<Experiment>> SweepWriter::resume(std::int64_t id) {
+Result<StoredPlan> SweepWriter::load_plan(std::int64_t id) {
+    auto info = m_store.get_sweep(id);
+    if (!info) return info.error();
+    auto fingerprint = PlanFingerprint::from_json(info->record.plan_fingerprint);
+    if (!fingerprint)
+        return Error::bad_input(fmt::format("sweep {} in {}: {}", id, m_store.path(), fingerprint.error().message));
+    auto stored = m_store.load_experiments(id);
+    if (!stored) return stored.error();
+    StoredPlan plan;
+    plan.fingerprint = std::move(*fingerprint);
+    plan.experiments.reserve(stored->size());
+    for (auto& s : *stored) plan.experiments.push_back(std::move(s.experiment));
+    return plan;
+}
+
+Result<void> SweepWriter::reopen(std::int64_t id) {
     auto reset = m_store.resume_sweep(id);
     if (!reset) return reset.error();
     m_sweep = id;
-    auto stored = m_store.load_experiments(id);
-    if (!stored) return stored.error();
-    std::vector<Experiment> experiments;
-    experiments.reserve(stored->size());
-    for (auto& s : *stored) experiments.push_back(std::move(s.experiment));
-    return experiments;
+    return success();
 }
 
 Result<std::vector<int>> SweepWriter::finished_ids() { return m_store.finished_experiment_ids(m_sweep); }

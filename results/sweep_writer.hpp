@@ -14,7 +14,8 @@ public:
     explicit SweepWriter(Store& store) : m_store(store) {}
 
     Result<std::int64_t> create(const NewSweep& sweep, const std::vector<Experiment>& experiments) override;
-    Result<std::vector<Experiment>> resume(std::int64_t id) override;
+    Result<StoredPlan> load_plan(std::int64_t id) override;
+    Result<void> reopen(std::int64_t id) override;
     Result<std::vector<int>> finished_ids() override;
     Result<void> note(const std::string& code, const std::string& message) override;
     Result<void> finish(SweepEnd end, const std::string& reason) override;

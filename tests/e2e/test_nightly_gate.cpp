@@ -104,7 +104,8 @@ TEST_CASE("nightly gate: an experiment that starts crashing is a regression with
     REQUIRE(nightly_run(spec, db, {"seed=21"}).exit_code == 0);
     auto broken = nightly_run(spec, db, {"seed=22", "inject=nccl-error"});
     INFO(broken.err);
-    REQUIRE(broken.exit_code == 0);  // failed experiments are results, not errors
+    // Failed experiments are results (the gate below reads them); none succeeded, so run exits 1.
+    REQUIRE(broken.exit_code == 1);
     auto caught = gate(db);
     INFO(caught.out << caught.err);
     CHECK(caught.exit_code == 1);

@@ -200,9 +200,10 @@ TEST_CASE("best experiment follows the metric's direction, errors name what exis
     auto fastest = best_experiment(sweep, "verify_us_p50");
     REQUIRE(fastest);
     CHECK((*fastest)->experiment.id == 4);
-    CHECK(metric_direction("verify_us_p50") == stats::Direction::lower_is_better);
-    CHECK(metric_direction("tok_s") == stats::Direction::higher_is_better);
-    CHECK(metric_direction("latency") == stats::Direction::lower_is_better);
+    CHECK(metric_direction(sweep, "verify_us_p50") == stats::Direction::lower_is_better);
+    CHECK(metric_direction(sweep, "tok_s") == stats::Direction::higher_is_better);
+    CHECK(metric_direction(sweep, "latency") == stats::Direction::lower_is_better);
+    CHECK(metric_direction(sweep, "tok_s:lower") == stats::Direction::lower_is_better);
     auto missing = best_experiment(sweep, "gbps");
     REQUIRE_FALSE(missing);
     CHECK(missing.error().kind == ErrorKind::bad_input);

@@ -140,7 +140,7 @@ TEST_CASE("query: best is the ok experiment with the best median, with its margi
     CHECK(slowest->best.exp_id == 1);
 }
 
-TEST_CASE("query: best breaks ties by the lower id and explains when nothing qualifies") {
+TEST_CASE("query: equal points are one tie group - the lower id recommended - and nothing qualifying is explained") {
     std::vector<results::StoredExperiment> tie{
         stored_experiment(1, {{"a", "1"}}, ExperimentStatus::ok, {10, 10, 10}),
         stored_experiment(2, {{"a", "2"}}, ExperimentStatus::ok, {10, 10, 10}),
@@ -149,8 +149,10 @@ TEST_CASE("query: best breaks ties by the lower id and explains when nothing qua
     auto best = results::best_experiment(table, {"tok_s", Direction::higher_is_better});
     REQUIRE(best);
     CHECK(best->best.exp_id == 1);
-    REQUIRE(best->margin);
-    CHECK(best->margin->verdict != stats::Verdict::improvement);
+    CHECK(best->tie());
+    CHECK(best->tie_group.size() == 2);
+    CHECK_FALSE(best->runner_up);  // no point outside the tie group
+    CHECK_FALSE(best->margin);
 
     std::vector<results::StoredExperiment> all_failed{failed_experiment(1, {{"a", "1"}}, "nccl")};
     all_failed[0].outcome.samples.push_back({0, "tok_s", 1});

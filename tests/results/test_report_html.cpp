@@ -2,6 +2,7 @@
 // text can never become markup. Python's html.parser checks the structure of the page.
 #include <nlohmann/json.hpp>
 
+#include "results/diff.hpp"
 #include "results/report_html.hpp"
 #include "tests/results/export_fixtures.hpp"
 
@@ -129,6 +130,35 @@ TEST_CASE("report against a base shows per-experiment change and status changes"
     CHECK(html.find("class=\"dbar regression\"") != std::string::npos);
     CHECK(html.find("1 only in this sweep") != std::string::npos);
     CHECK(page_structure(html)["tags"]["svg"] == 3);
+}
+
+TEST_CASE("report colours a change the way diff judges it: a significant -2% is grey like diff's ~") {
+    TempDir dir;
+    auto base = test::make_export_sweep((dir.path() / "x.db").string(), "base");
+    auto sweep = base;
+    sweep.info.id = 2;
+    // Significant (6 vs 6 samples, disjoint after the shift) but under diff's 3% threshold.
+    for (auto& s : sweep.experiments[0].outcome.samples)
+        if (s.metric == "tok_s") s.value *= 0.98;
+    auto significant = stats::compare(exports::metric_values(base.experiments[0], "tok_s"),
+                                      exports::metric_values(sweep.experiments[0], "tok_s"), {0.05, 0.0});
+    REQUIRE(significant);
+    REQUIRE(significant->verdict == stats::Verdict::regression);  // without the threshold it would be red
+    auto data = build_report(sweep, &base, {});
+    REQUIRE(data);
+    CHECK(*data->deltas[0].delta == Approx(-0.02));
+    CHECK(data->deltas[0].verdict == "no_change");
+    auto table_base = build_sweep_table(base.info, std::span<const StoredExperiment>(base.experiments));
+    auto table_new = build_sweep_table(sweep.info, std::span<const StoredExperiment>(sweep.experiments));
+    auto diff = diff_tables(table_base, table_new, DiffOptions{});
+    REQUIRE(diff);
+    for (const auto& e : diff->experiments)
+        if (e.new_id == 1) {
+            REQUIRE(e.metrics.size() == 1);
+            CHECK(e.metrics[0].verdict == stats::Verdict::no_change);
+        }
+    std::string html = render_html(*data);
+    CHECK(html.find("class=\"dbar same\"") != std::string::npos);
 }
 
 TEST_CASE("colour ramp is ordered and valid") {
