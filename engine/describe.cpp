@@ -56,6 +56,10 @@ const std::vector<ParameterSchema>& parameter_schema() {
         integer("tokens", 1, 1 << 20, "tokens per verify pass"),
         integer("rank", 0, 1023, "this process's rank (with nranks)"),
         integer("nranks", 1, 1024, "one process per rank: the number of ranks"),
+        choice("process-model", {"processes", "threads"}, "one process per rank (default) or one thread per GPU"),
+        integer("context", 0, 1 << 20, "tokens in the KV cache the attention reads"),
+        integer("draft-steps", 0, 64, "EAGLE-3 draft steps timed per cycle (0 = --draft-us)"),
+        choice("expert-format", {"bf16", "int4"}, "routed experts in bf16 or INT4 (group 32, W4A16)"),
         boolean("graph", "capture the pass in a CUDA graph"),
         boolean("fusion", "fused all-reduce + residual + RMSNorm"),
         boolean("check", "check the results against a reference"),
@@ -70,8 +74,9 @@ const std::vector<ParameterSchema>& parameter_schema() {
         number("timeout", 0, 1e7, "give up after this many seconds"),
         choice("backend", {"auto", "cuda", "sim"}, "cuda, sim, or auto (cuda when a GPU is there)"),
         choice("topology", {"pcie-gen4", "pcie-gen5", "nvlink"}, "GPU interconnect the sim models"),
-        integer("seed", 0, 4294967295.0, "seed of the sim's noise"),
+        integer("seed", 0, 4294967295.0, "seed of the router (both backends) and of the sim's noise"),
         number("noise", 0, 1, "relative noise of the sim"),
+        {"calibration", "text", {}, 0, 0, "FILE or builtin:NAME: measured collective times for the sim"},
         {"inject", "text", {}, 0, 0, "KIND[@PHASE][:SECONDS]: inject a fault (see --help)"},
     };
     return k_parameters;

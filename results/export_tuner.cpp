@@ -210,41 +210,48 @@ Result<std::string> to_tuner_profile(const SweepData& sweep, const StoredExperim
 
 Result<std::string> to_tuner_profile_best(const SweepData& sweep, std::string_view metric) {
     // One group per workload size (rank count, all-reduce bytes, all-gather bytes); in each,
-    // the ok experiment with the best median, ties to the lowest id.
+    // the point `results best` would recommend among that group's experiments (the one best
+    // rule: best median, tie group by diff's test and threshold, simplest point of the group).
     using Key = std::tuple<int, std::uint64_t, std::uint64_t>;
-    std::map<Key, std::pair<const StoredExperiment*, double>> best;
+    std::map<Key, SweepData> groups;
     std::map<Key, MessageSizes> sizes_of;
-    const bool lower = metric_direction(metric) == stats::Direction::lower_is_better;
     std::optional<Error> size_error;
     for (const auto& experiment : sweep.experiments) {
         if (experiment.outcome.status != ExperimentStatus::ok) continue;
-        auto stats = metric_stats(experiment, metric);
-        if (!stats || std::isnan(stats->median)) continue;
         auto sizes = message_sizes(experiment);
         if (!sizes) {
             if (!size_error) size_error = sizes.error();
             continue;
         }
         Key key{sizes->ranks, sizes->allreduce_bytes, sizes->allgather_max.value_or(0)};
-        auto it = best.find(key);
-        if (it == best.end() ||
-            (lower ? stats->median < it->second.second : stats->median > it->second.second)) {
-            best[key] = {&experiment, stats->median};
+        auto [it, fresh] = groups.try_emplace(key);
+        if (fresh) {
+            it->second.info = sweep.info;
             sizes_of[key] = *sizes;
         }
+        it->second.experiments.push_back(experiment);
     }
-    if (best.empty()) {
+    std::vector<Point> points;
+    std::optional<Error> best_error;
+    for (const auto& [key, group] : groups) {
+        auto chosen = best_point(group, metric);
+        if (!chosen) {
+            if (!best_error) best_error = chosen.error();
+            continue;
+        }
+        for (const auto& experiment : sweep.experiments)
+            if (experiment.experiment.id == chosen->best.exp_id) points.push_back(Point{&experiment, sizes_of[key]});
+    }
+    if (points.empty()) {
         if (size_error) return *size_error;
+        if (best_error) return *best_error;
         auto any = best_experiment(sweep, metric);  // says which metrics exist
         if (!any) return any.error();
         return Error::bad_input("no ok experiment measured the metric");
     }
-    std::vector<Point> points;
-    for (const auto& [key, winner] : best) points.push_back(Point{winner.first, sizes_of[key]});
-    return profile_of(
-        sweep, points, metric,
-        fmt::format("per message size the ok experiment with the {} median {} ({} size{})",
-                    lower ? "lowest" : "highest", metric, points.size(), points.size() == 1 ? "" : "s"));
+    return profile_of(sweep, points, metric,
+                      fmt::format("per message size the point `results best` recommends for {} ({} size{})", metric,
+                                  points.size(), points.size() == 1 ? "" : "s"));
 }
 
 }  // namespace ncclsweep::results::exports

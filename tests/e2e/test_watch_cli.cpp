@@ -173,7 +173,7 @@ TEST_CASE("run: a command workload that crashes in capture and hangs is failed f
     auto start = std::chrono::steady_clock::now();
     auto r = run_ncclsweep({"run", spec.string(), "--db", db, "--kill-grace", "0.5"});
     INFO(r.out << r.err);
-    REQUIRE(r.exit_code == 0);
+    REQUIRE(r.exit_code == 1);  // its only experiment failed: a negative verdict (README "Exit statuses")
     CHECK(seconds_since(start) < 10);
     auto experiments = latest_experiments(db);
     REQUIRE(experiments.size() == 1);

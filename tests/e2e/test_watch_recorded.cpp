@@ -113,7 +113,7 @@ TEST_CASE(
     std::string db = (dir.path() / "r.db").string();
     auto run = run_ncclsweep({"run", spec.string(), "--db", db, "--kill-grace", "0.5"});
     INFO(run.out << run.err);
-    REQUIRE(run.exit_code == 0);
+    REQUIRE(run.exit_code == 1);  // its only experiment failed: a negative verdict
     // run's summary shows the cause, not the rule's words.
     CHECK((run.out + run.err)
               .find("graph_capture while capturing: torch.AcceleratorError: CUDA error: operation not "
