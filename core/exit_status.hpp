@@ -3,7 +3,7 @@
 
 namespace ncclsweep {
 
-/// Exit statuses of ncclsweep (DESIGN.md contract).
+/// Exit statuses of ncclsweep (the contract README.md states: 0 done, 1 negative verdict, 2 bad input, 3 infrastructure).
 enum class ExitStatus : int {
     done = 0,            ///< the command finished and its verdict is positive
     negative = 1,        ///< regression found (diff --fail-on-regression), crash (watch)

@@ -1,5 +1,5 @@
 // check_value: one NCCL_* variable's value on its own (syntax, range, known risks).
-// Facts behind each rule: /work/shared/NCCL-FACTS.md §2, summarised in docs/nccl-validation.md.
+// Facts behind each rule, with NCCL's source files: docs/nccl-validation.md.
 #include "core/nccl.hpp"
 
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
 #pragma once
-// NCCL knowledge (NCCL-FACTS.md §2): which NCCL_* variables exist, which values they accept,
+// NCCL knowledge (docs/nccl-validation.md): which NCCL_* variables exist, which values they accept,
 // and which settings are risky or ignored for the workload at hand.
 #include <cstdint>
 #include <optional>

@@ -1,5 +1,5 @@
 // check_environment: per-value checks plus the combinations that only show when several
-// variables and the workload are looked at together (NCCL-FACTS.md §2).
+// variables and the workload are looked at together (docs/nccl-validation.md).
 #include <fmt/format.h>
 
 #include <map>

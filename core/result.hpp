@@ -7,7 +7,7 @@
 
 namespace ncclsweep {
 
-/// What kind of failure an Error is; cli/ maps it to the exit status of DESIGN.md.
+/// What kind of failure an Error is; cli/ maps it to an exit status (README.md, core/exit_status.hpp).
 enum class ErrorKind {
     bad_input,        ///< the user's spec, flags or files are wrong (exit 2)
     infrastructure,   ///< ssh, database, host busy, I/O: the sweep can be resumed (exit 3)

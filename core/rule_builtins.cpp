@@ -1,4 +1,4 @@
-// The built-in watcher rules (NCCL-FACTS.md §5). Order is priority: when several fatal rules
+// The built-in watcher rules (docs/watcher.md). Order is priority: when several fatal rules
 // match one line, the first decides the class, so specific rules come before generic ones.
 // Every rule carries a real-looking example line; tests/core/test_rules_builtin.cpp checks
 // that each one fires on it and docs/watcher.md lists them all.
@@ -44,7 +44,7 @@ Rule json_event(std::string name, const char* event, PhaseEffect effect, std::st
 
 std::vector<Rule> build() {
     std::vector<Rule> r;
-    // tpverify --json events (DESIGN.md engine contract). The JSON is parsed only on a hit.
+    // tpverify --json events (docs/engine.md "Output events"). The JSON is parsed only on a hit.
     r.push_back(json_event("tpverify_start", "start", PhaseEffect::none,
         R"({"event":"start","backend":"sim","model":"kimi-k2.5","tp":8,"tokens":4,"collectives":124,"bytes_per_collective":57344})"));
     r.push_back(json_event("tpverify_capture", "capture", PhaseEffect::none,

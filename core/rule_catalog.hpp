@@ -1,5 +1,5 @@
 #pragma once
-// Watcher rules: the built-in catalog (NCCL-FACTS.md §5), user rules from YAML or the spec,
+// Watcher rules: the built-in catalog (docs/watcher.md), user rules from YAML or the spec,
 // and the compiled form the watcher matches lines against. All rules are compiled into one
 // RE2::Set for a first pass that rejects the ~99% of lines that match nothing; only set hits
 // run their own RE2 (for named groups). RE2 runs in linear time, so no line can hang it.

@@ -1,5 +1,5 @@
 #pragma once
-// The sweep spec (DESIGN.md "Spec (YAML)"): the parsed, not yet expanded, form.
+// The sweep spec (docs/spec.md): the parsed, not yet expanded, form.
 // Parsing lives in core/spec_parser.*; expansion in core/planner.*.
 #include <map>
 #include <optional>

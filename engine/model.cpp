@@ -1,4 +1,4 @@
-// Model presets (real shapes, NCCL-FACTS §1) and the per-rank verify-pass plan.
+// Model presets (real shapes, docs/workload.md) and the per-rank verify-pass plan.
 #include "engine/model.hpp"
 
 #include <algorithm>

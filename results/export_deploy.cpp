@@ -46,7 +46,7 @@ struct Preset {
     int hidden;
     int vocab;
 };
-// The tpverify model presets (engine/model.cpp; NCCL-FACTS §1): the shapes that set message sizes.
+// The tpverify model presets (engine/model.cpp; docs/workload.md): the shapes that set message sizes.
 constexpr Preset k_presets[] = {
     {"kimi-k2.5", 7168, 163840}, {"deepseek-v3", 7168, 129280}, {"llama-70b", 8192, 128256}};
 

@@ -1,5 +1,5 @@
 #pragma once
-// The SQLite store (DESIGN.md "Database"): one file, WAL, foreign keys, busy timeout,
+// The SQLite store (docs/results-schema.md): one file, WAL, foreign keys, busy timeout,
 // versioned schema. Every experiment is committed with its samples in one transaction when it
 // ends, so a sweep killed at any moment (even kill -9) leaves a consistent database.
 #include <chrono>

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine with >= 2 GPUs (device tool, kind nvidia-h200-x2): engine-only build,
 # then the GPU test at N = all GPUs, every N-GPU path of tpverify's CUDA backend, the N >= 2
-# benchmarks of docs/benchmarks-gpu.md and, where ../shared/third_party/nccl-tests (or
-# $NCCL_TESTS_SRC) is present, nccl-tests -G at the pass's sizes. Logs and JSON go to $OUT.
+# benchmarks of docs/benchmarks-gpu.md and, where the nccl-tests source (github.com/NVIDIA/nccl-tests;
+# $NCCL_TESTS_SRC, default third_party/nccl-tests, a git-ignored copy) is present, nccl-tests -G at the pass's sizes. Logs and JSON go to $OUT.
 # NVLink multicast stays off (machine rule). Exits 1 when any step that must pass failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -68,7 +68,7 @@ timeout 120 python3 bench/nccl_graph_allreduce.py 2 > "$runs/nccl_graph_ref.json
 cat "$runs/nccl_graph_ref.jsonl"; grep -v Warning "$runs/nccl_graph_ref.err" | tail -3
 # nccl-tests -G (graph-launched) at the pass's all-reduce sizes (tokens x 14336 B), next to
 # tpverify's comm-only figure at the same sizes (collective_us of --tokens T, process per rank).
-src=${NCCL_TESTS_SRC:-../shared/third_party/nccl-tests}
+src=${NCCL_TESTS_SRC:-third_party/nccl-tests}
 if [ -d "$src" ]; then
   echo "== nccl-tests (-G 1) from $src"
   rm -rf /tmp/nccl-tests && cp -r "$src" /tmp/nccl-tests

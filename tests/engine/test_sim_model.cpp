@@ -31,7 +31,8 @@ Choice pick(const std::map<std::string, std::string>& vars, Func f, std::uint64_
 }  // namespace
 
 TEST_CASE("sim model: NCCL's own latency figures for 8 PCIe ranks") {
-    // NCCL-FACTS §3: Ring/LL 20.6 µs, Tree/LL 20.8, Ring/Simple 88, Tree/Simple 64 (at 0 bytes).
+    // NCCL 2.28's own latency terms for 8 PCIe ranks at 0 bytes (src/graph/tuning.cc, docs/engine.md):
+    // Ring/LL 20.6 µs, Tree/LL 20.8, Ring/Simple 88, Tree/Simple 64.
     CHECK(pick({{"NCCL_ALGO", "ring"}, {"NCCL_PROTO", "LL"}}, Func::all_reduce, 0).model_us == Approx(20.6));
     CHECK(pick({{"NCCL_ALGO", "tree"}, {"NCCL_PROTO", "LL"}}, Func::all_reduce, 0).model_us == Approx(20.8));
     CHECK(pick({{"NCCL_ALGO", "ring"}, {"NCCL_PROTO", "Simple"}}, Func::all_reduce, 0).model_us == Approx(88.2));
