@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <thread>
@@ -13,16 +14,6 @@
 
 using namespace ncclsweep;
 using namespace ncclsweep::test;
-
-namespace {
-const results::StoredExperiment* find_param(const std::vector<results::StoredExperiment>& all,
-                                            const std::string& name, const std::string& value) {
-    for (const auto& e : all)
-        for (const auto& [n, v] : e.experiment.params)
-            if (n == name && v == value) return &e;
-    return nullptr;
-}
-}  // namespace
 
 TEST_CASE("run: a local sweep on the simulated engine records every experiment with samples") {
     TempDir dir;
@@ -47,11 +38,39 @@ TEST_CASE("run: a local sweep on the simulated engine records every experiment w
             }
         CHECK(tok_s == 2);  // one per repeat
     }
-    // Fusion removes the separate norm kernels: it must be faster in the model.
-    auto fused = find_param(experiments, "fusion", "on");
-    auto unfused = find_param(experiments, "fusion", "off");
-    REQUIRE(fused);
-    REQUIRE(unfused);
+    // On pcie-gen5 (RTX PRO 6000s with peer access) the fused kernel really runs: one kernel
+    // instead of an all-reduce plus a norm, so every fused point must beat every unfused one
+    // of the same protocol.
+    for (const std::string proto : {"LL", "Simple"}) {
+        const results::StoredExperiment* fused = nullptr;
+        const results::StoredExperiment* unfused = nullptr;
+        for (const auto& e : experiments) {
+            bool has_proto = false;
+            std::string fusion;
+            for (const auto& [n, v] : e.experiment.params) {
+                has_proto |= n == "NCCL_PROTO" && v == proto;
+                if (n == "fusion") fusion = v;
+            }
+            for (const auto& [n, v] : e.experiment.env) has_proto |= n == "NCCL_PROTO" && v == proto;
+            if (has_proto) (fusion == "on" ? fused : unfused) = &e;
+        }
+        REQUIRE(fused);
+        REQUIRE(unfused);
+        auto slowest = [](const results::StoredExperiment& e) {
+            double worst = 1e300;
+            for (const auto& s : e.outcome.samples)
+                if (s.metric == "tok_s") worst = std::min(worst, s.value);
+            return worst;
+        };
+        auto fastest = [](const results::StoredExperiment& e) {
+            double best = 0;
+            for (const auto& s : e.outcome.samples)
+                if (s.metric == "tok_s") best = std::max(best, s.value);
+            return best;
+        };
+        INFO(proto);
+        CHECK(slowest(*fused) > fastest(*unfused));
+    }
 }
 
 TEST_CASE("run: each repeat is told its index, so a seeded sim varies between repeats and reproduces on a rerun") {
