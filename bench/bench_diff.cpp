@@ -84,7 +84,8 @@ int fill(const std::string& path, int experiments, int repeats) {
     for (int id = 1; id <= experiments; ++id) plan.push_back(planned(id));
     for (int sweep = 1; sweep <= 2; ++sweep) {
         results::SweepRecord record{"bench", "bench", "bench.yaml", "sweep: bench\n", "",
-                                    "local", "",      "bench",      repeats};
+                                    "local", "",      "bench",      repeats,     "",
+                                    {},      ""};
         auto id = store->create_sweep(record, plan);
         if (!id) return std::fprintf(stderr, "%s\n", id.error().message.c_str()), 1;
         for (int e = 1; e <= experiments; ++e)
