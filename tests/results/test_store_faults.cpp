@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -25,6 +26,33 @@ namespace {
 
 constexpr int k_repeats = 5;
 constexpr int k_metrics = 3;
+
+/// Runs `attempt` in a child process that has become `nobody` (root ignores file permissions,
+/// so a permission test must not run as root) and returns the text it produced.
+std::string as_nobody(const std::function<std::string()>& attempt) {
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        close(fds[0]);
+        if (setgid(65534) != 0 || setuid(65534) != 0) _exit(3);
+        const std::string text = attempt();
+        const ssize_t written = write(fds[1], text.data(), text.size());
+        _exit(written == static_cast<ssize_t>(text.size()) ? 0 : 4);
+    }
+    close(fds[1]);
+    std::string text;
+    char buffer[4096];
+    ssize_t n = 0;
+    while ((n = read(fds[0], buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<std::size_t>(n));
+    close(fds[0]);
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+    return text;
+}
 
 Store open_store(const std::filesystem::path& path, StoreOptions options = {}) {
     Result<Store> store = Store::open(path.string(), options);
@@ -216,33 +244,12 @@ TEST_CASE("a read-only database answers queries and refuses writes with a clear 
     std::string message;
     if (geteuid() == 0) {
         REQUIRE(chmod(dir.path().c_str(), 0755) == 0);  // nobody may reach the file
-        int fds[2];
-        REQUIRE(pipe(fds) == 0);
-        const pid_t child = fork();
-        REQUIRE(child >= 0);
-        if (child == 0) {
-            close(fds[0]);
-            if (setgid(65534) != 0 || setuid(65534) != 0) _exit(3);
-            std::string text;
+        message = as_nobody([&] {
             auto writer = Store::open(path.string());
-            if (!writer.ok()) {
-                text = writer.error().message;
-            } else {
-                auto denied = writer->record_experiment(sweep, 2, make_outcome(2, k_repeats, k_metrics));
-                text = denied.ok() ? std::string("written") : denied.error().message;
-            }
-            const ssize_t written = write(fds[1], text.data(), text.size());
-            _exit(written == static_cast<ssize_t>(text.size()) ? 0 : 4);
-        }
-        close(fds[1]);
-        char buffer[4096];
-        ssize_t n = 0;
-        while ((n = read(fds[0], buffer, sizeof buffer)) > 0)
-            message.append(buffer, static_cast<std::size_t>(n));
-        close(fds[0]);
-        int status = 0;
-        REQUIRE(waitpid(child, &status, 0) == child);
-        REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+            if (!writer.ok()) return writer.error().message;
+            auto denied = writer->record_experiment(sweep, 2, make_outcome(2, k_repeats, k_metrics));
+            return denied.ok() ? std::string("written") : denied.error().message;
+        });
     } else {
         Store writer = open_store(path);
         Result<void> denied = writer.record_experiment(sweep, 2, make_outcome(2, k_repeats, k_metrics));
@@ -272,28 +279,10 @@ TEST_CASE(
     const std::string path = (locked / "r.db").string();
     std::string message;
     if (geteuid() == 0) {
-        int fds[2];
-        REQUIRE(pipe(fds) == 0);
-        const pid_t child = fork();
-        REQUIRE(child >= 0);
-        if (child == 0) {
-            close(fds[0]);
-            if (setgid(65534) != 0 || setuid(65534) != 0) _exit(3);
+        message = as_nobody([&] {
             auto opened = Store::open(path);
-            const std::string text = opened.ok() ? std::string("opened") : opened.error().message;
-            const ssize_t written = write(fds[1], text.data(), text.size());
-            _exit(written == static_cast<ssize_t>(text.size()) ? 0 : 4);
-        }
-        close(fds[1]);
-        char buffer[1024];
-        ssize_t n = 0;
-        while ((n = read(fds[0], buffer, sizeof buffer)) > 0)
-            message.append(buffer, static_cast<std::size_t>(n));
-        close(fds[0]);
-        int status = 0;
-        REQUIRE(waitpid(child, &status, 0) == child);
-        REQUIRE(WIFEXITED(status));
-        REQUIRE(WEXITSTATUS(status) == 0);
+            return opened.ok() ? std::string("opened") : opened.error().message;
+        });
     } else {
         REQUIRE(chmod(locked.c_str(), 0555) == 0);
         auto opened = Store::open(path);
