@@ -10,9 +10,9 @@
 #include <streambuf>
 #include <string>
 
-#include "core/plan.hpp"
-#include "core/plan_printer.hpp"
-#include "core/spec_parser.hpp"
+#include "core/plan/plan.hpp"
+#include "core/plan/plan_printer.hpp"
+#include "core/spec/spec_parser.hpp"
 
 namespace {
 

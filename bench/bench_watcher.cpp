@@ -14,8 +14,8 @@
 
 #include <fmt/format.h>
 
-#include "core/rule_catalog.hpp"
-#include "core/watcher.hpp"
+#include "core/watch/rule_catalog.hpp"
+#include "core/watch/watcher.hpp"
 
 using namespace ncclsweep;
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "core/rule_catalog.hpp"
-#include "core/watcher.hpp"
+#include "core/watch/rule_catalog.hpp"
+#include "core/watch/watcher.hpp"
 #include "tests/core/adversarial_lines.hpp"
 
 using namespace ncclsweep;

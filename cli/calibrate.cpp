@@ -1,10 +1,10 @@
 // ncclsweep calibrate DIR: nccl-tests logs -> a calibration file for tpverify's sim
-// (--calibration). Parses flags; core/nccl_tests_log does the work.
+// (--calibration). Parses flags; core/nccl/nccl_tests_log does the work.
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
 #include "cli/spec_flags.hpp"
-#include "core/nccl_tests_log.hpp"
+#include "core/nccl/nccl_tests_log.hpp"
 
 namespace ncclsweep::cli {
 namespace {
@@ -16,10 +16,10 @@ struct CalibrateOptions {
 
 ExitStatus run_calibrate(const CalibrateOptions& options) {
     std::vector<std::string> skipped;
-    auto logs = read_nccl_tests_dir(options.dir, skipped);
+    auto logs = nccl::read_nccl_tests_dir(options.dir, skipped);
     for (const std::string& why : skipped) fmt::print(stderr, "ncclsweep: calibrate: skipped {}\n", why);
     if (!logs) return report_error(logs.error());
-    auto text = calibration_text(*logs);
+    auto text = nccl::calibration_text(*logs);
     if (!text) return report_error(text.error());
     if (auto written = write_output(options.output, *text); !written) return report_error(written.error());
     fmt::print(stderr, "ncclsweep: calibrate: {} table(s) written, one per log\n", logs->size());

@@ -4,8 +4,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/spec_flags.hpp"
-#include "core/plan.hpp"
-#include "core/plan_printer.hpp"
+#include "core/plan/plan.hpp"
+#include "core/plan/plan_printer.hpp"
 #include "remote/local_target.hpp"
 
 namespace ncclsweep::cli {

@@ -13,14 +13,14 @@
 #include "cli/commands.hpp"
 #include "cli/interrupt.hpp"
 #include "cli/spec_flags.hpp"
-#include "core/engine_locator.hpp"
+#include "core/sweep/engine_locator.hpp"
 #include "core/log.hpp"
-#include "core/plan.hpp"
-#include "core/plan_fingerprint.hpp"
-#include "core/progress.hpp"
-#include "core/render.hpp"
-#include "core/rule_catalog.hpp"
-#include "core/sweep_session.hpp"
+#include "core/plan/plan.hpp"
+#include "core/plan/plan_fingerprint.hpp"
+#include "core/sweep/progress.hpp"
+#include "core/plan/render.hpp"
+#include "core/watch/rule_catalog.hpp"
+#include "core/sweep/sweep_session.hpp"
 #include "remote/preflight.hpp"
 #include "remote/target_factory.hpp"
 #include "results/query.hpp"
@@ -48,30 +48,6 @@ struct RunOptions {
 };
 
 
-WatcherOptions watcher_options_for(const Spec& spec) {
-    WatcherOptions options;
-    options.timeouts = spec.timeouts;
-    if (!spec.workload.engine.empty())
-        options.success = SuccessRule::result_event;
-    else if (!spec.workload.metrics.empty())
-        options.success = SuccessRule::any_metric;
-    else
-        options.success = SuccessRule::exit_zero;
-    return options;
-}
-
-Result<std::shared_ptr<const RuleCatalog>> catalog_for(const Spec& spec, const std::string& rules_file) {
-    auto workload_rules = rules_from_workload(spec.workload);
-    if (!workload_rules) return workload_rules.error();
-    std::vector<Rule> user = std::move(*workload_rules);
-    if (!rules_file.empty()) {
-        auto loaded = load_rules_file(rules_file);
-        if (!loaded) return loaded.error();
-        user.insert(user.end(), loaded->begin(), loaded->end());
-    }
-    return RuleCatalog::with_user_rules(user);
-}
-
 /// `word` as a shell word: as-is when it has only characters no shell treats specially.
 std::string shell_word(const std::string& word) {
     const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
@@ -96,23 +72,6 @@ std::string command_line(const RunOptions& options) {
     return out;
 }
 
-/// A command that cannot start on this machine is bad input, found before a sweep is created.
-Result<void> check_programs(const Spec& spec, const PlanOptions& plan_options, const std::vector<Experiment>& experiments) {
-    if (spec.target.url != "local") return success();
-    const char* path = std::getenv("PATH");
-    const std::string path_value = path ? path : "";
-    if (!spec.workload.engine.empty()) return check_local_program(plan_options.engine_path, path_value, "the engine");
-    std::set<std::string> checked;
-    for (const auto& experiment : experiments) {
-        if (experiment.shell || experiment.argv.empty() || !checked.insert(experiment.argv.front()).second) continue;
-        if (auto ok = check_local_program(experiment.argv.front(), path_value,
-                                          fmt::format("the workload command (experiment {})", experiment.id));
-            !ok)
-            return ok;
-    }
-    return success();
-}
-
 /// "recommended: ..." under the summary: `results best` for the sweep just run (nothing when no
 /// ok experiment has the metric, e.g. every experiment failed).
 void print_recommendation(results::Store& store, std::int64_t sweep_id, const results::MetricChoice& choice) {
@@ -129,17 +88,6 @@ void print_recommendation(results::Store& store, std::int64_t sweep_id, const re
                                            best->tie_group.size())
                                    .c_str()
                              : "");
-}
-
-/// The sweep to resume: the given reference, or the newest unfinished sweep with this name.
-Result<std::int64_t> resume_target(results::Store& store, const std::string& ref, const std::string& name) {
-    if (!ref.empty() && ref != "auto") return store.resolve_sweep_ref(ref);
-    auto sweeps = store.list_sweeps();
-    if (!sweeps) return sweeps.error();
-    for (const auto& info : *sweeps)
-        if (info.record.name == name && info.state != results::SweepState::done) return info.id;
-    return Error::bad_input("--resume: no unfinished sweep named '" + name +
-                            "' in the database; `ncclsweep results list` shows the sweeps");
 }
 
 ExitStatus run_run(const RunOptions& options) {
@@ -168,7 +116,7 @@ ExitStatus run_run(const RunOptions& options) {
     }
     auto catalog = catalog_for(*spec, options.rules_file);
     if (!catalog) return report_error(catalog.error());
-    if (auto runnable = check_programs(*spec, plan_options, request.experiments); !runnable)
+    if (auto runnable = check_local_programs(*spec, plan_options.engine_path, request.experiments, std::getenv("PATH") ? std::getenv("PATH") : ""); !runnable)
         return report_error(runnable.error());
 
     remote::TargetOverrides target_overrides;
@@ -192,7 +140,7 @@ ExitStatus run_run(const RunOptions& options) {
     if (!store) return report_error(store.error());
     results::SweepWriter writer(*store);
     if (options.resume_given) {
-        auto id = resume_target(*store, options.resume, spec->name);
+        auto id = store->resume_candidate(options.resume, spec->name);
         if (!id) return report_error(id.error());
         request.resume_id = *id;
     }
@@ -210,15 +158,7 @@ ExitStatus run_run(const RunOptions& options) {
     run_options.catalog = *catalog;
     run_options.workload = spec->workload;
     run_options.kill_grace = std::chrono::milliseconds(static_cast<long>(options.kill_grace * 1000));
-    Target& target_ref = **target;
-    // Only a host with nvidia-smi can say who holds a GPU; elsewhere the check costs a round trip for nothing.
-    const bool check_gpus = preflight->has_nvidia_smi;
-    run_options.before_experiment = [&target_ref, check_gpus](const std::vector<long>& previous_groups) -> Result<void> {
-        if (!check_gpus || previous_groups.empty()) return success();
-        auto released = remote::verify_gpus_released(target_ref, previous_groups, std::chrono::seconds(30));
-        if (!released) return released.error();
-        return success();
-    };
+    run_options.before_experiment = remote::gpu_release_check(**target, *preflight);
 
     ProgressStyle style = options.json ? ProgressStyle::json
                           : isatty(STDERR_FILENO) ? ProgressStyle::live
@@ -251,16 +191,18 @@ ExitStatus run_run(const RunOptions& options) {
                      outcome->skipped_finished ? fmt::format(", {} already finished", outcome->skipped_finished).c_str() : "",
                      db_path.c_str());
     }
-    if (outcome->summary.interrupted) {
-        NCCLSWEEP_LOG(error, "interrupted; sweep {} is kept in {}; continue it with: {} --resume {}", outcome->sweep_id,
-                      db_path, resume_hint, outcome->sweep_id);
-        return ExitStatus::infrastructure;
-    }
-    if (outcome->summary.ran > 0 && outcome->summary.ok == 0 && outcome->skipped_finished == 0) {
-        NCCLSWEEP_LOG(error, "no experiment succeeded ({} failed): nothing to recommend; `ncclsweep results show {}` "
-                      "lists each failure and its diagnosis",
-                      outcome->summary.failed, outcome->sweep_id);
-        return ExitStatus::negative;
+    switch (ending_of(*outcome)) {
+        case SweepEnding::interrupted:
+            NCCLSWEEP_LOG(error, "interrupted; sweep {} is kept in {}; continue it with: {} --resume {}", outcome->sweep_id,
+                          db_path, resume_hint, outcome->sweep_id);
+            return ExitStatus::infrastructure;
+        case SweepEnding::nothing_succeeded:
+            NCCLSWEEP_LOG(error, "no experiment succeeded ({} failed): nothing to recommend; `ncclsweep results show {}` "
+                          "lists each failure and its diagnosis",
+                          outcome->summary.failed, outcome->sweep_id);
+            return ExitStatus::negative;
+        case SweepEnding::done:
+            break;
     }
     return ExitStatus::done;
 }

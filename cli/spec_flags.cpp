@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "core/engine_locator.hpp"
-#include "core/engine_schema.hpp"
+#include "core/sweep/engine_locator.hpp"
+#include "core/spec/engine_schema.hpp"
 #include "core/log.hpp"
 #include "results/export.hpp"
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "core/metric.hpp"
-#include "core/planner.hpp"
+#include "core/spec/metric.hpp"
+#include "core/plan/planner.hpp"
 #include "core/target.hpp"
 #include "core/result.hpp"
 #include "results/store.hpp"

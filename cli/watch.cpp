@@ -4,9 +4,9 @@
 
 #include "cli/commands.hpp"
 #include "cli/interrupt.hpp"
-#include "core/rule_catalog.hpp"
-#include "core/supervise.hpp"
-#include "core/watch_report.hpp"
+#include "core/watch/rule_catalog.hpp"
+#include "core/watch/supervise.hpp"
+#include "core/watch/watch_report.hpp"
 #include "remote/local_target.hpp"
 #include "remote/log_follower.hpp"
 

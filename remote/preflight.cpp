@@ -211,4 +211,15 @@ exit 0
                                              target.describe(), held));
 }
 
+std::function<Result<void>(const std::vector<long>&)> gpu_release_check(Target& target, const HostPreflight& preflight,
+                                                                       std::chrono::seconds timeout) {
+    const bool check = preflight.has_nvidia_smi;
+    return [&target, check, timeout](const std::vector<long>& previous_groups) -> Result<void> {
+        if (!check || previous_groups.empty()) return success();
+        auto released = verify_gpus_released(target, previous_groups, timeout);
+        if (!released) return released.error();
+        return success();
+    };
+}
+
 }  // namespace ncclsweep::remote

@@ -3,6 +3,7 @@
 // already busy, recorded with the sweep; plus the between-experiments check that nothing of
 // ours still holds a GPU.
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -71,5 +72,12 @@ Result<void> check_gpus_idle(const HostPreflight& preflight, BusyPolicy policy);
 /// (otherwise an empty string).
 Result<std::string> verify_gpus_released(Target& target, const std::vector<long>& process_groups,
                                          std::chrono::seconds timeout = std::chrono::seconds(30));
+
+/// The check the sweep loop runs before each experiment (SweepRunOptions::before_experiment):
+/// the process groups the previous experiment started no longer hold a GPU (waiting up to
+/// `timeout`). Only a host with nvidia-smi can say who holds a GPU, so elsewhere it checks
+/// nothing and costs no round trip.
+[[nodiscard]] std::function<Result<void>(const std::vector<long>&)> gpu_release_check(
+    Target& target, const HostPreflight& preflight, std::chrono::seconds timeout = std::chrono::seconds(30));
 
 }  // namespace ncclsweep::remote

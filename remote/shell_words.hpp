@@ -3,13 +3,13 @@
 // single-quoted data; nothing from a spec is ever pasted into the line unquoted.
 #include <string>
 
-#include "core/render.hpp"
+#include "core/plan/render.hpp"
 #include "core/result.hpp"
 #include "core/target.hpp"
 
 namespace ncclsweep::remote {
 
-/// POSIX single-quoting of one word (it's -> 'it'\''s): the one implementation, in core/render.
+/// POSIX single-quoting of one word (it's -> 'it'\''s): the one implementation, in core/plan/render.
 using render::shell_quote;
 
 /// Marker of the handshake line the remote wrapper writes to stderr before the command.

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/result.hpp"
-#include "core/spec.hpp"
+#include "core/spec/spec.hpp"
 #include "core/target.hpp"
 
 namespace ncclsweep::remote {

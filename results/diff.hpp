@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/result.hpp"
-#include "core/stats.hpp"
+#include "core/stats/stats.hpp"
 #include "results/query.hpp"
 
 namespace ncclsweep::results {

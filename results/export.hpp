@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/result.hpp"
-#include "core/stats.hpp"
+#include "core/stats/stats.hpp"
 #include "results/query.hpp"
 #include "results/records.hpp"
 
@@ -40,7 +40,7 @@ enum class Format { json, csv, markdown, junit, sitecustomize, env, nccl_tuner, 
 /// Metric names present in the sweep, in order of first appearance.
 [[nodiscard]] std::vector<std::string> metric_names(const SweepData& sweep);
 /// Which way `metric` is good in `sweep`: NAME:higher/NAME:lower as written, else the sweep's
-/// stored definition, else the default rule (results::resolve_metric, core/metric).
+/// stored definition, else the default rule (results::resolve_metric, core/spec/metric).
 [[nodiscard]] stats::Direction metric_direction(const SweepData& sweep, std::string_view metric);
 
 /// Median with an interval: the 95% median CI when n >= 6, else [min, max] (interval_is_ci false).

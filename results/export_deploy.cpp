@@ -1,4 +1,4 @@
-// Deployable forms of one point: sitecustomize.py and env file (core/render), and lines for
+// Deployable forms of one point: sitecustomize.py and env file (core/plan/render), and lines for
 // NCCL's example tuner plugin (plugins/tuner/example: CSV, '#' comments, first match wins).
 #include <fmt/format.h>
 
@@ -6,9 +6,9 @@
 #include <charconv>
 #include <filesystem>
 
-#include "core/nccl_detail.hpp"
+#include "core/nccl/nccl_detail.hpp"
 #include "core/text.hpp"
-#include "core/render.hpp"
+#include "core/plan/render.hpp"
 #include "results/export.hpp"
 
 namespace ncclsweep::results::exports {

@@ -9,7 +9,7 @@
 #include <set>
 #include <tuple>
 
-#include "core/nccl_detail.hpp"
+#include "core/nccl/nccl_detail.hpp"
 #include "results/export.hpp"
 
 namespace ncclsweep::results::exports {

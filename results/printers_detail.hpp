@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/stats.hpp"
+#include "core/stats/stats.hpp"
 #include "results/printers.hpp"
 
 namespace ncclsweep::results::detail {

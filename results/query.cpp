@@ -11,9 +11,9 @@
 #include <type_traits>
 #include <unordered_map>
 
-#include "core/metric.hpp"
-#include "core/plan.hpp"
-#include "core/spec_parser.hpp"
+#include "core/spec/metric.hpp"
+#include "core/plan/plan.hpp"
+#include "core/spec/spec_parser.hpp"
 #include "results/store.hpp"
 
 namespace ncclsweep::results {

@@ -12,7 +12,7 @@
 
 #include "core/experiment.hpp"
 #include "core/result.hpp"
-#include "core/stats.hpp"
+#include "core/stats/stats.hpp"
 #include "results/records.hpp"
 
 namespace ncclsweep::results {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/experiment.hpp"
-#include "core/metric.hpp"
+#include "core/spec/metric.hpp"
 
 namespace ncclsweep::results {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/result.hpp"
-#include "core/stats.hpp"
+#include "core/stats/stats.hpp"
 #include "results/export.hpp"
 
 namespace ncclsweep::results::report {

@@ -91,7 +91,7 @@ CREATE INDEX events_by_sweep ON events(sweep_id, exp_id);
     // v3: what a sweep runs besides its points (overrides, target, engine, ...), checked by a
     // resume, its metric definitions (unit, better) and the engine backend that produced its
     // numbers ("sim" is shown as simulated); '' for sweeps recorded before (their
-    // resume compares the points only; their metrics follow the default rule of core/metric).
+    // resume compares the points only; their metrics follow the default rule of core/spec/metric).
     R"sql(
 ALTER TABLE sweeps ADD COLUMN plan_fingerprint TEXT NOT NULL DEFAULT '';
 ALTER TABLE sweeps ADD COLUMN metrics TEXT NOT NULL DEFAULT '';

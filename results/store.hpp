@@ -91,6 +91,9 @@ public:
     /// Resolves "17", "latest", "latest~1", "latest:TAG", "latest:TAG~N" to a sweep id.
     /// A malformed reference is bad_input; a reference with no match says what exists.
     [[nodiscard]] Result<std::int64_t> resolve_sweep_ref(std::string_view ref);
+    /// The sweep `run --resume [REF]` continues: REF resolved as resolve_sweep_ref, or for ""
+    /// and "auto" the newest unfinished sweep named `name` (bad_input when there is none).
+    [[nodiscard]] Result<std::int64_t> resume_candidate(std::string_view ref, std::string_view name);
     /// Sweeps, newest first, with counts per status; `tag` filters when not empty; `limit` 0 = all.
     [[nodiscard]] Result<std::vector<SweepInfo>> list_sweeps(std::string_view tag = {}, int limit = 0);
     /// One sweep with its counts; error when there is no such id.

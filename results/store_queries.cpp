@@ -222,4 +222,15 @@ Result<std::string> Store::integrity_check() {
     return findings;
 }
 
+Result<std::int64_t> Store::resume_candidate(std::string_view ref, std::string_view name) {
+    if (!ref.empty() && ref != "auto") return resolve_sweep_ref(ref);
+    auto sweeps = list_sweeps();
+    if (!sweeps) return sweeps.error();
+    for (const auto& info : *sweeps)  // newest first
+        if (info.record.name == name && info.state != SweepState::done) return info.id;
+    return Error::bad_input(fmt::format("--resume: no unfinished sweep named '{}' in the database; "
+                                        "`ncclsweep results list` shows the sweeps",
+                                        name));
+}
+
 }  // namespace ncclsweep::results

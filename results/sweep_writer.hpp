@@ -3,7 +3,7 @@
 // transaction (record_experiment), so a killed sweep loses at most the experiment in flight.
 #include <cstdint>
 
-#include "core/sweep_session.hpp"
+#include "core/sweep/sweep_session.hpp"
 #include "results/store.hpp"
 
 namespace ncclsweep::results {

@@ -22,7 +22,21 @@ RULES = {
     "cli": {"core", "remote", "results"},
     "bench": {"core", "remote", "results", "tests"},
 }
+# Inside core/, one folder per subject, layered: a subject may include the core/ root files
+# (Result, Experiment, Target, text, log) and the subjects listed here. Keep in step with the
+# table "core/ by subject" in docs/architecture.md.
+CORE_RULES = {
+    "stats": set(),
+    "nccl": set(),
+    "spec": {"nccl", "stats"},
+    "plan": {"nccl", "spec", "stats"},
+    "watch": {"nccl", "spec", "stats"},
+    "sweep": {"nccl", "spec", "stats", "plan", "watch"},
+    "": set(),  # the root files of core/ include no subject
+}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([A-Za-z0-9_]+)/')
+NAMESPACE = re.compile(r'^\s*namespace\s+ncclsweep((?:::(?:inline\s+)?[A-Za-z0-9_]+)*)\s*\{')
+CORE_INCLUDE = re.compile(r'^\s*#\s*include\s+"core/(?:([A-Za-z0-9_]+)/)?[A-Za-z0-9_]+\.hpp"')
 SUFFIXES = {".c", ".cc", ".cpp", ".cu", ".cuh", ".h", ".hpp"}
 
 
@@ -46,9 +60,42 @@ def violations(root):
                       f"{folder}/ may include {shown} (docs/architecture.md)"
 
 
+def core_violations(root):
+    base = root / "core"
+    for path in sorted(base.rglob("*")):
+        if path.suffix not in SUFFIXES or not path.is_file():
+            continue
+        rel = path.relative_to(base)
+        subject = rel.parts[0] if len(rel.parts) > 1 else ""
+        if subject not in CORE_RULES:
+            yield f"core/{rel}: core/{subject}/ is not a subject of docs/architecture.md (add it to CORE_RULES)"
+            continue
+        allowed = CORE_RULES[subject]
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            opened = NAMESPACE.match(line)
+            if opened and subject:
+                parts = [p.replace("inline", "").strip() for p in opened.group(1).split("::") if p]
+                if not parts or parts[0] != subject:
+                    yield f"core/{rel}:{number}: a file of core/{subject}/ declares namespace ncclsweep{opened.group(1)}; " \
+                          f"its declarations belong in ncclsweep::{subject} (docs/architecture.md)"
+                continue
+            if opened and opened.group(1):
+                first = opened.group(1).split("::")[1].replace("inline", "").strip()
+                if first in CORE_RULES:
+                    yield f"core/{rel}:{number}: a root file of core/ declares the subject namespace ncclsweep::{first}"
+                continue
+            match = CORE_INCLUDE.match(line)
+            if not match or match.group(1) is None or match.group(1) == subject or match.group(1) in allowed:
+                continue
+            who = f"core/{subject}/" if subject else "the core/ root"
+            shown = ", ".join(f"core/{a}/" for a in sorted(allowed)) or "no other subject"
+            yield f"core/{rel}:{number}: {who} includes core/{match.group(1)}/ ({line.strip()}); " \
+                  f"{who} may include {shown} (docs/architecture.md)"
+
+
 def main():
     root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parent.parent)
-    found = list(violations(root))
+    found = list(violations(root)) + list(core_violations(root))
     for line in found:
         print(line)
     if found:

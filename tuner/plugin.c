@@ -5,7 +5,7 @@
  * the rule has one. Everything else returns with the table and *n_channels untouched, so NCCL
  * decides as if no plugin were loaded. It never fails NCCL: a missing or malformed profile is a
  * WARN and an empty rule set. Lines go through NCCL's logger (INFO + TUNING; docs/export.md
- * lists them, core/effective_nccl.cpp parses them). */
+ * lists them, core/nccl/effective_nccl.cpp parses them). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

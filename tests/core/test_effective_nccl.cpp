@@ -2,11 +2,12 @@
 #include <fstream>
 #include <string>
 
-#include "core/effective_nccl.hpp"
+#include "core/nccl/effective_nccl.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace ncclsweep;
+using namespace ncclsweep::nccl;
 
 TEST_CASE("a TUNING line with prefix, names and channel range is parsed") {
     auto choice = parse_tuning_line("node1:41001:41001 [0] NCCL INFO AllReduce: 14336 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}");

@@ -3,9 +3,9 @@
 // at its place in the spec or on the command line.
 #include <string>
 
-#include "core/engine_schema.hpp"
-#include "core/plan.hpp"
-#include "core/spec_parser.hpp"
+#include "core/spec/engine_schema.hpp"
+#include "core/plan/plan.hpp"
+#include "core/spec/spec_parser.hpp"
 #include "tests/support/catch.hpp"
 
 using namespace ncclsweep;

@@ -2,8 +2,8 @@
 // JSON form every results command reads.
 #include <string>
 
-#include "core/metric.hpp"
-#include "core/spec_parser.hpp"
+#include "core/spec/metric.hpp"
+#include "core/spec/spec_parser.hpp"
 #include "tests/support/catch.hpp"
 
 using namespace ncclsweep;

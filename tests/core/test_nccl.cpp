@@ -1,7 +1,7 @@
-// NCCL knowledge: value syntax, ranges, warnings, combinations (core/nccl.hpp).
+// NCCL knowledge: value syntax, ranges, warnings, combinations (core/nccl/nccl.hpp).
 #include <algorithm>
 
-#include "core/nccl.hpp"
+#include "core/nccl/nccl.hpp"
 #include "tests/support/catch.hpp"
 
 using namespace ncclsweep;

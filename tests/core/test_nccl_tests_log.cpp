@@ -1,11 +1,12 @@
 // nccl-tests logs (real output of nccl-tests 2.19.6, tests/fixtures/nccl-tests/) -> calibration.
 #include <string>
 
-#include "core/nccl_tests_log.hpp"
+#include "core/nccl/nccl_tests_log.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace ncclsweep;
+using namespace ncclsweep::nccl;
 using ncclsweep::test::read_file;
 using ncclsweep::test::source_path;
 

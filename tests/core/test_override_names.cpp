@@ -2,9 +2,9 @@
 // a client placeholder is checked when planning, like the command's.
 #include <string>
 
-#include "core/plan.hpp"
-#include "core/planner.hpp"
-#include "core/spec_parser.hpp"
+#include "core/plan/plan.hpp"
+#include "core/plan/planner.hpp"
+#include "core/spec/spec_parser.hpp"
 #include "tests/support/catch.hpp"
 
 using namespace ncclsweep;

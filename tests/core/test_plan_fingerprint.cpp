@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "core/plan_fingerprint.hpp"
-#include "core/spec_parser.hpp"
+#include "core/plan/plan_fingerprint.hpp"
+#include "core/spec/spec_parser.hpp"
 #include "tests/support/catch.hpp"
 
 using namespace ncclsweep;

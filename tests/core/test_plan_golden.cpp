@@ -6,8 +6,8 @@
 #include <sstream>
 #include <string>
 
-#include "core/plan.hpp"
-#include "core/plan_printer.hpp"
+#include "core/plan/plan.hpp"
+#include "core/plan/plan_printer.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/golden.hpp"
 #include "tests/support/temp_dir.hpp"

@@ -2,10 +2,10 @@
 #include <string>
 #include <vector>
 
-#include "core/key.hpp"
-#include "core/plan.hpp"
-#include "core/planner.hpp"
-#include "core/spec_parser.hpp"
+#include "core/plan/key.hpp"
+#include "core/plan/plan.hpp"
+#include "core/plan/planner.hpp"
+#include "core/spec/spec_parser.hpp"
 #include "tests/support/catch.hpp"
 
 using namespace ncclsweep;

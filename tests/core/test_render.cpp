@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "core/render.hpp"
+#include "core/plan/render.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"
 

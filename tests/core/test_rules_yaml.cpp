@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "core/rule_catalog.hpp"
+#include "core/watch/rule_catalog.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"
 

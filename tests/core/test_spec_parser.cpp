@@ -1,7 +1,7 @@
 // Spec parser: values kept as text, sections, and every error located exactly (file:line:col).
 #include <string>
 
-#include "core/spec_parser.hpp"
+#include "core/spec/spec_parser.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/stats.hpp"
+#include "core/stats/stats.hpp"
 #include "tests/support/catch.hpp"
 
 namespace st = ncclsweep::stats;

@@ -1,13 +1,13 @@
 // supervise(): one process under a watcher, driven through the scripted FakeProcess: lines in
 // order, the kill on a fatal line, interrupts, stop_when and lost connections.
-#include "core/supervise.hpp"
+#include "core/watch/supervise.hpp"
 
 #include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "core/rule_catalog.hpp"
+#include "core/watch/rule_catalog.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/fake_target.hpp"
 

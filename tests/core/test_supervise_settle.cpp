@@ -4,7 +4,7 @@
 #include <deque>
 #include <thread>
 
-#include "core/supervise.hpp"
+#include "core/watch/supervise.hpp"
 #include "tests/core/watcher_test_support.hpp"
 
 using namespace ncclsweep;

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "core/rule_catalog.hpp"
-#include "core/sweep_session.hpp"
+#include "core/watch/rule_catalog.hpp"
+#include "core/sweep/sweep_session.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/fake_store.hpp"
 #include "tests/support/fake_target.hpp"
@@ -89,6 +89,14 @@ FakeSweep stored_sweep(const std::vector<Experiment>& experiments, const std::st
     }
     sweep.state = "interrupted";
     return sweep;
+}
+
+/// Resumes sweep `id` of `store` with `request` (the plan as the spec now expands it).
+Result<SweepOutcome> resume(FakeStore& store, std::int64_t id, SweepRequest request, FakeTarget& target,
+                            RecordingObserver& observer) {
+    std::atomic<bool> stop{false};
+    request.resume_id = id;
+    return run_sweep(request, target, store, observer, run_options(), stop);
 }
 
 }  // namespace
@@ -288,10 +296,7 @@ TEST_CASE("sweep session: a resume runs only the experiments that have not finis
     FakeTarget target;
     target.fallback = fake_ok("tok_s", 7);
     RecordingObserver observer;
-    std::atomic<bool> stop{false};
-    auto request = request_of(plan, "--set tokens=8");
-    request.resume_id = id;
-    auto outcome = run_sweep(request, target, store, observer, run_options(), stop);
+    auto outcome = resume(store, id, request_of(plan, "--set tokens=8"), target, observer);
     REQUIRE(outcome);
     CHECK(outcome->skipped_finished == 2);
     CHECK(outcome->summary.ran == 1);
@@ -307,10 +312,7 @@ TEST_CASE("sweep session: a resume with different overrides is refused - names t
     const auto id = store.seed(stored_sweep(plan, "--set inject=nccl_hang@2", {1}));
     FakeTarget target;
     RecordingObserver observer;
-    std::atomic<bool> stop{false};
-    auto request = request_of(plan, "--set topology=nvlink");
-    request.resume_id = id;
-    auto outcome = run_sweep(request, target, store, observer, run_options(), stop);
+    auto outcome = resume(store, id, request_of(plan, "--set topology=nvlink"), target, observer);
     REQUIRE_FALSE(outcome);
     CHECK(outcome.error().kind == ErrorKind::bad_input);
     const std::string& message = outcome.error().message;
@@ -332,10 +334,7 @@ TEST_CASE(
     plan[1].argv = {"/opt/serve", "--port", "9000"};  // an edited fixed argument
     FakeTarget target;
     RecordingObserver observer;
-    std::atomic<bool> stop{false};
-    auto request = request_of(plan);
-    request.resume_id = id;
-    auto outcome = run_sweep(request, target, store, observer, run_options(), stop);
+    auto outcome = resume(store, id, request_of(plan), target, observer);
     REQUIRE_FALSE(outcome);
     CHECK(outcome.error().message.find(
               "experiment 2's command was '/opt/serve --port 8000', now '/opt/serve --port 9000'") !=
@@ -349,10 +348,7 @@ TEST_CASE("sweep session: a resume whose plan has a different number of points i
     const auto id = store.seed(stored_sweep(plan, "", {}));
     FakeTarget target;
     RecordingObserver observer;
-    std::atomic<bool> stop{false};
-    auto request = request_of({point(1, "LL")});
-    request.resume_id = id;
-    auto outcome = run_sweep(request, target, store, observer, run_options(), stop);
+    auto outcome = resume(store, id, request_of({point(1, "LL")}), target, observer);
     REQUIRE_FALSE(outcome);
     CHECK(outcome.error().message.find("the sweep has 2 experiments, the spec now plans 1") !=
           std::string::npos);
@@ -368,10 +364,7 @@ TEST_CASE("sweep session: a sweep recorded before fingerprints resumes when its 
     FakeTarget target;
     target.fallback = fake_ok("tok_s", 3);
     RecordingObserver observer;
-    std::atomic<bool> stop{false};
-    auto request = request_of(plan, "--set anything=1");
-    request.resume_id = id;
-    auto outcome = run_sweep(request, target, store, observer, run_options(), stop);
+    auto outcome = resume(store, id, request_of(plan, "--set anything=1"), target, observer);
     REQUIRE(outcome);
     CHECK(outcome->summary.ok == 1);
 }
@@ -383,10 +376,7 @@ TEST_CASE("sweep session: a resume refused by the store (live runner) runs nothi
     store.reopen_error = Error::infrastructure("sweep 1 is still being run by pid 42 on this host");
     FakeTarget target;
     RecordingObserver observer;
-    std::atomic<bool> stop{false};
-    auto request = request_of(plan);
-    request.resume_id = id;
-    auto outcome = run_sweep(request, target, store, observer, run_options(), stop);
+    auto outcome = resume(store, id, request_of(plan), target, observer);
     REQUIRE_FALSE(outcome);
     CHECK(outcome.error().kind == ErrorKind::infrastructure);
     CHECK(target.log->calls.empty());

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/watcher.hpp"
+#include "core/watch/watcher.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"
 

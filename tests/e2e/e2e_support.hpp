@@ -51,6 +51,23 @@ inline std::string sim_spec(const std::string& name, const std::string& axes, in
            axes + "repeats: " + std::to_string(repeats) + "\ntimeouts:\n" + timeouts;
 }
 
+/// A spec running `sh SERVER` on the local target, with a `ready:` line it never prints (so
+/// every experiment ends by the watcher's verdict) and one NCCL_ALGO axis.
+inline std::string server_spec(const std::string& name, const std::filesystem::path& server,
+                               const std::string& algos = "[Tree]") {
+    return "sweep: " + name +
+           "\n"
+           "target: local\n"
+           "workload:\n"
+           "  command: [sh, " +
+           server.string() +
+           "]\n"
+           "  ready: 'fired up'\n"
+           "axes:\n"
+           "  NCCL_ALGO: " +
+           algos + "\n";
+}
+
 /// All experiments of the newest sweep in `db`.
 inline std::vector<results::StoredExperiment> latest_experiments(const std::string& db) {
     results::StoreOptions options;

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <sstream>
 
-#include "core/effective_nccl.hpp"
-#include "core/rule_catalog.hpp"
+#include "core/nccl/effective_nccl.hpp"
+#include "core/watch/rule_catalog.hpp"
 #include "tests/e2e/e2e_support.hpp"
 
 using namespace ncclsweep;
@@ -141,12 +141,12 @@ TEST_CASE("sim incident: the watcher's rules still read the sim's marked NCCL li
             tuning += name == "nccl_tuning";
             env += name == "nccl_env";
         }
-        if (auto choice = parse_tuning_line(line)) CHECK(choice->collective.size() > 0);
+        if (auto choice = nccl::parse_tuning_line(line)) CHECK(choice->collective.size() > 0);
     }
     CHECK(tuning >= 2);  // AllReduce and AllGather
     CHECK(env >= 1);
     CHECK(
-        parse_tuning_line("[tpverify-sim] box:1:1 [0] NCCL INFO AllReduce: 57344 Bytes -> Algo TREE proto LL "
+        nccl::parse_tuning_line("[tpverify-sim] box:1:1 [0] NCCL INFO AllReduce: 57344 Bytes -> Algo TREE proto LL "
                           "channel{Lo..Hi}={0..0}")
             ->algo == "TREE");
 }

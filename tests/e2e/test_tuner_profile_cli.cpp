@@ -3,7 +3,7 @@
 // the way src/enqueue.cc makes them (issue 17's "done when").
 #include <nlohmann/json.hpp>
 
-#include "core/effective_nccl.hpp"
+#include "core/nccl/effective_nccl.hpp"
 #include "tests/e2e/e2e_support.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/tuner/tuner_harness.hpp"
@@ -88,7 +88,7 @@ TEST_CASE(
     ::unsetenv("NCCLSWEEP_TUNER_PROFILE");
 
     // What the plugin logged, as NCCL prints it, is what ncclsweep's effective-NCCL parser reads.
-    EffectiveNccl effective;
+    nccl::EffectiveNccl effective;
     for (const auto& line : tuner_log())
         effective.add_line(std::string(line.level == nst_log_warn ? "gpu:1:1 [0] plugin.c:1 NCCL WARN "
                                                                   : "gpu:1:1 [0] NCCL INFO ") +

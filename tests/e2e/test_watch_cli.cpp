@@ -159,16 +159,7 @@ TEST_CASE("run: a command workload that crashes in capture and hangs is failed f
         "echo 'Capture cuda graph begin'\n"
         "echo 'torch.AcceleratorError: CUDA error: operation not permitted when stream is capturing'\n"
         "sleep 300\n");
-    auto spec = dir.write("s.yaml",
-                          "sweep: e2e-crash\n"
-                          "target: local\n"
-                          "workload:\n"
-                          "  command: [sh, " +
-                              server.string() +
-                              "]\n"
-                              "  ready: 'fired up'\n"
-                              "axes:\n"
-                              "  NCCL_ALGO: [Tree]\n");
+    auto spec = dir.write("s.yaml", server_spec("e2e-crash", server));
     std::string db = (dir.path() / "r.db").string();
     auto start = std::chrono::steady_clock::now();
     auto r = run_ncclsweep({"run", spec.string(), "--db", db, "--kill-grace", "0.5"});

@@ -100,16 +100,7 @@ TEST_CASE(
         "printf 'Traceback (most recent call last):\\n  File \"runner.py\", line 9, in capture\\n"
         "torch.AcceleratorError: CUDA error: operation not permitted when stream is capturing\\n' >&2\n"
         "sleep 300\n");
-    auto spec = dir.write("s.yaml",
-                          "sweep: e2e-log\n"
-                          "target: local\n"
-                          "workload:\n"
-                          "  command: [sh, " +
-                              server.string() +
-                              "]\n"
-                              "  ready: 'fired up'\n"
-                              "axes:\n"
-                              "  NCCL_ALGO: [Tree]\n");
+    auto spec = dir.write("s.yaml", server_spec("e2e-log", server));
     std::string db = (dir.path() / "r.db").string();
     auto run = run_ncclsweep({"run", spec.string(), "--db", db, "--kill-grace", "0.5"});
     INFO(run.out << run.err);

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/nccl.hpp"
+#include "core/nccl/nccl.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 using namespace ncclsweep;

@@ -15,7 +15,7 @@
 #include <optional>
 #include <string>
 
-#include "core/render.hpp"
+#include "core/plan/render.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 using namespace ncclsweep;

@@ -6,12 +6,12 @@
 #include <cstdint>
 #include <string>
 
-#include "core/nccl.hpp"
-#include "core/plan.hpp"
-#include "core/planner.hpp"
-#include "core/render.hpp"
-#include "core/rule_catalog.hpp"
-#include "core/spec_parser.hpp"
+#include "core/nccl/nccl.hpp"
+#include "core/plan/plan.hpp"
+#include "core/plan/planner.hpp"
+#include "core/plan/render.hpp"
+#include "core/watch/rule_catalog.hpp"
+#include "core/spec/spec_parser.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 using namespace ncclsweep;

@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "core/watcher.hpp"
+#include "core/watch/watcher.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 using namespace ncclsweep;

@@ -2,12 +2,26 @@
 // Shared helpers for the store tests: planned experiments and outcomes with known content.
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "results/store.hpp"
+#include "tests/support/catch.hpp"
 
 namespace ncclsweep::test {
+
+/// Opens (creating) the store at `path`; the test fails at once when it cannot. `durability`
+/// is the store's own default (full) unless a test asks for the faster `normal`.
+inline results::Store open_store(const std::filesystem::path& path, results::StoreOptions options = {},
+                                 std::optional<results::Durability> durability = std::nullopt) {
+    if (durability) options.durability = *durability;
+    Result<results::Store> store = results::Store::open(path.string(), options);
+    INFO((store ? std::string() : store.error().message));
+    REQUIRE(store.ok());
+    return std::move(*store);
+}
 
 /// A planned experiment with distinct, recognisable fields.
 inline Experiment make_experiment(int id) {

@@ -23,11 +23,7 @@ using ncclsweep::test::make_sweep;
 namespace {
 
 Store open_store(const std::filesystem::path& path, StoreOptions options = {}) {
-    options.durability = Durability::normal;
-    Result<Store> store = Store::open(path.string(), options);
-    INFO((store ? std::string() : store.error().message));
-    REQUIRE(store.ok());
-    return std::move(*store);
+    return test::open_store(path, options, Durability::normal);
 }
 
 /// A child process that calls itself "ncclsweep" (its /proc comm) and waits to be killed:

@@ -18,6 +18,7 @@
 
 using namespace ncclsweep;
 using namespace ncclsweep::results;
+using ncclsweep::test::open_store;
 using ncclsweep::test::make_experiments;
 using ncclsweep::test::make_outcome;
 using ncclsweep::test::make_sweep;
@@ -52,13 +53,6 @@ std::string as_nobody(const std::function<std::string()>& attempt) {
     REQUIRE(WIFEXITED(status));
     REQUIRE(WEXITSTATUS(status) == 0);
     return text;
-}
-
-Store open_store(const std::filesystem::path& path, StoreOptions options = {}) {
-    Result<Store> store = Store::open(path.string(), options);
-    INFO((store ? std::string() : store.error().message));
-    REQUIRE(store.ok());
-    return std::move(*store);
 }
 
 // Every experiment is either finished with all its samples, or unfinished with none.

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string>
 
-#include "core/rule_catalog.hpp"
+#include "core/watch/rule_catalog.hpp"
 #include "tests/results/store_fixtures.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/fake_target.hpp"
@@ -23,12 +23,7 @@ using ncclsweep::test::make_experiments;
 namespace {
 
 Store open_store(const std::filesystem::path& path) {
-    StoreOptions options;
-    options.durability = Durability::normal;
-    Result<Store> store = Store::open(path.string(), options);
-    INFO((store ? std::string() : store.error().message));
-    REQUIRE(store.ok());
-    return std::move(*store);
+    return test::open_store(path, {}, Durability::normal);
 }
 
 struct QuietObserver final : SweepObserver {

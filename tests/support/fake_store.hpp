@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/sweep_session.hpp"
+#include "core/sweep/sweep_session.hpp"
 
 namespace ncclsweep::test {
 

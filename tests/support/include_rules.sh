@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # CTest test "support: folder dependency rules": the tree follows docs/architecture.md's rules,
-# and the checker does catch a violation (a core/ file including results/).
+# and the checker does catch a violation (a core/ file including results/; a lower core/ subject
+# including a higher one; a core/ folder that is not a subject; a namespace that is not its folder's).
 set -euo pipefail
 source=${1:?source dir}
 python3 "$source/scripts/check-includes.py" "$source"
@@ -11,4 +12,19 @@ if python3 "$source/scripts/check-includes.py" "$work" >"$work/out" 2>&1; then
   echo "FAIL: the checker accepted core/ including results/"; cat "$work/out"; exit 1
 fi
 grep -q "core/bad.cpp:1: core/ includes results/" "$work/out" || { echo "FAIL: no file:line"; cat "$work/out"; exit 1; }
+rm "$work/core/bad.cpp"
+mkdir -p "$work/core/nccl" "$work/core/sweep" "$work/core/misc"
+echo '#include "core/sweep/sweep.hpp"' >"$work/core/nccl/bad.cpp"
+echo '#include "core/nccl/nccl.hpp"' >"$work/core/sweep/fine.cpp"
+echo '#include "core/result.hpp"' >"$work/core/misc/x.hpp"
+printf 'namespace ncclsweep::inline sweep {\n}\n' >"$work/core/sweep/fine.hpp"
+printf 'namespace ncclsweep::inline watch {\n}\n' >"$work/core/sweep/wrong_namespace.hpp"
+if python3 "$source/scripts/check-includes.py" "$work" >"$work/out" 2>&1; then
+  echo "FAIL: the checker accepted core/nccl/ including core/sweep/"; cat "$work/out"; exit 1
+fi
+grep -q "core/nccl/bad.cpp:1: core/nccl/ includes core/sweep/" "$work/out" || { echo "FAIL: no subject violation"; cat "$work/out"; exit 1; }
+grep -q "core/misc/x.hpp: core/misc/ is not a subject" "$work/out" || { echo "FAIL: unknown subject not caught"; cat "$work/out"; exit 1; }
+grep -q "core/sweep/wrong_namespace.hpp:1: a file of core/sweep/ declares namespace ncclsweep::inline watch" "$work/out" ||
+  { echo "FAIL: a namespace that is not the folder's was not caught"; cat "$work/out"; exit 1; }
+if grep -q "core/sweep/fine" "$work/out"; then echo "FAIL: an allowed include was flagged"; cat "$work/out"; exit 1; fi
 echo "ok: the rules hold and a violation is caught"

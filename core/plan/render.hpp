@@ -1,0 +1,44 @@
+#pragma once
+// Renders an experiment into the forms that reach the workload. Every value is data, never
+// code: quotes, newlines, $(...), backticks, NUL-free unicode pass through exactly.
+#include <string>
+#include <vector>
+
+#include "core/experiment.hpp"
+#include "core/result.hpp"
+#include "core/spec/spec.hpp"
+
+namespace ncclsweep::inline plan::render {
+
+/// Identifies the experiment in rendered files' comments.
+struct Provenance {
+    std::string sweep;    ///< sweep name
+    int experiment_id = 0;
+    std::string key;
+};
+
+/// A sitecustomize.py that sets `env` with os.environ.setdefault (an explicit environment
+/// still wins), never raises, and names the experiment in a comment. Works when imported by
+/// every spawned Python child.
+std::string sitecustomize(const std::vector<Assignment>& env, const Provenance& provenance);
+
+/// An env file: one `KEY='value'` per line, loadable by `set -a; . file` in sh/bash.
+/// Fails (bad_input) for a name that is not a valid variable name or a value with NUL.
+Result<std::string> env_file(const std::vector<Assignment>& env, const Provenance& provenance);
+
+/// POSIX-shell single-quoting of one word ('it'\''s').
+std::string shell_quote(const std::string& word);
+
+/// Quotes a string as a Python string literal (ASCII-only output, \\u escapes).
+std::string python_quote(const std::string& value);
+
+/// The command of an experiment: for `engine: tpverify`, [engine_path, "--json", --flag value...]
+/// from workload args then lower_case params (params win); for `command:`, the argv with {name}
+/// placeholders replaced (an element that is exactly "{name}" with an empty value is dropped),
+/// or {"/bin/sh","-c",script} for a string command with placeholders shell-quoted.
+/// Fails (bad_input) for a placeholder that names no parameter.
+Result<std::vector<std::string>> command_argv(const WorkloadSpec& workload,
+                                              const std::vector<Assignment>& workload_params,
+                                              const std::string& engine_path);
+
+}  // namespace ncclsweep::plan::render

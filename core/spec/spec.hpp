@@ -1,0 +1,118 @@
+#pragma once
+// The sweep spec (docs/spec.md): the parsed, not yet expanded, form.
+// Parsing lives in core/spec/spec_parser.*; expansion in core/plan/planner.*.
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/spec/metric.hpp"
+
+namespace ncclsweep::inline spec {
+
+/// Where something came from: file, 1-based line and column (0 = unknown, e.g. a CLI flag).
+struct SourceMark {
+    std::string file;  ///< spec path, or "--axis"/"--set" for command-line overrides
+    int line = 0;
+    int column = 0;
+    /// "file:line:col" (or just "file" when line is 0).
+    [[nodiscard]] std::string to_string() const;
+};
+
+/// One scalar value as written in the spec (all values are kept as text).
+struct SpecValue {
+    std::string text;
+    SourceMark mark;
+};
+
+/// One axis: its values in order. UPPER_CASE names are environment variables;
+/// lower_case names are workload parameters (fusion, tokens, tp, graph, ...).
+struct Axis {
+    std::string name;
+    std::vector<SpecValue> values;
+    SourceMark mark;
+    /// True for an environment-variable axis (first character is an upper-case letter).
+    [[nodiscard]] bool is_env() const;
+};
+
+/// A partial assignment used by `exclude` (each key may allow several values).
+struct ExcludeRule {
+    std::vector<std::pair<std::string, std::vector<SpecValue>>> match;
+    SourceMark mark;
+};
+
+/// One extra point from `include`.
+struct IncludePoint {
+    std::vector<std::pair<std::string, SpecValue>> values;
+    SourceMark mark;
+};
+
+/// How the environment reaches the workload (target.env_delivery).
+enum class EnvDelivery { sitecustomize, env, both };
+
+/// `target:` — where experiments run.
+struct TargetSpec {
+    std::string url = "local";  ///< "local" or "ssh://user@host[:port]"
+    EnvDelivery env_delivery = EnvDelivery::both;
+    std::string workdir;        ///< per-sweep work directory root on the host ("" = default)
+    std::optional<std::string> identity_file;
+    bool accept_new_host_key = false;
+    SourceMark mark;
+};
+
+/// One user watcher rule (`workload.rules` or --rules file).
+struct RuleSpec {
+    std::string name;
+    std::string regex;
+    std::string failure_class;  ///< graph_capture, nccl, cuda, oom, python, sitecustomize, hang, ...
+    bool fatal = true;          ///< false = warning only
+    SourceMark mark;
+};
+
+/// `workload:` — what each experiment runs.
+struct WorkloadSpec {
+    /// "tpverify" when `engine:` is given; empty when `command:` is used.
+    std::string engine;
+    /// engine: fixed tpverify flags (name -> value), in file order. "true" = bare flag.
+    std::vector<std::pair<std::string, SpecValue>> args;
+    /// command: argv form (list) or a single string run by /bin/sh -c. `{name}` placeholders
+    /// are replaced by parameter values (as one argv element / shell-quoted word).
+    std::vector<SpecValue> command;
+    bool command_is_shell = false;
+    /// Optional client command started after the server reports ready (same forms as command).
+    std::vector<SpecValue> client;
+    bool client_is_shell = false;
+    std::string ready;                                   ///< regex: the server is ready
+    std::vector<std::pair<std::string, std::string>> metrics;  ///< metric name -> regex with one capture group
+    std::vector<MetricDefinition> metric_definitions;          ///< one per `metrics` entry: unit, better
+    std::vector<RuleSpec> rules;
+    SourceMark mark;
+};
+
+/// `timeouts:` in seconds (0 = none).
+struct Timeouts {
+    double startup = 600;
+    double capture = 600;
+    double stall = 120;
+    double total = 3600;
+};
+
+/// The whole parsed spec.
+struct Spec {
+    std::string path;        ///< file it was read from
+    std::string text;        ///< full original text (stored with the sweep)
+    std::string name;        ///< `sweep:`
+    TargetSpec target;
+    WorkloadSpec workload;
+    std::vector<std::pair<std::string, SpecValue>> env;  ///< fixed variables, file order
+    std::vector<Axis> axes;                              ///< file order (first axis slowest)
+    std::vector<std::vector<std::string>> zip;           ///< groups of axis names
+    std::vector<SourceMark> zip_marks;
+    std::vector<ExcludeRule> exclude;
+    std::vector<IncludePoint> include;
+    int repeats = 1;
+    Timeouts timeouts;
+};
+
+}  // namespace ncclsweep::spec

@@ -1,0 +1,17 @@
+#pragma once
+// Internal: parsers of the `target:` and `workload:` sections (core/spec/spec_parser_workload.cpp).
+#include <yaml-cpp/yaml.h>
+
+#include "core/result.hpp"
+#include "core/spec/spec.hpp"
+#include "core/spec/spec_yaml.hpp"
+
+namespace ncclsweep::inline spec::yaml {
+
+/// `target:` as a URL string or a map {url, env_delivery, workdir, identity_file, accept_new_host_key}.
+Result<TargetSpec> parse_target(const YAML::Node& node, const Where& where);
+
+/// `workload:` — `engine: tpverify` + `args:`, or `command:` with client/ready/metrics; `rules:` for both.
+Result<WorkloadSpec> parse_workload(const YAML::Node& node, const Where& where);
+
+}  // namespace ncclsweep::spec::yaml

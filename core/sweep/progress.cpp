@@ -1,0 +1,159 @@
+#include "core/sweep/progress.hpp"
+#include "core/text.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+namespace ncclsweep::inline sweep {
+namespace {
+using Clock = std::chrono::steady_clock;
+
+std::string format_duration(double seconds) {
+    if (seconds < 0) seconds = 0;
+    int s = static_cast<int>(seconds + 0.5);
+    if (s < 60) return fmt::format("{}s", s);
+    if (s < 3600) return fmt::format("{}m{:02}s", s / 60, s % 60);
+    return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
+}
+
+
+std::string outcome_text(const ExperimentReport& report, const std::string& metric) {
+    if (report.status != RunStatus::ok)
+        return fmt::format("{} ({})", to_string(report.status), report.failure_class);
+    if (auto value = report.median(metric)) return fmt::format("{} {:.4g}", metric, *value);
+    return "ok";
+}
+}  // namespace
+
+std::string describe_params(const Experiment& experiment) {
+    std::string out;
+    for (const auto& [name, value] : experiment.params) {
+        if (!out.empty()) out += ' ';
+        out += name + "=" + value;
+    }
+    return out.empty() ? "(no axes)" : out;
+}
+
+std::string pick_metric(const ExperimentReport& report, const std::string& preferred) {
+    auto has = [&](const std::string& name) {
+        return std::any_of(report.samples.begin(), report.samples.end(), [&](const SampleValue& s) { return s.metric == name; });
+    };
+    if (!preferred.empty() && has(preferred)) return preferred;
+    if (has("tok_s")) return "tok_s";
+    return report.samples.empty() ? std::string{} : report.samples.front().metric;
+}
+
+ProgressPrinter::ProgressPrinter(ProgressStyle style, std::FILE* human, std::FILE* machine)
+    : m_style(style), m_human(human), m_machine(machine), m_start(Clock::now()) {}
+
+std::string ProgressPrinter::eta(int index, int total) const {
+    double elapsed = std::chrono::duration<double>(Clock::now() - m_start).count();
+    if (index <= 1) return "?";
+    double per = elapsed / (index - 1);
+    return format_duration(per * (total - index + 1));
+}
+
+void ProgressPrinter::clear_live_line() {
+    if (m_live_shown) {
+        std::fputs("\r\033[K", m_human);
+        m_live_shown = false;
+    }
+}
+
+void ProgressPrinter::started(const Experiment& experiment, int index, int total, int repeat) {
+    if (m_style != ProgressStyle::live) return;
+    double elapsed = std::chrono::duration<double>(Clock::now() - m_start).count();
+    std::string line = fmt::format("[{}/{}] {} elapsed, ETA {}, failures {} | running #{}{}: {}{}", index, total,
+                                   format_duration(elapsed), eta(index, total), m_failures, experiment.id,
+                                   repeat > 0 ? fmt::format(" (repeat {})", repeat + 1) : "",
+                                   describe_params(experiment), m_last.empty() ? "" : " | last: " + m_last);
+    if (line.size() > 160) line = line.substr(0, 157) + "...";
+    std::fprintf(m_human, "\r\033[K%s", line.c_str());
+    std::fflush(m_human);
+    m_live_shown = true;
+}
+
+void ProgressPrinter::finished(const Experiment& experiment, const ExperimentReport& report, int index, int total) {
+    m_reports.emplace_back(experiment, report);
+    if (report.status != RunStatus::ok) ++m_failures;
+    std::string metric = pick_metric(report, "tok_s");
+    m_last = fmt::format("#{} {}", experiment.id, outcome_text(report, metric));
+    if (m_style == ProgressStyle::json) {
+        nlohmann::json j;
+        j["event"] = "experiment";
+        j["id"] = experiment.id;
+        j["key"] = experiment.key;
+        j["index"] = index;
+        j["total"] = total;
+        j["status"] = std::string(to_string(report.status));
+        nlohmann::json params = nlohmann::json::object();
+        for (const auto& [name, value] : experiment.params) params[name] = value;
+        j["params"] = params;
+        if (!report.failure_class.empty()) j["failure_class"] = report.failure_class;
+        if (!report.diagnosis.empty()) j["diagnosis"] = first_line(report.diagnosis, 500);
+        if (report.detected_after_s) j["detected_after_s"] = *report.detected_after_s;
+        nlohmann::json metrics = nlohmann::json::object();
+        for (const auto& s : report.samples) {
+            auto median = report.median(s.metric);
+            if (median) metrics[s.metric] = *median;
+        }
+        j["metrics"] = metrics;
+        std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        std::fprintf(m_machine, "%s\n", text.c_str());
+        std::fflush(m_machine);
+        return;
+    }
+    clear_live_line();
+    if (m_style == ProgressStyle::plain || report.status != RunStatus::ok) {
+        std::fprintf(m_human, "[%d/%d] #%d %s: %s\n", index, total, experiment.id, describe_params(experiment).c_str(),
+                     outcome_text(report, metric).c_str());
+        if (report.status != RunStatus::ok && !report.diagnosis.empty())
+            std::fprintf(m_human, "        %s\n", first_line(report.diagnosis, 200).c_str());
+        std::fflush(m_human);
+    }
+}
+
+void ProgressPrinter::notice(const std::string& message) {
+    if (m_style == ProgressStyle::json) return;
+    clear_live_line();
+    std::fprintf(m_human, "note: %s\n", message.c_str());
+    std::fflush(m_human);
+}
+
+std::string ProgressPrinter::summary_metric(const std::string& preferred) const {
+    for (const auto& entry : m_reports)
+        if (entry.second.status == RunStatus::ok) return pick_metric(entry.second, preferred);
+    return preferred;
+}
+
+void ProgressPrinter::print_summary(std::FILE* out, const std::string& metric_name,
+                                    const std::vector<MetricDefinition>& definitions) const {
+    if (m_style == ProgressStyle::json) return;
+    std::vector<const std::pair<Experiment, ExperimentReport>*> ok, failed;
+    for (const auto& entry : m_reports) (entry.second.status == RunStatus::ok ? ok : failed).push_back(&entry);
+    std::string metric = metric_name;
+    if (!ok.empty()) metric = pick_metric(ok.front()->second, metric_name);
+    const bool lower = definition_of(metric, definitions).better == stats::Direction::lower_is_better;
+    std::stable_sort(ok.begin(), ok.end(), [&](auto* a, auto* b) {
+        auto x = a->second.median(metric), y = b->second.median(metric);
+        if (x.has_value() != y.has_value()) return x.has_value();
+        if (!x) return false;
+        return lower ? *x < *y : *x > *y;
+    });
+    std::fprintf(out, "%-5s %-12s %-52s %s\n", "id", metric.empty() ? "result" : metric.c_str(), "parameters", "status");
+    for (const auto* entry : ok) {
+        auto value = entry->second.median(metric);
+        std::fprintf(out, "%-5d %-12s %-52s ok\n", entry->first.id, value ? fmt::format("{:.4g}", *value).c_str() : "-",
+                     describe_params(entry->first).c_str());
+    }
+    for (const auto* entry : failed) {
+        std::fprintf(out, "%-5d %-12s %-52s %s (%s)\n", entry->first.id, "-", describe_params(entry->first).c_str(),
+                     std::string(to_string(entry->second.status)).c_str(), entry->second.failure_class.c_str());
+        if (!entry->second.diagnosis.empty())
+            std::fprintf(out, "      %s\n", first_line(entry->second.diagnosis, 150).c_str());
+    }
+}
+
+}  // namespace ncclsweep::sweep

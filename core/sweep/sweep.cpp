@@ -1,0 +1,307 @@
+#include "core/sweep/sweep.hpp"
+
+#include "core/stats/stats.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/plan/render.hpp"
+#include "core/stats/stats.hpp"
+#include "core/watch/supervise.hpp"
+
+namespace ncclsweep::inline sweep {
+namespace {
+using Clock = std::chrono::steady_clock;
+
+enum class RepeatEnd { ok, failed, timed_out, lost, interrupted };
+
+struct RepeatOutcome {
+    RepeatEnd end = RepeatEnd::ok;
+    std::string lost_reason;
+    std::unique_ptr<Watcher> watcher;
+    std::optional<ExitInfo> exit;
+    std::vector<long> process_groups;  ///< of the server (and client) it started
+    double seconds = 0;
+};
+
+std::string experiment_dir(const SweepRunOptions& options, const Experiment& experiment) {
+    return fmt::format("{}/exp-{}", options.workdir, experiment.id);
+}
+
+/// Writes the experiment's sitecustomize.py and env file into its directory on the host.
+Result<std::string> deliver(Target& target, const Experiment& experiment, const SweepRunOptions& options) {
+    std::string dir = experiment_dir(options, experiment);
+    render::Provenance provenance{options.sweep_name, experiment.id, experiment.key};
+    auto env_text = render::env_file(experiment.env, provenance);
+    if (!env_text) return env_text.error();
+    if (auto put = target.put_file(dir + "/" + k_env_file, *env_text); !put) return put.error();
+    if (options.delivery != EnvDelivery::env) {
+        auto put = target.put_file(dir + "/" + k_sitecustomize_file, render::sitecustomize(experiment.env, provenance));
+        if (!put) return put.error();
+    }
+    return dir;
+}
+
+Command command_for(const std::vector<std::string>& argv, const Experiment& experiment, const std::string& dir,
+                    EnvDelivery delivery, int repeat) {
+    Command command;
+    command.argv = argv;
+    command.workdir = dir;
+    if (delivery != EnvDelivery::sitecustomize) command.env = experiment.env;
+    if (delivery != EnvDelivery::env) command.pythonpath_prepend = dir;
+    command.env.emplace_back("NCCLSWEEP_EXPERIMENT_ID", std::to_string(experiment.id));
+    command.env.emplace_back("NCCLSWEEP_EXPERIMENT_KEY", experiment.key);
+    command.env.emplace_back("NCCLSWEEP_REPEAT", std::to_string(repeat));
+    return command;
+}
+
+/// The client command (workload.client) rendered for this experiment, if there is one.
+Result<std::vector<std::string>> client_argv(const SweepRunOptions& options, const Experiment& experiment) {
+    if (options.workload.client.empty()) return std::vector<std::string>{};
+    WorkloadSpec client = options.workload;
+    client.engine.clear();
+    client.command = options.workload.client;
+    client.command_is_shell = options.workload.client_is_shell;
+    return render::command_argv(client, experiment.workload, "");
+}
+
+RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std::string& dir, int repeat,
+                         const std::vector<std::string>& client_args, const SweepRunOptions& options,
+                         const std::atomic<bool>& stop) {
+    RepeatOutcome outcome;
+    auto start_time = Clock::now();
+    auto finish = [&](RepeatEnd end) {
+        outcome.end = end;
+        outcome.seconds = std::chrono::duration<double>(Clock::now() - start_time).count();
+        return std::move(outcome);
+    };
+    auto process = target.start(command_for(experiment.argv, experiment, dir, options.delivery, repeat));
+    if (!process) {
+        outcome.lost_reason = process.error().message;
+        if (process.error().kind == ErrorKind::infrastructure) return finish(RepeatEnd::lost);
+        // The command itself cannot start (not found, bad argv): a failure of this experiment.
+        outcome.watcher = std::make_unique<Watcher>(options.catalog, options.watcher, start_time);
+        outcome.watcher->feed(OutputLine{Stream::err, process.error().message, Clock::now(), false});
+        outcome.watcher->on_exit(ExitInfo{127, 0}, Clock::now());
+        outcome.exit = ExitInfo{127, 0};  // recorded like a shell's "command not found"
+        return finish(RepeatEnd::failed);
+    }
+    outcome.watcher = std::make_unique<Watcher>(options.catalog, options.watcher, start_time);
+    Watcher& watcher = *outcome.watcher;
+    if (auto group = (*process)->process_group()) outcome.process_groups.push_back(*group);
+
+    // Optional client: started once the server is ready; when it ends, the server is stopped.
+    std::unique_ptr<Process> client;
+    bool client_done = false;
+    std::optional<ExitInfo> client_exit;
+    SuperviseOptions supervise_options;
+    supervise_options.kill_grace = options.kill_grace;
+    if (!client_args.empty()) {
+        supervise_options.stop_when = [&]() {
+            if (client_done) return true;
+            if (!client && (watcher.state() == WatchState::ready)) {
+                auto started = target.start(command_for(client_args, experiment, dir, options.delivery, repeat));
+                if (!started) {
+                    watcher.feed(OutputLine{Stream::err, "client: " + started.error().message, Clock::now(), false});
+                    client_done = true;
+                    client_exit = ExitInfo{127, 0};
+                    return true;
+                }
+                client = std::move(*started);
+                if (auto group = client->process_group()) outcome.process_groups.push_back(*group);
+                watcher.mark_measuring(Clock::now());
+            }
+            if (client) {
+                OutputLine line;
+                for (int i = 0; i < 64; ++i) {
+                    PollState state = client->poll(std::chrono::milliseconds(0), line);
+                    if (state == PollState::line) {
+                        watcher.feed(line, Clock::now());
+                        continue;
+                    }
+                    if (state == PollState::exited || state == PollState::lost) {
+                        client_done = true;
+                        client_exit = client->exit_info().value_or(ExitInfo{255, 0});
+                    }
+                    break;
+                }
+            }
+            return client_done;
+        };
+    }
+    Supervision supervision = supervise(**process, watcher, supervise_options, &stop);
+    if (client && !client_done) client->kill(options.kill_grace);
+    outcome.exit = supervision.exit;
+    switch (supervision.end) {
+        case SupervisionEnd::lost:
+            outcome.lost_reason = supervision.lost_reason;
+            return finish(RepeatEnd::lost);
+        case SupervisionEnd::interrupted:
+            return finish(RepeatEnd::interrupted);
+        case SupervisionEnd::stopped:
+            if (client_exit && !client_exit->success() && watcher.state() != WatchState::failed) {
+                watcher.feed(OutputLine{Stream::err,
+                                        fmt::format("client exited with status {}{}", client_exit->exit_code,
+                                                    client_exit->signal ? fmt::format(" (signal {})", client_exit->signal) : ""),
+                                        Clock::now(), false});
+                return finish(RepeatEnd::failed);
+            }
+            break;
+        case SupervisionEnd::exited:
+            break;
+    }
+    switch (watcher.state()) {
+        case WatchState::failed: return finish(RepeatEnd::failed);
+        case WatchState::timed_out: return finish(RepeatEnd::timed_out);
+        default: return finish(RepeatEnd::ok);
+    }
+}
+
+std::optional<double> since(const std::optional<double>& a, const std::optional<double>& b) {
+    if (!a || !b) return std::nullopt;
+    return *b - *a;
+}
+
+void fill_from_watcher(ExperimentReport& report, const Watcher& watcher, int repeat) {
+    for (const auto& [name, values] : watcher.metrics())
+        if (!values.empty()) report.samples.push_back({repeat, name, values.back()});
+    const PhaseTimes& t = watcher.phase_times();
+    if (repeat == 0 || !report.ready_s) {
+        report.init_s = t.capture_begin ? t.capture_begin : t.ready;
+        report.capture_s = since(t.capture_begin, t.capture_end);
+        report.ready_s = t.ready;
+        report.measure_s = since(t.ready, t.end);
+    }
+    if (report.effective_nccl.empty()) report.effective_nccl = watcher.effective_nccl().summary();
+    for (const auto& warning : watcher.warnings())
+        if (report.warnings.size() < 20) report.warnings.emplace_back(warning.rule, warning.line);
+}
+
+}  // namespace
+
+std::string_view to_string(RunStatus status) {
+    switch (status) {
+        case RunStatus::ok: return "ok";
+        case RunStatus::failed: return "failed";
+        case RunStatus::timed_out: return "timed_out";
+        case RunStatus::infra_error: return "infra_error";
+    }
+    return "?";
+}
+
+std::optional<double> ExperimentReport::median(const std::string& name) const {
+    std::vector<double> values;
+    for (const auto& s : samples)
+        if (s.metric == name) values.push_back(s.value);
+    if (values.empty()) return std::nullopt;
+    return stats::median(values);
+}
+
+Result<SweepRunSummary> run_experiments(Target& target, const std::vector<Experiment>& experiments,
+                                        ResultSink& sink, SweepObserver& observer,
+                                        const SweepRunOptions& options, const std::atomic<bool>& stop) {
+    SweepRunSummary summary;
+    const int total = static_cast<int>(experiments.size());
+    std::vector<long> previous_groups;
+    for (int index = 0; index < total; ++index) {
+        const Experiment& experiment = experiments[static_cast<std::size_t>(index)];
+        if (stop.load()) {
+            summary.interrupted = true;
+            return summary;
+        }
+        if (options.before_experiment)
+            if (auto ready = options.before_experiment(previous_groups); !ready) return ready.error();
+        previous_groups.clear();
+        ExperimentReport report;
+        report.exp_id = experiment.id;
+        bool recorded = false;
+        for (int attempt = 1; attempt <= options.max_attempts && !recorded; ++attempt) {
+            if (auto begun = sink.experiment_started(experiment.id, attempt); !begun) return begun.error();
+            report = ExperimentReport{};
+            report.exp_id = experiment.id;
+            report.attempts = attempt;
+            double total_s = 0;
+            bool lost = false;
+            std::string lost_reason;
+            // The client command and the environment files are prepared once per attempt; every
+            // repeat uses them. One that cannot be rendered is a failure of this point, not of the host.
+            auto client_args = client_argv(options, experiment);
+            auto dir = client_args ? deliver(target, experiment, options) : Result<std::string>(client_args.error());
+            if (!dir && dir.error().kind != ErrorKind::infrastructure) {
+                report.status = RunStatus::failed;
+                report.failure_class = "config";
+                report.diagnosis = client_args ? dir.error().message : "client: " + dir.error().message;
+                if (auto done = sink.experiment_finished(report); !done) return done.error();
+                recorded = true;
+                break;
+            }
+            if (!dir) {
+                lost = true;
+                lost_reason = dir.error().message;
+            }
+            for (int repeat = 0; !lost && repeat < std::max(1, options.repeats); ++repeat) {
+                observer.started(experiment, index + 1, total, repeat);
+                RepeatOutcome outcome = run_repeat(target, experiment, *dir, repeat, *client_args, options, stop);
+                total_s += outcome.seconds;
+                previous_groups.insert(previous_groups.end(), outcome.process_groups.begin(), outcome.process_groups.end());
+                if (outcome.end == RepeatEnd::interrupted) {
+                    summary.interrupted = true;
+                    return summary;
+                }
+                if (outcome.end == RepeatEnd::lost) {
+                    lost = true;
+                    lost_reason = outcome.lost_reason;
+                    break;
+                }
+                const Watcher& watcher = *outcome.watcher;
+                fill_from_watcher(report, watcher, repeat);
+                if (outcome.exit) {
+                    report.exit_code = outcome.exit->exit_code;
+                    if (outcome.exit->signal) report.exit_signal = outcome.exit->signal;
+                }
+                if (outcome.end != RepeatEnd::ok) {
+                    report.status = outcome.end == RepeatEnd::timed_out ? RunStatus::timed_out : RunStatus::failed;
+                    report.failure_class = watcher.failure_class();
+                    report.diagnosis = watcher.diagnosis().text();
+                    report.detected_after_s = watcher.seconds_to_detection();
+                    break;
+                }
+            }
+            report.total_s = total_s;
+            if (lost) {
+                if (attempt < options.max_attempts) {
+                    observer.notice(fmt::format("experiment {}: connection to {} lost ({}); reconnecting and retrying (attempt {} of {})",
+                                                experiment.id, target.describe(), lost_reason, attempt + 1, options.max_attempts));
+                    if (auto again = target.reconnect(); !again) {
+                        report.status = RunStatus::infra_error;
+                        report.failure_class = "infrastructure";
+                        report.diagnosis = lost_reason + "\nreconnect failed: " + again.error().message;
+                        (void)sink.experiment_finished(report);
+                        return Error::infrastructure(fmt::format(
+                            "lost the connection to {} during experiment {} and could not reconnect: {}",
+                            target.describe(), experiment.id, again.error().message));
+                    }
+                    continue;
+                }
+                report.status = RunStatus::infra_error;
+                report.failure_class = "infrastructure";
+                report.diagnosis = lost_reason;
+                (void)sink.experiment_finished(report);
+                return Error::infrastructure(fmt::format("lost the connection to {} during experiment {} ({} attempts): {}",
+                                                         target.describe(), experiment.id, attempt, lost_reason));
+            }
+            if (auto done = sink.experiment_finished(report); !done) return done.error();
+            recorded = true;
+        }
+        ++summary.ran;
+        if (report.status == RunStatus::ok)
+            ++summary.ok;
+        else
+            ++summary.failed;
+        observer.finished(experiment, report, index + 1, total);
+    }
+    return summary;
+}
+
+}  // namespace ncclsweep::sweep

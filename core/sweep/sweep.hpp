@@ -1,0 +1,108 @@
+#pragma once
+// The sweep loop: for each experiment x repeat, deliver its environment, start it on the
+// target, supervise it under the watcher, and hand the outcome to a ResultSink the moment the
+// experiment ends. Depends only on interfaces (Target, ResultSink, SweepObserver).
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/experiment.hpp"
+#include "core/result.hpp"
+#include "core/watch/rule_catalog.hpp"
+#include "core/spec/spec.hpp"
+#include "core/target.hpp"
+#include "core/watch/watcher.hpp"
+
+namespace ncclsweep::inline sweep {
+
+/// How one experiment ended (all repeats together).
+enum class RunStatus { ok, failed, timed_out, infra_error };
+
+/// Text of a RunStatus ("ok", "failed", "timed_out", "infra_error").
+[[nodiscard]] std::string_view to_string(RunStatus status);
+
+/// One measured value.
+struct SampleValue {
+    int repeat = 0;
+    std::string metric;
+    double value = 0;
+};
+
+/// Everything recorded about one experiment.
+struct ExperimentReport {
+    int exp_id = 0;
+    RunStatus status = RunStatus::ok;
+    std::string failure_class;               ///< "" when ok
+    std::string diagnosis;                   ///< matching line + context, or last lines
+    std::optional<double> detected_after_s;  ///< start -> fatal line / timeout
+    std::string effective_nccl;              ///< what NCCL reported it used
+    std::optional<double> init_s, capture_s, ready_s, measure_s, total_s;
+    std::optional<int> exit_code, exit_signal;
+    std::vector<SampleValue> samples;
+    std::vector<std::pair<std::string, std::string>> warnings;  ///< rule, line
+    int attempts = 1;
+    /// The median of metric `name` over the repeats (empty if absent).
+    [[nodiscard]] std::optional<double> median(const std::string& name) const;
+};
+
+/// Receives outcomes as they happen; an error stops the sweep (infrastructure).
+class ResultSink {
+public:
+    virtual ~ResultSink() = default;
+    /// Experiment `exp_id` is starting (attempt 1, 2, ... after a lost connection).
+    virtual Result<void> experiment_started(int exp_id, int attempt) = 0;
+    /// Experiment finished (committed before the next starts).
+    virtual Result<void> experiment_finished(const ExperimentReport& report) = 0;
+};
+
+/// Progress for people or machines (cli/ implements it).
+class SweepObserver {
+public:
+    virtual ~SweepObserver() = default;
+    /// `index` is 1-based among the experiments of this run; `total` their number.
+    virtual void started(const Experiment& experiment, int index, int total, int repeat) = 0;
+    /// The experiment has ended and been recorded.
+    virtual void finished(const Experiment& experiment, const ExperimentReport& report, int index, int total) = 0;
+    /// A note for people (retry after a lost connection, ...).
+    virtual void notice(const std::string& message) = 0;
+};
+
+/// Settings of a sweep run.
+struct SweepRunOptions {
+    std::string sweep_name;
+    std::string workdir;                 ///< per-sweep directory on the host (Target::prepare_workdir)
+    EnvDelivery delivery = EnvDelivery::both;
+    int repeats = 1;
+    WatcherOptions watcher;              ///< timeouts, success rule
+    std::shared_ptr<const RuleCatalog> catalog;
+    WorkloadSpec workload;               ///< for the optional client command
+    std::chrono::milliseconds kill_grace{2000};
+    int max_attempts = 3;                ///< per experiment, on lost connections
+    /// Checked before each experiment with the process groups the previous one started (e.g.
+    /// none of them still holds a GPU); an error stops the sweep as an infrastructure failure.
+    std::function<Result<void>(const std::vector<long>& previous_groups)> before_experiment;
+};
+
+/// What a run of the loop did.
+struct SweepRunSummary {
+    int ran = 0, ok = 0, failed = 0;
+    bool interrupted = false;
+};
+
+/// Runs `experiments` in order. Returns an infrastructure Error when the host stays
+/// unreachable or the sink fails (everything finished before is recorded); `interrupted` when
+/// `stop` was raised (the running experiment's group is killed and it is not recorded).
+Result<SweepRunSummary> run_experiments(Target& target, const std::vector<Experiment>& experiments,
+                                        ResultSink& sink, SweepObserver& observer,
+                                        const SweepRunOptions& options, const std::atomic<bool>& stop);
+
+/// The file names written into each experiment's directory.
+inline constexpr const char* k_sitecustomize_file = "sitecustomize.py";
+inline constexpr const char* k_env_file = "env";
+
+}  // namespace ncclsweep::sweep

@@ -1,0 +1,84 @@
+#pragma once
+// One `ncclsweep run`: plan (or re-plan for --resume), record the sweep, run what is not
+// finished, and close the sweep with the right state. The store and the target are interfaces
+// (results/ and remote/ implement them), so this is tested with fakes.
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/experiment.hpp"
+#include "core/plan/plan_fingerprint.hpp"
+#include "core/result.hpp"
+#include "core/sweep/sweep.hpp"
+
+namespace ncclsweep::inline sweep {
+
+/// How a sweep ended (stored as its state).
+enum class SweepEnd { done, interrupted, failed };
+
+/// What a new sweep is.
+struct NewSweep {
+    std::string name, tag, spec_path, spec_text, target, preflight_json, tool_version;
+    int repeats = 1;
+    PlanFingerprint fingerprint;  ///< what it runs besides its points (checked by a resume)
+    std::vector<MetricDefinition> metrics;  ///< declared by the spec or the engine (unit, better)
+    std::string backend;                    ///< engine backend producing the numbers ("sim", "cuda", "")
+};
+
+/// A stored sweep's plan, as a resume reads it (reading writes nothing).
+struct StoredPlan {
+    std::vector<Experiment> experiments;  ///< id order
+    PlanFingerprint fingerprint;          ///< empty for sweeps recorded before fingerprints
+};
+
+/// A sweep being written: the sink plus bookkeeping (results/ implements it over SQLite).
+class SweepStore : public ResultSink {
+public:
+    /// Records a new sweep (state running) with its planned experiments; returns its id.
+    virtual Result<std::int64_t> create(const NewSweep& sweep, const std::vector<Experiment>& experiments) = 0;
+    /// Reads sweep `id`'s plan for a resume without writing anything.
+    virtual Result<StoredPlan> load_plan(std::int64_t id) = 0;
+    /// Reopens sweep `id` (state running, one more resume, this process its runner) once its
+    /// plan was found the same; refused (infrastructure) while another live runner has it.
+    virtual Result<void> reopen(std::int64_t id) = 0;
+    /// Ids of experiments of the current sweep that must not run again.
+    virtual Result<std::vector<int>> finished_ids() = 0;
+    /// A sweep-level note (plan warnings, preflight notes).
+    virtual Result<void> note(const std::string& code, const std::string& message) = 0;
+    /// Ends the current sweep.
+    virtual Result<void> finish(SweepEnd end, const std::string& reason) = 0;
+};
+
+/// What to run.
+struct SweepRequest {
+    NewSweep sweep;
+    std::vector<Experiment> experiments;             ///< the plan, in order
+    std::vector<std::pair<std::string, std::string>> plan_warnings;  ///< code, message (with ids)
+    std::optional<std::int64_t> resume_id;           ///< --resume: continue this sweep
+};
+
+/// What happened.
+struct SweepOutcome {
+    std::int64_t sweep_id = 0;
+    SweepRunSummary summary;
+    int skipped_finished = 0;   ///< experiments a resume did not run again
+    int total = 0;              ///< experiments in the sweep
+};
+
+/// How a run ended, for the exit status: `done` (0), `interrupted` (3, resumable) or
+/// `nothing_succeeded` (1: experiments ran, none is ok and a resume found none finished
+/// before, so there is nothing to recommend; failed experiments are still recorded results).
+enum class SweepEnding { done, interrupted, nothing_succeeded };
+
+/// The ending of `outcome` (interrupted wins over the rest).
+[[nodiscard]] SweepEnding ending_of(const SweepOutcome& outcome);
+
+/// Runs a sweep end to end. Errors: bad_input when a resume's stored plan or fingerprint no
+/// longer matches (naming what differs; nothing is written then); infrastructure from the
+/// target or store (the sweep is then marked failed and can be resumed).
+Result<SweepOutcome> run_sweep(const SweepRequest& request, Target& target, SweepStore& store,
+                               SweepObserver& observer, SweepRunOptions options, const std::atomic<bool>& stop);
+
+}  // namespace ncclsweep::sweep
