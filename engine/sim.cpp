@@ -13,6 +13,7 @@
 #include "engine/inject.hpp"
 #include "engine/sim_check.hpp"
 #include "engine/sim_model.hpp"
+#include "engine/start_event.hpp"
 #include "engine/stats.hpp"
 
 namespace tpverify {
@@ -186,43 +187,16 @@ std::string experiment_fingerprint(const Options& o, const std::string& setting)
 
 JsonLine start_fields(const Options& o, const PassPlan& plan, const sim::TopologyModel& topo, double noise,
                       const std::string& backend_fallback, const std::string& fusion_fallback) {
-    std::string touched = "[";
-    for (std::size_t i = 0; i < plan.routed_experts_touched.size(); ++i)
-        touched += (i ? "," : "") + std::to_string(plan.routed_experts_touched[i]);
-    touched += "]";
-    JsonLine f;
-    f.add("backend", "sim")
-        .add("model", plan.model.name)
-        .add("tp", plan.tp)
-        .add("tokens", plan.tokens)
-        .add("layers", plan.model.layers)
-        .add("hidden", plan.model.hidden)
-        .add("collectives", plan.collective_count())
-        .add("all_reduces", plan.all_reduce_count())
-        .add("all_reduce_bytes", static_cast<std::int64_t>(plan.all_reduce_bytes()))
-        .add("all_gather_bytes", static_cast<std::int64_t>(plan.all_gather_bytes()))
-        .add("weight_bytes", static_cast<std::int64_t>(plan.weight_bytes()))
-        .add("nccl_version", std::string(k_modeled_nccl_version) + " (modeled by sim)")
-        .add("graph", o.graph)
-        .add("capture_mode", o.capture_mode == CaptureMode::global    ? "global"
-                             : o.capture_mode == CaptureMode::relaxed ? "relaxed"
-                                                                      : "thread-local")
-        .add("fusion", o.fusion)
-        .add("check", o.check)
-        .add("fused", o.fusion && fusion_fallback.empty())
-        .add("topology", topo.name)
-        .add("gpu", topo.gpu.name)
-        .add("rank", o.rank >= 0 ? o.rank : 0)
-        .add("noise", noise)
-        .add("process_model", process_model_name(o.process_model))
-        .add("context", plan.context)
-        .add("attention_bytes", static_cast<std::int64_t>(plan.attention_bytes()))
-        .add_raw("routed_experts_touched", touched)
-        .add("routed_experts_touched_mean", plan.mean_routed_experts_touched())
-        .add("expert_format", plan.int4_experts ? "int4-g32" : "bf16")
-        .add("draft_steps", o.draft_steps);
+    StartFacts facts;
+    facts.backend = "sim";
+    facts.nccl_version = std::string(k_modeled_nccl_version) + " (modeled by sim)";
+    facts.process_model = o.process_model;
+    facts.tp = plan.tp;
+    facts.draft_steps = o.draft_steps;
+    facts.fusion_fallback = fusion_fallback;
+    JsonLine f = start_event_fields(o, plan, facts);
+    f.add("topology", topo.name).add("gpu", topo.gpu.name).add("noise", noise);
     if (!backend_fallback.empty()) f.add("backend_fallback", backend_fallback);
-    if (!fusion_fallback.empty()) f.add("fusion_fallback", fusion_fallback);
     if (!o.calibration.empty()) f.add("calibration", o.calibration);
     if (o.seed) f.add("seed", static_cast<std::int64_t>(*o.seed));
     if (o.repeat > 0) f.add("repeat", static_cast<std::int64_t>(o.repeat));

@@ -6,6 +6,7 @@
 
 #include "engine/backend.hpp"
 #include "engine/cuda/worker.cuh"
+#include "engine/start_event.hpp"
 #include "engine/stats.hpp"
 
 namespace tpverify {
@@ -94,43 +95,18 @@ JsonLine start_fields(const cuda::SharedRun& run, const PassPlan& plan) {
         devices += (i ? "," : "") + json_quote(prop.name);
     }
     devices += "]";
-    JsonLine f;
-    std::string touched = "[";
-    for (std::size_t i = 0; i < plan.routed_experts_touched.size(); ++i)
-        touched += (i ? "," : "") + std::to_string(plan.routed_experts_touched[i]);
-    touched += "]";
-    f.add("backend", "cuda")
-        .add("nccl_version", nccl_version_text())
-        .add_raw("devices", devices)
-        .add("process_model",
-             process_model_name(run.in_process ? ProcessModel::threads : ProcessModel::processes))
-        .add("model", plan.model.name)
-        .add("tp", run.nranks)
-        .add("tokens", plan.tokens)
-        .add("layers", plan.model.layers)
-        .add("hidden", plan.model.hidden)
-        .add("graph", o.graph)
-        .add("capture_mode", o.capture_mode == CaptureMode::global    ? "global"
-                             : o.capture_mode == CaptureMode::relaxed ? "relaxed"
-                                                                      : "thread-local")
-        .add("check", o.check)
-        .add("fusion", o.fusion)
-        .add("collectives", plan.collective_count())
-        .add("all_reduces", plan.all_reduce_count())
-        .add("all_reduce_bytes", static_cast<std::int64_t>(plan.all_reduce_bytes()))
-        .add("all_gather_bytes", static_cast<std::int64_t>(plan.all_gather_bytes()))
-        .add("weight_bytes", static_cast<std::int64_t>(plan.weight_bytes()))
+    StartFacts facts;
+    facts.backend = "cuda";
+    facts.nccl_version = nccl_version_text();
+    facts.process_model = run.in_process ? ProcessModel::threads : ProcessModel::processes;
+    facts.tp = run.nranks;
+    facts.draft_steps = run.draft != nullptr ? o.draft_steps : 0;
+    facts.fusion_fallback = run.fusion_fallback;
+    JsonLine f = start_event_fields(o, plan, facts);
+    f.add_raw("devices", devices)
         .add("gemm", cuda::gemm_path_name(run.gemm))
-        .add("context", plan.context)
-        .add("attention_bytes", static_cast<std::int64_t>(plan.attention_bytes()))
-        .add_raw("routed_experts_touched", touched)
-        .add("routed_experts_touched_mean", plan.mean_routed_experts_touched())
-        .add("expert_format", plan.int4_experts ? "int4-g32" : "bf16")
-        .add("draft_steps", run.draft != nullptr ? o.draft_steps : 0)
         .add("draft_weight_bytes",
              static_cast<std::int64_t>(run.draft != nullptr ? run.draft->weight_bytes() : 0));
-    if (!run.fusion_fallback.empty()) f.add("fusion_fallback", run.fusion_fallback);
-    if (o.rank >= 0) f.add("rank", o.rank);
     return f;
 }
 
