@@ -33,6 +33,11 @@ inline CommandResult run_ncclsweep(const std::vector<std::string>& args,
     return run_command(argv, {}, full_env);
 }
 
+/// Timeouts for specs run over ssh: starting a command over ssh alone took 3.7-4.0 s on the
+/// 2-core development machine at load average 10 (a parallel build running), so the local
+/// specs' 3 s stall timeout would time a healthy experiment out before its first line.
+inline const std::string k_ssh_timeouts = "  stall: 30\n  total: 120\n";
+
 /// A spec running the simulated tpverify with the given axes block (YAML, indented 2).
 inline std::string sim_spec(const std::string& name, const std::string& axes, int repeats = 1,
                             const std::string& timeouts = "  stall: 3\n  total: 60\n") {

@@ -41,7 +41,21 @@ TEST_CASE("kill -9: fifteen random kills each followed by --resume record every 
         if (has_sweep) args.push_back("--resume");
         auto run = spawn_ncclsweep(dir.path(), args, "run" + std::to_string(iteration));
         REQUIRE(run.pid > 0);
-        std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(random)));
+        // Even iterations kill at a random moment from the start (startup, a workload, a commit);
+        // odd ones first wait for the sweep to be recorded as running, so that on a loaded
+        // machine, where startup alone can outlast the random delay, kills still land mid-sweep.
+        if (iteration % 2 == 1) {
+            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+            const auto running = [&] {
+                return std::filesystem::exists(db) &&
+                       scalar(db, "SELECT count(*) FROM sweeps WHERE state = 'running'") == "1";
+            };
+            while (std::chrono::steady_clock::now() < deadline && !running())
+                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(random) / 5));
+        } else {
+            std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(random)));
+        }
         ::kill(run.pid, SIGKILL);
         auto ended = finish(run);
         INFO("iteration " << iteration << ": " << ended.err);

@@ -14,7 +14,7 @@ TEST_CASE("run over ssh: experiments run on the host and are recorded, unknown h
     if (!sshd.available) return;
     TempDir dir;
     std::string spec_text =
-        over_ssh(sim_spec("e2e-ssh", "  NCCL_PROTO: [LL, Simple]\n"), sshd, dir.path() / "remote");
+        over_ssh(sim_spec("e2e-ssh", "  NCCL_PROTO: [LL, Simple]\n", 1, k_ssh_timeouts), sshd, dir.path() / "remote");
     auto spec = dir.write("s.yaml", spec_text);
     std::string db = (dir.path() / "r.db").string();
 
@@ -50,7 +50,8 @@ TEST_CASE(
     TempDir dir;
     std::string spec_text =
         over_ssh(sim_spec("e2e-ssh-loss",
-                          "  NCCL_PROTO: [LL, Simple]\n  tokens: [1, 2]\n  inject: [\"hang@warmup:2\"]\n"),
+                          "  NCCL_PROTO: [LL, Simple]\n  tokens: [1, 2]\n  inject: [\"hang@warmup:2\"]\n", 1,
+                          k_ssh_timeouts),
                  sshd, dir.path() / "remote");
     auto spec = dir.write("s.yaml", spec_text);
     std::string db = (dir.path() / "r.db").string();
