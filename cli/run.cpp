@@ -183,18 +183,18 @@ ExitStatus run_run(const RunOptions& options) {
     auto settings = search_settings(*spec, options, metrics->metrics);
     if (!settings) return report_error(settings.error());
     run_options.search = *settings;
-    if (run_options.search) {
-        // Say up front what the search will do and what its budget covers.
-        std::vector<search::Point> points;
-        for (const auto& experiment : request.experiments) points.push_back({experiment.id, experiment.params});
-        const search::Search preview(std::move(points), *run_options.search);
-        for (const auto& line : preview.plan_lines()) NCCLSWEEP_LOG(info, "search: {}", line);
-    }
 
     ProgressStyle style = options.json ? ProgressStyle::json
                           : isatty(STDERR_FILENO) ? ProgressStyle::live
                                                   : ProgressStyle::plain;
     ProgressPrinter printer(style, stderr, stdout);
+    if (run_options.search) {
+        // Say up front what the search will do and what its budget covers.
+        std::vector<search::Point> points;
+        for (const auto& experiment : request.experiments) points.push_back({experiment.id, experiment.params});
+        const search::Search preview(std::move(points), *run_options.search);
+        for (const auto& line : preview.plan_lines()) printer.notice("search: " + line);
+    }
     const std::atomic<bool>& stop = install_interrupt_handler();
     auto outcome = run_sweep(request, **target, writer, printer, run_options, stop);
     if (!outcome) {
@@ -241,8 +241,9 @@ ExitStatus run_run(const RunOptions& options) {
             break;
     }
     if (outcome->summary.budget_spent)
-        NCCLSWEEP_LOG(info, "sweep {} stopped at its budget; continue it with: {} --resume {} (with a larger --budget)",
-                      outcome->sweep_id, resume_hint, outcome->sweep_id);
+        printer.notice(fmt::format("sweep {} stopped at its budget; continue it with: {} --resume {} (with a larger "
+                                   "--budget)",
+                                   outcome->sweep_id, resume_hint, outcome->sweep_id));
     return ExitStatus::done;
 }
 

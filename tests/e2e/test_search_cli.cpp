@@ -88,7 +88,7 @@ TEST_CASE("search: Tree is pruned and Ring/LL/4 is found within 60 workload runs
     const auto runs = count_lines(read_file(runlog));
     CHECK(total_runs(runs, "Tree/") <= 3);
     CHECK(total_runs(runs) <= 60);
-    CHECK(r.err.find("search: budget 60 runs: covers the first round and 12 more runs for the leaders") !=
+    CHECK(r.err.find("note: search: budget 60 runs: covers the first round and 12 more runs for the leaders") !=
           std::string::npos);
     CHECK(r.out.find("pruned") != std::string::npos);
     CHECK(r.out.find("NCCL_ALGO=Tree failed 2 times with graph_capture") != std::string::npos);
@@ -128,7 +128,7 @@ TEST_CASE("search: Tree is pruned and Ring/LL/4 is found within 60 workload runs
     CHECK(show.out.find("dropped") != std::string::npos);
     auto json = run_ncclsweep({"results", "show", "latest", "--db", db, "--json"});
     REQUIRE(json.exit_code == 0);
-    CHECK(json.out.find("\"pruned\":" + std::to_string(pruned)) != std::string::npos);
+    CHECK(json.out.find("\"pruned\": " + std::to_string(pruned)) != std::string::npos);
     auto report = run_ncclsweep({"report", "latest", "--db", db, "-o", (dir.path() / "r.html").string()});
     REQUIRE(report.exit_code == 0);
     CHECK(read_file(dir.path() / "r.html").find("Left out by the search") != std::string::npos);
