@@ -10,6 +10,7 @@
 #include "tests/support/catch.hpp"
 #include "tests/support/fake_store.hpp"
 #include "tests/support/fake_target.hpp"
+#include "tests/support/sweep_options.hpp"
 
 using namespace ncclsweep;
 using ncclsweep::test::FakeRun;
@@ -72,19 +73,7 @@ FakeTarget issue_target(int* starts = nullptr, int* tree_starts = nullptr) {
 }
 
 SweepRunOptions search_options(spec::Budget budget = {}) {
-    SweepRunOptions options;
-    options.sweep_name = "unit";
-    options.repeats = 8;
-    options.workload.command = {SpecValue{"/opt/serve", {}}};
-    options.workload.metrics = {{"tok_s", "tok_s=([0-9.]+)"}};
-    options.watcher.success = SuccessRule::any_metric;
-    options.watcher.timeouts = Timeouts{0, 0, 0, 0};
-    auto rules = rules_from_workload(options.workload);
-    REQUIRE(rules);
-    auto catalog = RuleCatalog::with_user_rules(*rules);
-    REQUIRE(catalog);
-    options.catalog = *catalog;
-    options.kill_grace = std::chrono::milliseconds(0);
+    SweepRunOptions options = ncclsweep::test::unit_run_options(8);
     spec::SearchSpec search;
     search.prune_after = 2;
     search.race = spec::RaceSpec{2, 8, 0.95};
