@@ -13,6 +13,8 @@
 #include "cli/commands.hpp"
 #include "cli/interrupt.hpp"
 #include "cli/spec_flags.hpp"
+#include "core/search/search.hpp"
+#include "core/spec/spec_parser.hpp"
 #include "core/sweep/engine_locator.hpp"
 #include "core/log.hpp"
 #include "core/plan/plan.hpp"
@@ -45,6 +47,7 @@ struct RunOptions {
     bool json = false;
     std::string metric = "tok_s";
     double kill_grace = 2.0;
+    std::string budget;  ///< --budget: "" = the spec's search.budget
 };
 
 
@@ -69,6 +72,7 @@ std::string command_line(const RunOptions& options) {
     if (!options.target.empty()) add("--target", options.target);
     if (!options.rules_file.empty()) add("--rules", options.rules_file);
     if (!options.db.empty()) add("--db", options.db);
+    if (!options.budget.empty()) add("--budget", options.budget);
     return out;
 }
 
@@ -90,11 +94,28 @@ void print_recommendation(results::Store& store, std::int64_t sweep_id, const re
                              : "");
 }
 
+/// The search the run uses (docs/search.md): the spec's `search:` with --budget, racing on
+/// search.metric or --metric with the sweep's own definition of "better"; empty without one.
+Result<std::optional<search::Settings>> search_settings(const Spec& spec, const RunOptions& options,
+                                                        const std::vector<MetricDefinition>& metrics) {
+    if (!spec.search.enabled()) return std::optional<search::Settings>{};
+    auto choice = results::parse_metric_choice(spec.search.metric.empty() ? options.metric : spec.search.metric);
+    if (!choice) return choice.error();
+    const stats::Direction direction =
+        choice->direction_given ? choice->direction : definition_of(choice->name, metrics).better;
+    return std::optional<search::Settings>(search::Settings::from(spec.search, spec.repeats, choice->name, direction));
+}
+
 ExitStatus run_run(const RunOptions& options) {
     auto overrides = overrides_from(options.spec);
     if (!overrides) return report_error(overrides.error());
     auto spec = prepare_spec(options.spec.spec_path, *overrides);
     if (!spec) return report_error(spec.error());
+    if (!options.budget.empty()) {
+        auto budget = parse_budget(options.budget, "--budget");
+        if (!budget) return report_error(budget.error());
+        spec->search.budget = *budget;
+    }
     if (!options.target.empty()) spec->target.url = options.target;
     PlanOptions plan_options = plan_options_from(options.spec);
     auto checked = check_plan(*spec, plan_options);
@@ -159,11 +180,21 @@ ExitStatus run_run(const RunOptions& options) {
     run_options.workload = spec->workload;
     run_options.kill_grace = std::chrono::milliseconds(static_cast<long>(options.kill_grace * 1000));
     run_options.before_experiment = remote::gpu_release_check(**target, *preflight);
+    auto settings = search_settings(*spec, options, metrics->metrics);
+    if (!settings) return report_error(settings.error());
+    run_options.search = *settings;
 
     ProgressStyle style = options.json ? ProgressStyle::json
                           : isatty(STDERR_FILENO) ? ProgressStyle::live
                                                   : ProgressStyle::plain;
     ProgressPrinter printer(style, stderr, stdout);
+    if (run_options.search) {
+        // Say up front what the search will do and what its budget covers.
+        std::vector<search::Point> points;
+        for (const auto& experiment : request.experiments) points.push_back({experiment.id, experiment.params});
+        const search::Search preview(std::move(points), *run_options.search);
+        for (const auto& line : preview.plan_lines()) printer.notice("search: " + line);
+    }
     const std::atomic<bool>& stop = install_interrupt_handler();
     auto outcome = run_sweep(request, **target, writer, printer, run_options, stop);
     if (!outcome) {
@@ -185,11 +216,16 @@ ExitStatus run_run(const RunOptions& options) {
         results::MetricChoice shown{metric_name};
         if (choice && choice->name == metric_name) shown = *choice;
         print_recommendation(*store, outcome->sweep_id, shown);
-        std::fprintf(stdout, "\nsweep %lld: %d ran (%d ok, %d failed)%s; results in %s\n",
-                     static_cast<long long>(outcome->sweep_id), outcome->summary.ran, outcome->summary.ok,
-                     outcome->summary.failed,
+        const SweepRunSummary& ran = outcome->summary;
+        const std::string searched =
+            run_options.search ? fmt::format(", {} pruned, {} dropped; {} workload runs in {} round{}", ran.pruned,
+                                             ran.dropped, ran.runs, ran.rounds, ran.rounds == 1 ? "" : "s")
+                               : "";
+        std::fprintf(stdout, "\nsweep %lld: %d ran (%d ok, %d failed)%s%s; results in %s\n",
+                     static_cast<long long>(outcome->sweep_id), ran.ran, ran.ok, ran.failed, searched.c_str(),
                      outcome->skipped_finished ? fmt::format(", {} already finished", outcome->skipped_finished).c_str() : "",
                      db_path.c_str());
+        if (!ran.search_end.empty()) std::fprintf(stdout, "search: %s\n", ran.search_end.c_str());
     }
     switch (ending_of(*outcome)) {
         case SweepEnding::interrupted:
@@ -204,6 +240,10 @@ ExitStatus run_run(const RunOptions& options) {
         case SweepEnding::done:
             break;
     }
+    if (outcome->summary.budget_spent)
+        printer.notice(fmt::format("sweep {} stopped at its budget; continue it with: {} --resume {} (with a larger "
+                                   "--budget)",
+                                   outcome->sweep_id, resume_hint, outcome->sweep_id));
     return ExitStatus::done;
 }
 
@@ -218,6 +258,10 @@ Command setup_run(CLI::App& app) {
         "  ncclsweep run experiments/quickstart.yaml\n"
         "  ncclsweep run study.yaml --target ssh://me@gpu-host --tag nightly\n"
         "  ncclsweep run study.yaml --resume            # continue an interrupted sweep\n"
+        "  ncclsweep run study.yaml --budget 2h         # a search: prune, race, stop at 2 h (docs/search.md)\n"
+        "With `search:` in the spec (prune: {after: 2}, race: {min_repeats: 2, max_repeats: 8}, budget),\n"
+        "points whose values keep failing are recorded `pruned`, points statistically behind the\n"
+        "leader `dropped` (each with its evidence), and the rest get repeats in rounds.\n"
         "Exit status: 0 done (at least one experiment ok), 1 every experiment failed (nothing to\n"
         "recommend), 2 bad spec, flags, engine parameters or a --resume whose flags differ (nothing\n"
         "is written), 3 host/ssh/database failure or interrupted (resumable with the printed command).\n"
@@ -239,6 +283,9 @@ Command setup_run(CLI::App& app) {
     sub->add_flag("--json", options->json, "One JSON object per experiment on stdout; nothing decorative");
     sub->add_option("--metric", options->metric, "Metric the summary sorts by (default tok_s)");
     sub->add_option("--kill-grace", options->kill_grace, "Seconds between SIGTERM and SIGKILL (default 2)");
+    sub->add_option("--budget", options->budget,
+                    "Spend at most this: a duration (2h, 90m, 600s) or workload runs ('60 runs'); the sweep\n"
+                    "stops with the best answer so far and can be resumed with a larger one (docs/search.md)");
     sub->callback([sub, options]() { options->resume_given = sub->count("--resume") > 0; });
     return Command{sub, [options]() { return run_run(*options); }};
 }

@@ -152,6 +152,8 @@ std::string to_json(const SweepData& sweep) {
                     {"timed_out", s.counts.timed_out},
                     {"infra_error", s.counts.infra_error},
                     {"skipped", s.counts.skipped},
+                    {"pruned", s.counts.pruned},
+                    {"dropped", s.counts.dropped},
                     {"pending", s.counts.pending},
                     {"running", s.counts.running}}}};
     j["metrics"] = metric_names(sweep);

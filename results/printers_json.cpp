@@ -53,6 +53,8 @@ Json sweep_json(const SweepInfo& s) {
                   {"timed_out", c.timed_out},
                   {"infra_error", c.infra_error},
                   {"skipped", c.skipped},
+                  {"pruned", c.pruned},
+                  {"dropped", c.dropped},
                   {"pending", c.pending},
                   {"running", c.running}}}};
 }

@@ -8,7 +8,7 @@ namespace ncclsweep::results::detail {
 namespace {
 
 std::string other_count(const StatusCounts& c) {
-    const int other = c.pending + c.running + c.infra_error + c.skipped;
+    const int other = c.pending + c.running + c.infra_error + c.skipped + c.pruned + c.dropped;
     return std::to_string(other);
 }
 
@@ -23,6 +23,8 @@ std::string counts_sentence(const SweepInfo& sweep) {
     if (c.timed_out) text += fmt::format(", {} timed out", c.timed_out);
     if (c.infra_error) text += fmt::format(", {} infra errors", c.infra_error);
     if (c.skipped) text += fmt::format(", {} skipped", c.skipped);
+    if (c.pruned) text += fmt::format(", {} pruned", c.pruned);
+    if (c.dropped) text += fmt::format(", {} dropped", c.dropped);
     if (c.pending + c.running) text += fmt::format(", {} not run yet", c.pending + c.running);
     return text + ")";
 }

@@ -19,10 +19,10 @@ namespace ncclsweep::results {
 
 class Store;
 
-/// Default minimum effect that counts as a change: 3% (smaller deltas are "~" even when significant).
-inline constexpr double k_default_threshold = 0.03;
-/// Default significance level of the U test.
-inline constexpr double k_default_alpha = 0.05;
+/// Default minimum effect that counts as a change (core/stats: diff, best and the race share it).
+inline constexpr double k_default_threshold = stats::k_default_threshold;
+/// Default significance level of the U test (core/stats).
+inline constexpr double k_default_alpha = stats::k_default_alpha;
 
 /// Which way `metric` is good when nothing declares it: core default_direction (docs/spec.md
 /// "Metrics"). A sweep's stored definitions win (resolve_metric); `name:lower` /

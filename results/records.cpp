@@ -19,7 +19,7 @@ constexpr std::array<std::pair<SweepState, std::string_view>, 4> k_sweep_states 
     {SweepState::failed, "failed"},
 }};
 
-constexpr std::array<std::pair<ExperimentStatus, std::string_view>, 7> k_statuses = {{
+constexpr std::array<std::pair<ExperimentStatus, std::string_view>, 9> k_statuses = {{
     {ExperimentStatus::pending, "pending"},
     {ExperimentStatus::running, "running"},
     {ExperimentStatus::ok, "ok"},
@@ -27,6 +27,8 @@ constexpr std::array<std::pair<ExperimentStatus, std::string_view>, 7> k_statuse
     {ExperimentStatus::timed_out, "timed_out"},
     {ExperimentStatus::infra_error, "infra_error"},
     {ExperimentStatus::skipped, "skipped"},
+    {ExperimentStatus::pruned, "pruned"},
+    {ExperimentStatus::dropped, "dropped"},
 }};
 
 constexpr std::array<std::pair<EventLevel, std::string_view>, 3> k_levels = {{
@@ -69,7 +71,9 @@ bool is_finished(ExperimentStatus status) {
         case ExperimentStatus::ok:
         case ExperimentStatus::failed:
         case ExperimentStatus::timed_out:
-        case ExperimentStatus::skipped: return true;
+        case ExperimentStatus::skipped:
+        case ExperimentStatus::pruned:
+        case ExperimentStatus::dropped: return true;
         case ExperimentStatus::pending:
         case ExperimentStatus::running:
         case ExperimentStatus::infra_error: return false;
@@ -86,6 +90,8 @@ int& StatusCounts::at(ExperimentStatus status) {
         case ExperimentStatus::timed_out: return timed_out;
         case ExperimentStatus::infra_error: return infra_error;
         case ExperimentStatus::skipped: return skipped;
+        case ExperimentStatus::pruned: return pruned;
+        case ExperimentStatus::dropped: return dropped;
     }
     return pending;
 }

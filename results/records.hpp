@@ -16,8 +16,10 @@ namespace ncclsweep::results {
 /// a sweep from one still running (on the same host).
 enum class SweepState { running, done, interrupted, failed };
 
-/// Life of one experiment. pending -> running -> ok | failed | timed_out | infra_error | skipped.
-enum class ExperimentStatus { pending, running, ok, failed, timed_out, infra_error, skipped };
+/// Life of one experiment. pending -> running -> ok | failed | timed_out | infra_error | skipped;
+/// a search (docs/search.md) records `pruned` (never ran: a value of it kept failing) and
+/// `dropped` (ran ok, then statistically behind the leader; its samples are kept).
+enum class ExperimentStatus { pending, running, ok, failed, timed_out, infra_error, skipped, pruned, dropped };
 
 /// Severity of an event.
 enum class EventLevel { info, warning, error };
@@ -36,7 +38,7 @@ enum class EventLevel { info, warning, error };
 [[nodiscard]] std::optional<EventLevel> parse_event_level(std::string_view text);
 
 /// True for statuses a resumed sweep does not run again: ok, failed, timed_out (verdicts about
-/// the configuration) and skipped (a deterministic decision). pending, running and
+/// the configuration), skipped, pruned and dropped (decisions; a resumed search restores them). pending, running and
 /// infra_error (the host or connection failed, not the configuration) are run again.
 [[nodiscard]] bool is_finished(ExperimentStatus status);
 
@@ -65,8 +67,12 @@ struct StatusCounts {
     int timed_out = 0;
     int infra_error = 0;
     int skipped = 0;
+    int pruned = 0;
+    int dropped = 0;
     /// Sum of all counts.
-    [[nodiscard]] int total() const { return pending + running + ok + failed + timed_out + infra_error + skipped; }
+    [[nodiscard]] int total() const {
+        return pending + running + ok + failed + timed_out + infra_error + skipped + pruned + dropped;
+    }
     /// The counter for `status`.
     int& at(ExperimentStatus status);
 };

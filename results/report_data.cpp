@@ -174,6 +174,10 @@ Result<ReportData> build_report(const SweepData& sweep, const SweepData* base, c
         if (e.outcome.status == ExperimentStatus::ok) bar.stats = exports::metric_stats(e, options.metric);
         bar.best = &e == best;
         data.bars.push_back(std::move(bar));
+        if (e.outcome.status == ExperimentStatus::pruned || e.outcome.status == ExperimentStatus::dropped)
+            data.left_out.push_back({e.experiment.id, exports::params_label(e, axes),
+                                     std::string(to_string(e.outcome.status)),
+                                     exports::one_line_diagnosis(e.outcome.diagnosis)});
         if (is_failure(e.outcome.status)) {
             std::string cls = class_of(e);
             auto group = std::find_if(data.failures.begin(), data.failures.end(),

@@ -82,6 +82,7 @@ struct ReportData {
     std::optional<Heatmap> heatmap;
     std::string heatmap_note;  ///< why there is no heat map
     std::vector<FailureGroup> failures;
+    std::vector<FailureEntry> left_out;  ///< pruned and dropped by a search, with the reason
     std::vector<DeltaRow> deltas;
     int only_in_base = 0, only_in_new = 0;
 };

@@ -9,7 +9,7 @@ namespace {
 
 // Forward migrations. Step i (0-based) takes the file from version i to version i + 1.
 // Never edit a released step: append a new one. Each runs inside one transaction.
-constexpr std::array<const char*, 3> k_migrations = {
+constexpr std::array<const char*, 4> k_migrations = {
     // v1: sweeps, experiments, samples.
     R"sql(
 CREATE TABLE sweeps (
@@ -96,6 +96,62 @@ CREATE INDEX events_by_sweep ON events(sweep_id, exp_id);
 ALTER TABLE sweeps ADD COLUMN plan_fingerprint TEXT NOT NULL DEFAULT '';
 ALTER TABLE sweeps ADD COLUMN metrics TEXT NOT NULL DEFAULT '';
 ALTER TABLE sweeps ADD COLUMN backend TEXT NOT NULL DEFAULT '';
+)sql",
+    // v4: a search's decisions are statuses: 'pruned' (never ran, a value of it kept failing)
+    // and 'dropped' (ran, then behind the leader), the reason in `diagnosis`. SQLite cannot
+    // change a CHECK in place: experiments is rebuilt with the same columns, and samples (whose
+    // foreign key would cascade the rebuild's DROP into them) is copied out and back.
+    R"sql(
+CREATE TABLE samples_v3 AS SELECT * FROM samples;
+DROP TABLE samples;
+CREATE TABLE experiments_v3 AS SELECT * FROM experiments;
+DROP TABLE experiments;
+CREATE TABLE experiments (
+    sweep_id         INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE,
+    exp_id           INTEGER NOT NULL CHECK (exp_id > 0),
+    key              TEXT NOT NULL,
+    canonical        TEXT NOT NULL,
+    params           TEXT NOT NULL DEFAULT '{}',
+    env              TEXT NOT NULL DEFAULT '{}',
+    workload         TEXT NOT NULL DEFAULT '{}',
+    argv             TEXT NOT NULL DEFAULT '[]',
+    shell            INTEGER NOT NULL DEFAULT 0,
+    status           TEXT NOT NULL DEFAULT 'pending'
+                     CHECK (status IN ('pending', 'running', 'ok', 'failed', 'timed_out',
+                                       'infra_error', 'skipped', 'pruned', 'dropped')),
+    failure_class    TEXT,
+    diagnosis        TEXT,
+    detected_after_s REAL,
+    effective_nccl   TEXT,
+    attempts         INTEGER NOT NULL DEFAULT 0,
+    started_at       TEXT,
+    ended_at         TEXT,
+    init_s           REAL,
+    capture_s        REAL,
+    ready_s          REAL,
+    measure_s        REAL,
+    total_s          REAL,
+    exit_code        INTEGER,
+    exit_signal      INTEGER,
+    PRIMARY KEY (sweep_id, exp_id)
+);
+INSERT INTO experiments SELECT sweep_id, exp_id, key, canonical, params, env, workload, argv, shell, status,
+    failure_class, diagnosis, detected_after_s, effective_nccl, attempts, started_at, ended_at, init_s, capture_s,
+    ready_s, measure_s, total_s, exit_code, exit_signal FROM experiments_v3;
+DROP TABLE experiments_v3;
+CREATE INDEX experiments_by_key ON experiments(key);
+CREATE INDEX experiments_by_status ON experiments(sweep_id, status);
+CREATE TABLE samples (
+    sweep_id INTEGER NOT NULL,
+    exp_id   INTEGER NOT NULL,
+    repeat   INTEGER NOT NULL CHECK (repeat >= 0),
+    metric   TEXT NOT NULL,
+    value    REAL NOT NULL,
+    PRIMARY KEY (sweep_id, exp_id, repeat, metric),
+    FOREIGN KEY (sweep_id, exp_id) REFERENCES experiments(sweep_id, exp_id) ON DELETE CASCADE
+) WITHOUT ROWID;
+INSERT INTO samples SELECT sweep_id, exp_id, repeat, metric, value FROM samples_v3;
+DROP TABLE samples_v3;
 )sql",
 };
 

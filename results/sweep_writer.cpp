@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace ncclsweep::results {
 
 ExperimentOutcome to_outcome(const ExperimentReport& report) {
@@ -11,6 +13,8 @@ ExperimentOutcome to_outcome(const ExperimentReport& report) {
         case RunStatus::failed: outcome.status = ExperimentStatus::failed; break;
         case RunStatus::timed_out: outcome.status = ExperimentStatus::timed_out; break;
         case RunStatus::infra_error: outcome.status = ExperimentStatus::infra_error; break;
+        case RunStatus::pruned: outcome.status = ExperimentStatus::pruned; break;
+        case RunStatus::dropped: outcome.status = ExperimentStatus::dropped; break;
     }
     outcome.failure_class = report.failure_class;
     outcome.diagnosis = report.diagnosis;
@@ -27,6 +31,37 @@ ExperimentOutcome to_outcome(const ExperimentReport& report) {
     for (const auto& [rule, line] : report.warnings)
         outcome.events.push_back(Event{EventLevel::warning, rule, line, {}});
     return outcome;
+}
+
+std::optional<ExperimentReport> to_report(const StoredExperiment& stored) {
+    const ExperimentOutcome& o = stored.outcome;
+    ExperimentReport report;
+    switch (o.status) {
+        case ExperimentStatus::ok: report.status = RunStatus::ok; break;
+        case ExperimentStatus::failed: report.status = RunStatus::failed; break;
+        case ExperimentStatus::timed_out: report.status = RunStatus::timed_out; break;
+        case ExperimentStatus::pruned: report.status = RunStatus::pruned; break;
+        case ExperimentStatus::dropped: report.status = RunStatus::dropped; break;
+        case ExperimentStatus::skipped: report.status = RunStatus::pruned; break;
+        case ExperimentStatus::pending:
+        case ExperimentStatus::running:
+        case ExperimentStatus::infra_error: return std::nullopt;
+    }
+    report.exp_id = stored.experiment.id;
+    report.failure_class = o.failure_class;
+    report.diagnosis = o.diagnosis;
+    report.detected_after_s = o.detected_after_s;
+    report.effective_nccl = o.effective_nccl;
+    report.init_s = o.timings.init_s;
+    report.capture_s = o.timings.capture_s;
+    report.ready_s = o.timings.ready_s;
+    report.measure_s = o.timings.measure_s;
+    report.total_s = o.timings.total_s;
+    if (o.exit_code) report.exit_code = static_cast<int>(*o.exit_code);
+    if (o.exit_signal) report.exit_signal = static_cast<int>(*o.exit_signal);
+    report.attempts = std::max(1, stored.attempts);
+    for (const auto& s : o.samples) report.samples.push_back(SampleValue{s.repeat, s.metric, s.value});
+    return report;
 }
 
 Result<std::int64_t> SweepWriter::create(const NewSweep& sweep, const std::vector<Experiment>& experiments) {
@@ -72,6 +107,15 @@ Result<void> SweepWriter::reopen(std::int64_t id) {
 }
 
 Result<std::vector<int>> SweepWriter::finished_ids() { return m_store.finished_experiment_ids(m_sweep); }
+
+Result<std::vector<ExperimentReport>> SweepWriter::finished_reports() {
+    auto stored = m_store.load_experiments(m_sweep);
+    if (!stored) return stored.error();
+    std::vector<ExperimentReport> reports;
+    for (const auto& experiment : *stored)
+        if (auto report = to_report(experiment)) reports.push_back(std::move(*report));
+    return reports;
+}
 
 Result<void> SweepWriter::note(const std::string& code, const std::string& message) {
     return m_store.add_event(m_sweep, std::nullopt, Event{EventLevel::warning, code, message, {}});

@@ -2,6 +2,7 @@
 // The sweep loop's SweepStore over the SQLite Store: each finished experiment is one
 // transaction (record_experiment), so a killed sweep loses at most the experiment in flight.
 #include <cstdint>
+#include <optional>
 
 #include "core/sweep/sweep_session.hpp"
 #include "results/store.hpp"
@@ -17,6 +18,7 @@ public:
     Result<StoredPlan> load_plan(std::int64_t id) override;
     Result<void> reopen(std::int64_t id) override;
     Result<std::vector<int>> finished_ids() override;
+    Result<std::vector<ExperimentReport>> finished_reports() override;
     Result<void> note(const std::string& code, const std::string& message) override;
     Result<void> finish(SweepEnd end, const std::string& reason) override;
     Result<void> experiment_started(int exp_id, int attempt) override;
@@ -32,5 +34,9 @@ private:
 
 /// The stored outcome for a report of the sweep loop.
 [[nodiscard]] ExperimentOutcome to_outcome(const ExperimentReport& report);
+
+/// The sweep loop's report for a stored experiment that finished (status, class, diagnosis,
+/// timings, samples); empty for one that did not (pending, running, infra_error).
+[[nodiscard]] std::optional<ExperimentReport> to_report(const StoredExperiment& stored);
 
 }  // namespace ncclsweep::results

@@ -31,7 +31,8 @@ CORE_RULES = {
     "spec": {"nccl", "stats"},
     "plan": {"nccl", "spec", "stats"},
     "watch": {"nccl", "spec", "stats"},
-    "sweep": {"nccl", "spec", "stats", "plan", "watch"},
+    "search": {"nccl", "spec", "stats", "plan"},
+    "sweep": {"nccl", "spec", "stats", "plan", "watch", "search"},
     "": set(),  # the root files of core/ include no subject
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([A-Za-z0-9_]+)/')

@@ -106,6 +106,9 @@ PlanFingerprint fingerprint_of(const Spec& spec, const std::vector<Override>& ov
     for (const auto& [name, regex] : spec.workload.metrics)
         metrics += (metrics.empty() ? "" : " ") + name + "=" + regex;
     f.parts.emplace_back("metrics", metrics);
+    // The search's rules decide what runs, so a resume keeps them; the budget may change.
+    if (std::string search = spec.search.describe(spec.repeats, false); !search.empty())
+        f.parts.emplace_back("search", search);
     return f;
 }
 

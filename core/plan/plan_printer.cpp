@@ -43,6 +43,13 @@ public:
                              spec.repeats, spec.repeats == 1 ? "" : "s", runs, runs == 1 ? "" : "s",
                              display_cell(spec.target.url),
                              spec.workload.engine.empty() ? "command" : spec.workload.engine);
+        if (spec.search.enabled()) {
+            // A search runs a subset: its rules, and the product it bounds (docs/search.md).
+            const std::uint64_t worst = summary.count * static_cast<std::uint64_t>(spec.search.max_repeats(spec.repeats));
+            m_out << fmt::format("search: {}; worst case {} run{} ({} x {} repeats), usually far fewer\n",
+                                 spec.search.describe(spec.repeats), worst, worst == 1 ? "" : "s", summary.count,
+                                 spec.search.max_repeats(spec.repeats));
+        }
         std::string header = fmt::format("{:>{}}", "id", m_id_width);
         for (const auto& column : m_columns) header += "  " + pad(display_cell(column.name), column.width);
         header += "  warnings";
@@ -110,7 +117,21 @@ public:
         for (const auto& axis : spec.axes) axes.push_back(axis.name);
         m_out << "{\"sweep\":" << dump(spec.name) << ",\"target\":" << dump(spec.target.url)
               << ",\"repeats\":" << spec.repeats << ",\"count\":" << summary.count
-              << ",\"axes\":" << dump(axes) << ",\"experiments\":[";
+              << ",\"axes\":" << dump(axes);
+        if (spec.search.enabled()) {
+            const int max_repeats = spec.search.max_repeats(spec.repeats);
+            Json search = {{"description", spec.search.describe(spec.repeats)},
+                           {"prune_after", spec.search.prune_after},
+                           {"max_repeats", max_repeats},
+                           {"budget", spec.search.budget.empty() ? Json() : Json(spec.search.budget.to_string())},
+                           {"worst_case_runs", summary.count * static_cast<std::uint64_t>(max_repeats)}};
+            if (spec.search.race)
+                search["race"] = {{"min_repeats", spec.search.race->min_repeats},
+                                  {"max_repeats", max_repeats},
+                                  {"confidence", spec.search.race->confidence}};
+            m_out << ",\"search\":" << dump(search);
+        }
+        m_out << ",\"experiments\":[";
     }
 
     void experiment(const Experiment& experiment, int warnings) override {

@@ -98,6 +98,44 @@ struct Timeouts {
     double total = 3600;
 };
 
+/// What a sweep may spend (`search.budget` or `run --budget`): wall-clock seconds of workload
+/// runs, or a number of workload runs (a run = one repeat of one experiment). 0 = no limit.
+struct Budget {
+    double seconds = 0;
+    int runs = 0;
+    /// True when neither limit is set.
+    [[nodiscard]] bool empty() const { return seconds <= 0 && runs <= 0; }
+    /// "2h", "90m", "45s" or "60 runs" ("none" when empty).
+    [[nodiscard]] std::string to_string() const;
+};
+
+/// `search.race`: successive elimination of the points that are statistically behind.
+struct RaceSpec {
+    int min_repeats = 2;       ///< samples every point gets before any comparison
+    int max_repeats = 0;       ///< samples a point gets at most (0 = the spec's `repeats`)
+    double confidence = 0.95;  ///< 1 - the U test's alpha for dropping a point
+};
+
+/// `search:` — spend the runs where the answer is (docs/search.md). Absent = the full product,
+/// every point with every repeat, in plan order.
+struct SearchSpec {
+    int prune_after = 0;        ///< `prune.after`: failures of one value with one class that prune it (0 = off)
+    std::optional<RaceSpec> race;
+    Budget budget;
+    std::string metric;         ///< the metric the race compares ("" = run's --metric)
+    SourceMark mark;
+    /// True when any of prune, race or budget is set.
+    [[nodiscard]] bool enabled() const { return prune_after > 0 || race.has_value() || !budget.empty(); }
+    /// Samples a point gets at most: race.max_repeats, else `repeats` (the spec's).
+    [[nodiscard]] int max_repeats(int repeats) const {
+        if (!race) return repeats;
+        return race->max_repeats > 0 ? race->max_repeats : (repeats > race->min_repeats ? repeats : race->min_repeats);
+    }
+    /// One line for people and the plan fingerprint, e.g. "prune after 2 failures of one class;
+    /// race 2..8 repeats at 95% confidence; budget 60 runs" (`repeats` fills an unset max_repeats).
+    [[nodiscard]] std::string describe(int repeats, bool with_budget = true) const;
+};
+
 /// The whole parsed spec.
 struct Spec {
     std::string path;        ///< file it was read from
@@ -113,6 +151,7 @@ struct Spec {
     std::vector<IncludePoint> include;
     int repeats = 1;
     Timeouts timeouts;
+    SearchSpec search;
 };
 
 }  // namespace ncclsweep::spec

@@ -17,7 +17,8 @@ namespace {
 using namespace yaml;
 
 const std::vector<std::string> k_top_level_keys = {"sweep", "target",  "workload", "env",     "axes",
-                                                   "zip",   "exclude", "include",  "repeats", "timeouts"};
+                                                   "zip",   "exclude", "include",  "repeats", "timeouts",
+                                                   "search"};
 
 Where inner(const Where& where, const YAML::Node& key_node) {
     return Where{where.file, mark_of(key_node, where)};
@@ -196,6 +197,12 @@ Result<void> parse_section(const std::string& key, const YAML::Node& value, cons
         auto repeats = read_int(value, at, "repeats", 1, 1000);
         if (!repeats) return repeats.error();
         spec.repeats = static_cast<int>(*repeats);
+        return success();
+    }
+    if (key == "search") {
+        auto search = parse_search(value, at);
+        if (!search) return search.error();
+        spec.search = std::move(*search);
         return success();
     }
     if (key == "axes") return parse_axes(value, at, spec);

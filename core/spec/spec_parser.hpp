@@ -16,6 +16,10 @@ namespace ncclsweep::inline spec {
 /// Reads the file at `path` and parses it (bad_input when it cannot be read).
 [[nodiscard]] Result<Spec> load_spec(const std::string& path);
 
+/// Parses a budget: a duration ("2h", "90m", "600s", "600") or a run count ("60 runs",
+/// "60runs"); bad_input naming `what` (e.g. "--budget") and the accepted forms otherwise.
+[[nodiscard]] Result<Budget> parse_budget(std::string_view text, std::string_view what);
+
 /// Semantic checks of a parsed (and possibly overridden) spec: axis names, env/arg/axis
 /// clashes, zip groups, exclude and include entries, and every NCCL_* value through
 /// nccl::check_value. Fails with the first problem, located at its mark.

@@ -14,4 +14,7 @@ Result<TargetSpec> parse_target(const YAML::Node& node, const Where& where);
 /// `workload:` — `engine: tpverify` + `args:`, or `command:` with client/ready/metrics; `rules:` for both.
 Result<WorkloadSpec> parse_workload(const YAML::Node& node, const Where& where);
 
+/// `search:` — {prune: {after}, race: {min_repeats, max_repeats, confidence}, budget, metric}.
+Result<SearchSpec> parse_search(const YAML::Node& node, const Where& where);
+
 }  // namespace ncclsweep::spec::yaml

@@ -127,6 +127,12 @@ enum class Verdict {
 /// "insufficient_samples".
 [[nodiscard]] std::string_view verdict_name(Verdict verdict);
 
+/// Default minimum effect that counts as a change: 3% (smaller deltas are "~" even when
+/// significant). `diff`, "best" (results/) and the race of core/search all start from it.
+inline constexpr double k_default_threshold = 0.03;
+/// Default significance level of the U test.
+inline constexpr double k_default_alpha = 0.05;
+
 /// Settings of compare().
 struct CompareOptions {
     double alpha = 0.05;                                ///< significance level, in (0, 1)

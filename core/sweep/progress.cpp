@@ -19,10 +19,19 @@ std::string format_duration(double seconds) {
 }
 
 
+/// Pruned and dropped points are the search's decisions, not failures of the configuration.
+bool is_failure(RunStatus status) {
+    return status == RunStatus::failed || status == RunStatus::timed_out || status == RunStatus::infra_error;
+}
+
 std::string outcome_text(const ExperimentReport& report, const std::string& metric) {
+    auto value = report.median(metric);
+    if (report.status == RunStatus::pruned) return "pruned";
+    if (report.status == RunStatus::dropped)
+        return value ? fmt::format("dropped ({} {:.4g})", metric, *value) : std::string("dropped");
     if (report.status != RunStatus::ok)
         return fmt::format("{} ({})", to_string(report.status), report.failure_class);
-    if (auto value = report.median(metric)) return fmt::format("{} {:.4g}", metric, *value);
+    if (value) return fmt::format("{} {:.4g}", metric, *value);
     return "ok";
 }
 }  // namespace
@@ -65,8 +74,9 @@ void ProgressPrinter::clear_live_line() {
 void ProgressPrinter::started(const Experiment& experiment, int index, int total, int repeat) {
     if (m_style != ProgressStyle::live) return;
     double elapsed = std::chrono::duration<double>(Clock::now() - m_start).count();
-    std::string line = fmt::format("[{}/{}] {} elapsed, ETA {}, failures {} | running #{}{}: {}{}", index, total,
-                                   format_duration(elapsed), eta(index, total), m_failures, experiment.id,
+    std::string left_out = m_pruned + m_dropped ? fmt::format(", pruned {}, dropped {}", m_pruned, m_dropped) : "";
+    std::string line = fmt::format("[{}/{}] {} elapsed, ETA {}, failures {}{} | running #{}{}: {}{}", index, total,
+                                   format_duration(elapsed), eta(index, total), m_failures, left_out, experiment.id,
                                    repeat > 0 ? fmt::format(" (repeat {})", repeat + 1) : "",
                                    describe_params(experiment), m_last.empty() ? "" : " | last: " + m_last);
     if (line.size() > 160) line = line.substr(0, 157) + "...";
@@ -76,8 +86,16 @@ void ProgressPrinter::started(const Experiment& experiment, int index, int total
 }
 
 void ProgressPrinter::finished(const Experiment& experiment, const ExperimentReport& report, int index, int total) {
-    m_reports.emplace_back(experiment, report);
-    if (report.status != RunStatus::ok) ++m_failures;
+    // A point of a race is reported once per round: the summary keeps its latest report.
+    auto same = std::find_if(m_reports.begin(), m_reports.end(), [&](const auto& e) { return e.first.id == experiment.id; });
+    const bool failed_before = same != m_reports.end() && is_failure(same->second.status);
+    if (same != m_reports.end())
+        same->second = report;
+    else
+        m_reports.emplace_back(experiment, report);
+    if (is_failure(report.status) && !failed_before) ++m_failures;
+    if (report.status == RunStatus::pruned) ++m_pruned;
+    if (report.status == RunStatus::dropped) ++m_dropped;
     std::string metric = pick_metric(report, "tok_s");
     m_last = fmt::format("#{} {}", experiment.id, outcome_text(report, metric));
     if (m_style == ProgressStyle::json) {
@@ -107,6 +125,7 @@ void ProgressPrinter::finished(const Experiment& experiment, const ExperimentRep
     }
     clear_live_line();
     if (m_style == ProgressStyle::plain || report.status != RunStatus::ok) {
+        // (a pruned or dropped point shows its reason as the line below, like a failure's diagnosis)
         std::fprintf(m_human, "[%d/%d] #%d %s: %s\n", index, total, experiment.id, describe_params(experiment).c_str(),
                      outcome_text(report, metric).c_str());
         if (report.status != RunStatus::ok && !report.diagnosis.empty())
@@ -124,24 +143,34 @@ void ProgressPrinter::notice(const std::string& message) {
 
 std::string ProgressPrinter::summary_metric(const std::string& preferred) const {
     for (const auto& entry : m_reports)
-        if (entry.second.status == RunStatus::ok) return pick_metric(entry.second, preferred);
+        if (entry.second.status == RunStatus::ok || entry.second.status == RunStatus::dropped)
+            return pick_metric(entry.second, preferred);
     return preferred;
 }
 
 void ProgressPrinter::print_summary(std::FILE* out, const std::string& metric_name,
                                     const std::vector<MetricDefinition>& definitions) const {
     if (m_style == ProgressStyle::json) return;
-    std::vector<const std::pair<Experiment, ExperimentReport>*> ok, failed;
-    for (const auto& entry : m_reports) (entry.second.status == RunStatus::ok ? ok : failed).push_back(&entry);
+    std::vector<const std::pair<Experiment, ExperimentReport>*> ok, dropped, failed, pruned;
+    for (const auto& entry : m_reports) {
+        switch (entry.second.status) {
+            case RunStatus::ok: ok.push_back(&entry); break;
+            case RunStatus::dropped: dropped.push_back(&entry); break;
+            case RunStatus::pruned: pruned.push_back(&entry); break;
+            default: failed.push_back(&entry); break;
+        }
+    }
     std::string metric = metric_name;
     if (!ok.empty()) metric = pick_metric(ok.front()->second, metric_name);
     const bool lower = definition_of(metric, definitions).better == stats::Direction::lower_is_better;
-    std::stable_sort(ok.begin(), ok.end(), [&](auto* a, auto* b) {
+    auto by_median = [&](auto* a, auto* b) {
         auto x = a->second.median(metric), y = b->second.median(metric);
         if (x.has_value() != y.has_value()) return x.has_value();
         if (!x) return false;
         return lower ? *x < *y : *x > *y;
-    });
+    };
+    std::stable_sort(ok.begin(), ok.end(), by_median);
+    std::stable_sort(dropped.begin(), dropped.end(), by_median);
     std::fprintf(out, "%-5s %-12s %-52s %s\n", "id", metric.empty() ? "result" : metric.c_str(), "parameters", "status");
     for (const auto* entry : ok) {
         auto value = entry->second.median(metric);
@@ -153,6 +182,17 @@ void ProgressPrinter::print_summary(std::FILE* out, const std::string& metric_na
                      std::string(to_string(entry->second.status)).c_str(), entry->second.failure_class.c_str());
         if (!entry->second.diagnosis.empty())
             std::fprintf(out, "      %s\n", first_line(entry->second.diagnosis, 150).c_str());
+    }
+    // The search's decisions: each with its evidence (docs/search.md).
+    for (const auto* group : {&dropped, &pruned}) {
+        for (const auto* entry : *group) {
+            auto value = entry->second.median(metric);
+            std::fprintf(out, "%-5d %-12s %-52s %s\n", entry->first.id,
+                         value ? fmt::format("{:.4g}", *value).c_str() : "-", describe_params(entry->first).c_str(),
+                         std::string(to_string(entry->second.status)).c_str());
+            if (!entry->second.diagnosis.empty())
+                std::fprintf(out, "      %s\n", first_line(entry->second.diagnosis, 150).c_str());
+        }
     }
 }
 

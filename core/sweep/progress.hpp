@@ -46,7 +46,9 @@ private:
     std::FILE* m_machine;
     std::chrono::steady_clock::time_point m_start;
     std::vector<std::pair<Experiment, ExperimentReport>> m_reports;
-    int m_failures = 0;
+    int m_failures = 0;  ///< failed, timed out or infra_error (not pruned or dropped)
+    int m_pruned = 0;
+    int m_dropped = 0;
     std::string m_last;
     bool m_live_shown = false;
 };

@@ -1,10 +1,9 @@
 #include "core/sweep/sweep.hpp"
 
-#include "core/stats/stats.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "core/plan/render.hpp"
 #include "core/stats/stats.hpp"
@@ -186,6 +185,8 @@ std::string_view to_string(RunStatus status) {
         case RunStatus::failed: return "failed";
         case RunStatus::timed_out: return "timed_out";
         case RunStatus::infra_error: return "infra_error";
+        case RunStatus::pruned: return "pruned";
+        case RunStatus::dropped: return "dropped";
     }
     return "?";
 }
@@ -198,110 +199,234 @@ std::optional<double> ExperimentReport::median(const std::string& name) const {
     return stats::median(values);
 }
 
-Result<SweepRunSummary> run_experiments(Target& target, const std::vector<Experiment>& experiments,
-                                        ResultSink& sink, SweepObserver& observer,
-                                        const SweepRunOptions& options, const std::atomic<bool>& stop) {
+namespace {
+
+/// One dispatch of the loop: repeats [first_repeat, first_repeat + repeats) of a point.
+struct Dispatch {
+    const Experiment& experiment;
+    int first_repeat = 0;
+    int repeats = 1;
+    int index = 0, total = 0;  ///< for the observer
+};
+
+enum class PointEnd { recorded, interrupted };
+
+/// Runs one dispatch with its retries after a lost connection, adds its samples to `report`
+/// (the point's earlier rounds, or empty) and records the point. `runs` counts the workload
+/// runs started. Infrastructure errors as run_experiments.
+Result<PointEnd> run_point(Target& target, const Dispatch& dispatch, ExperimentReport& report, int& runs,
+                           std::vector<long>& previous_groups, ResultSink& sink, SweepObserver& observer,
+                           const SweepRunOptions& options, const std::atomic<bool>& stop) {
+    const Experiment& experiment = dispatch.experiment;
+    const ExperimentReport before = report;
+    for (int attempt = 1; attempt <= options.max_attempts; ++attempt) {
+        // A later round adds to a recorded point: the point stays recorded (with its earlier
+        // samples) until the new ones are committed with them, so a kill loses only this round.
+        if (dispatch.first_repeat == 0)
+            if (auto begun = sink.experiment_started(experiment.id, attempt); !begun) return begun.error();
+        report = before;
+        report.warnings.clear();  // an earlier round's warnings are recorded already
+        report.exp_id = experiment.id;
+        report.status = RunStatus::ok;
+        report.attempts = attempt;
+        double total_s = 0;
+        bool lost = false;
+        std::string lost_reason;
+        // The client command and the environment files are prepared once per attempt; every
+        // repeat uses them. One that cannot be rendered is a failure of this point, not of the host.
+        auto client_args = client_argv(options, experiment);
+        auto dir = client_args ? deliver(target, experiment, options) : Result<std::string>(client_args.error());
+        if (!dir && dir.error().kind != ErrorKind::infrastructure) {
+            report.status = RunStatus::failed;
+            report.failure_class = "config";
+            report.diagnosis = client_args ? dir.error().message : "client: " + dir.error().message;
+            if (auto done = sink.experiment_finished(report); !done) return done.error();
+            return PointEnd::recorded;
+        }
+        if (!dir) {
+            lost = true;
+            lost_reason = dir.error().message;
+        }
+        for (int repeat = dispatch.first_repeat; !lost && repeat < dispatch.first_repeat + dispatch.repeats; ++repeat) {
+            observer.started(experiment, dispatch.index, dispatch.total, repeat);
+            ++runs;
+            RepeatOutcome outcome = run_repeat(target, experiment, *dir, repeat, *client_args, options, stop);
+            total_s += outcome.seconds;
+            previous_groups.insert(previous_groups.end(), outcome.process_groups.begin(), outcome.process_groups.end());
+            if (outcome.end == RepeatEnd::interrupted) return PointEnd::interrupted;
+            if (outcome.end == RepeatEnd::lost) {
+                lost = true;
+                lost_reason = outcome.lost_reason;
+                break;
+            }
+            const Watcher& watcher = *outcome.watcher;
+            fill_from_watcher(report, watcher, repeat);
+            if (outcome.exit) {
+                report.exit_code = outcome.exit->exit_code;
+                if (outcome.exit->signal) report.exit_signal = outcome.exit->signal;
+            }
+            if (outcome.end != RepeatEnd::ok) {
+                report.status = outcome.end == RepeatEnd::timed_out ? RunStatus::timed_out : RunStatus::failed;
+                report.failure_class = watcher.failure_class();
+                report.diagnosis = watcher.diagnosis().text();
+                report.detected_after_s = watcher.seconds_to_detection();
+                break;
+            }
+        }
+        report.total_s = before.total_s.value_or(0) + total_s;
+        if (!lost) {
+            if (auto done = sink.experiment_finished(report); !done) return done.error();
+            return PointEnd::recorded;
+        }
+        if (attempt < options.max_attempts) {
+            observer.notice(fmt::format("experiment {}: connection to {} lost ({}); reconnecting and retrying (attempt {} of {})",
+                                        experiment.id, target.describe(), lost_reason, attempt + 1, options.max_attempts));
+            if (auto again = target.reconnect(); !again) {
+                report.status = RunStatus::infra_error;
+                report.failure_class = "infrastructure";
+                report.diagnosis = lost_reason + "\nreconnect failed: " + again.error().message;
+                (void)sink.experiment_finished(report);
+                return Error::infrastructure(fmt::format(
+                    "lost the connection to {} during experiment {} and could not reconnect: {}",
+                    target.describe(), experiment.id, again.error().message));
+            }
+            continue;
+        }
+        report.status = RunStatus::infra_error;
+        report.failure_class = "infrastructure";
+        report.diagnosis = lost_reason;
+        (void)sink.experiment_finished(report);
+        return Error::infrastructure(fmt::format("lost the connection to {} during experiment {} ({} attempts): {}",
+                                                 target.describe(), experiment.id, attempt, lost_reason));
+    }
+    return Error::internal(fmt::format("experiment {}: no attempt was made (max_attempts {})", experiment.id,
+                                       options.max_attempts));
+}
+
+std::vector<double> values_of(const ExperimentReport& report, const std::string& metric, int from_repeat) {
+    std::vector<double> values;
+    for (const auto& sample : report.samples)
+        if (sample.metric == metric && sample.repeat >= from_repeat) values.push_back(sample.value);
+    return values;
+}
+
+}  // namespace
+
+search::Observation observation_of(const ExperimentReport& report, const std::string& metric) {
+    search::Observation observation;
+    observation.ok = report.status == RunStatus::ok || report.status == RunStatus::dropped;
+    observation.says_about_setting = report.status == RunStatus::failed;
+    observation.failure_class = report.failure_class;
+    observation.values = values_of(report, metric, 0);
+    int highest = -1;
+    for (const auto& sample : report.samples) highest = std::max(highest, sample.repeat);
+    observation.runs = report.status == RunStatus::pruned ? 0 : std::max(1, highest + 1);
+    observation.seconds = report.total_s.value_or(0);
+    return observation;
+}
+
+Result<SweepRunSummary> run_search(Target& target, const std::vector<Experiment>& experiments,
+                                   const std::vector<ExperimentReport>& history, ResultSink& sink,
+                                   SweepObserver& observer, const SweepRunOptions& options,
+                                   const std::atomic<bool>& stop) {
+    search::Settings settings = options.search.value_or(search::Settings{});
+    if (!options.search) settings.repeats = std::max(1, options.repeats);
+    std::vector<search::Point> points;
+    std::map<int, std::size_t> index_of;
+    for (const auto& experiment : experiments) {
+        index_of[experiment.id] = points.size();
+        points.push_back({experiment.id, experiment.params});
+    }
+    search::Search search(std::move(points), settings);
+    // A resume: what was recorded before is the search's starting point (marks first, so a
+    // restored failure does not prune a point again).
+    std::map<int, ExperimentReport> recorded;
+    for (const auto& report : history) {
+        auto found = index_of.find(report.exp_id);
+        if (found == index_of.end()) continue;
+        if (report.status == RunStatus::pruned || report.status == RunStatus::dropped)
+            search.restore_mark(found->second, report.status == RunStatus::pruned ? search::Mark::pruned : search::Mark::dropped);
+    }
+    for (const auto& report : history) {
+        auto found = index_of.find(report.exp_id);
+        if (found == index_of.end() || report.status == RunStatus::pruned) continue;
+        search.restore(found->second, observation_of(report, settings.metric));
+        recorded[report.exp_id] = report;
+        if (recorded[report.exp_id].status == RunStatus::dropped) recorded[report.exp_id].status = RunStatus::ok;
+    }
+
     SweepRunSummary summary;
     const int total = static_cast<int>(experiments.size());
+    int round = search.progress().round;
     std::vector<long> previous_groups;
-    for (int index = 0; index < total; ++index) {
-        const Experiment& experiment = experiments[static_cast<std::size_t>(index)];
+    for (;;) {
         if (stop.load()) {
             summary.interrupted = true;
-            return summary;
+            break;
+        }
+        const search::Step step = search.next();
+        summary.rounds = search.progress().round;
+        if (step.action == search::Action::stop) {
+            summary.budget_spent = step.budget_spent;
+            summary.search_end = step.reason;
+            break;
+        }
+        const Experiment& experiment = experiments[step.point];
+        const int index = static_cast<int>(step.point) + 1;
+        if (step.action == search::Action::skip) {
+            ExperimentReport report = recorded.count(experiment.id) ? recorded[experiment.id] : ExperimentReport{};
+            report.exp_id = experiment.id;
+            report.status = step.mark == search::Mark::pruned ? RunStatus::pruned : RunStatus::dropped;
+            report.diagnosis = step.reason;
+            if (auto done = sink.experiment_finished(report); !done) return done.error();
+            ++(step.mark == search::Mark::pruned ? summary.pruned : summary.dropped);
+            observer.finished(experiment, report, index, total);
+            continue;
+        }
+        if (search.progress().round != round) {
+            round = search.progress().round;
+            observer.notice(fmt::format("round {}: up to {} repeats per point still in the race ({} pruned, {} dropped, "
+                                        "{} runs so far)",
+                                        round, step.first_repeat + step.repeats, search.progress().pruned,
+                                        search.progress().dropped, search.progress().runs));
         }
         if (options.before_experiment)
             if (auto ready = options.before_experiment(previous_groups); !ready) return ready.error();
         previous_groups.clear();
-        ExperimentReport report;
-        report.exp_id = experiment.id;
-        bool recorded = false;
-        for (int attempt = 1; attempt <= options.max_attempts && !recorded; ++attempt) {
-            if (auto begun = sink.experiment_started(experiment.id, attempt); !begun) return begun.error();
-            report = ExperimentReport{};
-            report.exp_id = experiment.id;
-            report.attempts = attempt;
-            double total_s = 0;
-            bool lost = false;
-            std::string lost_reason;
-            // The client command and the environment files are prepared once per attempt; every
-            // repeat uses them. One that cannot be rendered is a failure of this point, not of the host.
-            auto client_args = client_argv(options, experiment);
-            auto dir = client_args ? deliver(target, experiment, options) : Result<std::string>(client_args.error());
-            if (!dir && dir.error().kind != ErrorKind::infrastructure) {
-                report.status = RunStatus::failed;
-                report.failure_class = "config";
-                report.diagnosis = client_args ? dir.error().message : "client: " + dir.error().message;
-                if (auto done = sink.experiment_finished(report); !done) return done.error();
-                recorded = true;
-                break;
-            }
-            if (!dir) {
-                lost = true;
-                lost_reason = dir.error().message;
-            }
-            for (int repeat = 0; !lost && repeat < std::max(1, options.repeats); ++repeat) {
-                observer.started(experiment, index + 1, total, repeat);
-                RepeatOutcome outcome = run_repeat(target, experiment, *dir, repeat, *client_args, options, stop);
-                total_s += outcome.seconds;
-                previous_groups.insert(previous_groups.end(), outcome.process_groups.begin(), outcome.process_groups.end());
-                if (outcome.end == RepeatEnd::interrupted) {
-                    summary.interrupted = true;
-                    return summary;
-                }
-                if (outcome.end == RepeatEnd::lost) {
-                    lost = true;
-                    lost_reason = outcome.lost_reason;
-                    break;
-                }
-                const Watcher& watcher = *outcome.watcher;
-                fill_from_watcher(report, watcher, repeat);
-                if (outcome.exit) {
-                    report.exit_code = outcome.exit->exit_code;
-                    if (outcome.exit->signal) report.exit_signal = outcome.exit->signal;
-                }
-                if (outcome.end != RepeatEnd::ok) {
-                    report.status = outcome.end == RepeatEnd::timed_out ? RunStatus::timed_out : RunStatus::failed;
-                    report.failure_class = watcher.failure_class();
-                    report.diagnosis = watcher.diagnosis().text();
-                    report.detected_after_s = watcher.seconds_to_detection();
-                    break;
-                }
-            }
-            report.total_s = total_s;
-            if (lost) {
-                if (attempt < options.max_attempts) {
-                    observer.notice(fmt::format("experiment {}: connection to {} lost ({}); reconnecting and retrying (attempt {} of {})",
-                                                experiment.id, target.describe(), lost_reason, attempt + 1, options.max_attempts));
-                    if (auto again = target.reconnect(); !again) {
-                        report.status = RunStatus::infra_error;
-                        report.failure_class = "infrastructure";
-                        report.diagnosis = lost_reason + "\nreconnect failed: " + again.error().message;
-                        (void)sink.experiment_finished(report);
-                        return Error::infrastructure(fmt::format(
-                            "lost the connection to {} during experiment {} and could not reconnect: {}",
-                            target.describe(), experiment.id, again.error().message));
-                    }
-                    continue;
-                }
-                report.status = RunStatus::infra_error;
-                report.failure_class = "infrastructure";
-                report.diagnosis = lost_reason;
-                (void)sink.experiment_finished(report);
-                return Error::infrastructure(fmt::format("lost the connection to {} during experiment {} ({} attempts): {}",
-                                                         target.describe(), experiment.id, attempt, lost_reason));
-            }
-            if (auto done = sink.experiment_finished(report); !done) return done.error();
-            recorded = true;
+        ExperimentReport& report = recorded[experiment.id];
+        if (step.first_repeat == 0) report = ExperimentReport{};
+        const double seconds_before = report.total_s.value_or(0);
+        int runs = 0;
+        auto ended = run_point(target, Dispatch{experiment, step.first_repeat, step.repeats, index, total}, report, runs,
+                               previous_groups, sink, observer, options, stop);
+        summary.runs += runs;
+        if (!ended) return ended.error();
+        if (*ended == PointEnd::interrupted) {
+            summary.interrupted = true;
+            break;
         }
-        ++summary.ran;
-        if (report.status == RunStatus::ok)
-            ++summary.ok;
-        else
+        search::Observation observation = observation_of(report, settings.metric);
+        observation.values = values_of(report, settings.metric, step.first_repeat);
+        observation.runs = runs;
+        observation.seconds = report.total_s.value_or(0) - seconds_before;
+        search.record(step.point, observation);
+        if (step.first_repeat == 0) {
+            ++summary.ran;
+            ++(report.status == RunStatus::ok ? summary.ok : summary.failed);
+        } else if (report.status != RunStatus::ok) {
+            // A point that fails in a later round is out of the race: count it as failed.
+            --summary.ok;
             ++summary.failed;
-        observer.finished(experiment, report, index + 1, total);
+        }
+        observer.finished(experiment, report, index, total);
     }
     return summary;
+}
+
+Result<SweepRunSummary> run_experiments(Target& target, const std::vector<Experiment>& experiments,
+                                        ResultSink& sink, SweepObserver& observer,
+                                        const SweepRunOptions& options, const std::atomic<bool>& stop) {
+    return run_search(target, experiments, {}, sink, observer, options, stop);
 }
 
 }  // namespace ncclsweep::sweep

@@ -13,6 +13,7 @@
 
 #include "core/experiment.hpp"
 #include "core/result.hpp"
+#include "core/search/search.hpp"
 #include "core/watch/rule_catalog.hpp"
 #include "core/spec/spec.hpp"
 #include "core/target.hpp"
@@ -20,10 +21,11 @@
 
 namespace ncclsweep::inline sweep {
 
-/// How one experiment ended (all repeats together).
-enum class RunStatus { ok, failed, timed_out, infra_error };
+/// How one experiment ended (all repeats together), or why the search left it out: `pruned`
+/// (never ran: a value of it kept failing) and `dropped` (ran, and is behind the leader).
+enum class RunStatus { ok, failed, timed_out, infra_error, pruned, dropped };
 
-/// Text of a RunStatus ("ok", "failed", "timed_out", "infra_error").
+/// Text of a RunStatus ("ok", "failed", "timed_out", "infra_error", "pruned", "dropped").
 [[nodiscard]] std::string_view to_string(RunStatus status);
 
 /// One measured value.
@@ -38,7 +40,7 @@ struct ExperimentReport {
     int exp_id = 0;
     RunStatus status = RunStatus::ok;
     std::string failure_class;               ///< "" when ok
-    std::string diagnosis;                   ///< matching line + context, or last lines
+    std::string diagnosis;                   ///< matching line + context, or last lines; pruned/dropped: why
     std::optional<double> detected_after_s;  ///< start -> fatal line / timeout
     std::string effective_nccl;              ///< what NCCL reported it used
     std::optional<double> init_s, capture_s, ready_s, measure_s, total_s;
@@ -86,13 +88,36 @@ struct SweepRunOptions {
     /// Checked before each experiment with the process groups the previous one started (e.g.
     /// none of them still holds a GPU); an error stops the sweep as an infrastructure failure.
     std::function<Result<void>(const std::vector<long>& previous_groups)> before_experiment;
+    /// What runs next (docs/search.md); the default runs every experiment with `repeats`, in order.
+    /// Its `repeats` is overwritten by `repeats` above when no search is configured.
+    std::optional<search::Settings> search;
 };
 
 /// What a run of the loop did.
 struct SweepRunSummary {
     int ran = 0, ok = 0, failed = 0;
+    int pruned = 0, dropped = 0;  ///< points the search left out (this run)
+    int runs = 0;                 ///< workload runs started (this run)
+    int rounds = 1;               ///< the search's last round
     bool interrupted = false;
+    bool budget_spent = false;    ///< the search's budget ended the sweep (resumable with a larger one)
+    std::string search_end;       ///< how the search ended ("" for the full product)
 };
+
+/// Runs what `search` decides among `experiments` (the sweep's points, id order): each run step
+/// dispatches some repeats of one point (a later round's repeats are added to the point's
+/// earlier samples and the point is recorded again, with all of them), each skip step records
+/// a point as pruned or dropped with the reason, and a stop step ends the loop. `history` holds
+/// the reports a resumed sweep recorded before (they are restored into the search, not rerun).
+/// Errors and interrupts as run_experiments.
+Result<SweepRunSummary> run_search(Target& target, const std::vector<Experiment>& experiments,
+                                   const std::vector<ExperimentReport>& history, ResultSink& sink,
+                                   SweepObserver& observer, const SweepRunOptions& options,
+                                   const std::atomic<bool>& stop);
+
+/// The search's view of a recorded report: ok or not, whether its class says anything about the
+/// setting, the samples of `metric`, and the runs it took (highest repeat + 1).
+[[nodiscard]] search::Observation observation_of(const ExperimentReport& report, const std::string& metric);
 
 /// Runs `experiments` in order. Returns an infrastructure Error when the host stays
 /// unreachable or the sink fails (everything finished before is recorded); `interrupted` when

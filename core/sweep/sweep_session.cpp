@@ -33,6 +33,8 @@ Result<SweepOutcome> run_sweep(const SweepRequest& request, Target& target, Swee
     SweepOutcome outcome;
     outcome.total = static_cast<int>(request.experiments.size());
     std::vector<Experiment> todo;
+    std::vector<ExperimentReport> history;
+    const bool searching = options.search.has_value();
     if (request.resume_id) {
         auto stored = store.load_plan(*request.resume_id);
         if (!stored) return stored.error();
@@ -41,8 +43,16 @@ Result<SweepOutcome> run_sweep(const SweepRequest& request, Target& target, Swee
         auto finished = store.finished_ids();
         if (!finished) return finished.error();
         std::set<int> done(finished->begin(), finished->end());
-        for (const auto& experiment : request.experiments)
-            if (!done.count(experiment.id)) todo.push_back(experiment);
+        if (searching) {
+            // The search sees every point and what each showed; it decides what still runs.
+            auto reports = store.finished_reports();
+            if (!reports) return reports.error();
+            history = std::move(*reports);
+            todo = request.experiments;
+        } else {
+            for (const auto& experiment : request.experiments)
+                if (!done.count(experiment.id)) todo.push_back(experiment);
+        }
         outcome.sweep_id = *request.resume_id;
         outcome.skipped_finished = static_cast<int>(done.size());
     } else {
@@ -60,7 +70,7 @@ Result<SweepOutcome> run_sweep(const SweepRequest& request, Target& target, Swee
         return workdir.error();
     }
     options.workdir = *workdir;
-    auto ran = run_experiments(target, todo, store, observer, options, stop);
+    auto ran = run_search(target, todo, history, store, observer, options, stop);
     if (!ran) {
         (void)store.finish(SweepEnd::failed, ran.error().message);
         return ran.error();
@@ -68,6 +78,8 @@ Result<SweepOutcome> run_sweep(const SweepRequest& request, Target& target, Swee
     outcome.summary = *ran;
     if (ran->interrupted) {
         if (auto f = store.finish(SweepEnd::interrupted, "stopped by the user (interrupt)"); !f) return f.error();
+    } else if (ran->budget_spent) {
+        if (auto f = store.finish(SweepEnd::interrupted, ran->search_end); !f) return f.error();
     } else {
         if (auto f = store.finish(SweepEnd::done, ""); !f) return f.error();
     }

@@ -45,6 +45,9 @@ public:
     virtual Result<void> reopen(std::int64_t id) = 0;
     /// Ids of experiments of the current sweep that must not run again.
     virtual Result<std::vector<int>> finished_ids() = 0;
+    /// The recorded reports (status, class, samples, total_s; pruned/dropped with their reason)
+    /// of the current sweep's finished experiments: a resumed search starts from them.
+    virtual Result<std::vector<ExperimentReport>> finished_reports() = 0;
     /// A sweep-level note (plan warnings, preflight notes).
     virtual Result<void> note(const std::string& code, const std::string& message) = 0;
     /// Ends the current sweep.
@@ -75,7 +78,10 @@ enum class SweepEnding { done, interrupted, nothing_succeeded };
 /// The ending of `outcome` (interrupted wins over the rest).
 [[nodiscard]] SweepEnding ending_of(const SweepOutcome& outcome);
 
-/// Runs a sweep end to end. Errors: bad_input when a resume's stored plan or fingerprint no
+/// Runs a sweep end to end. With `options.search`, a resume hands the search what was recorded
+/// (finished_reports) and the search decides what still runs; a search stopped by its budget
+/// ends the sweep `interrupted` with the reason, so `--resume` (with a larger budget) continues
+/// it. Errors: bad_input when a resume's stored plan or fingerprint no
 /// longer matches (naming what differs; nothing is written then); infrastructure from the
 /// target or store (the sweep is then marked failed and can be resumed).
 Result<SweepOutcome> run_sweep(const SweepRequest& request, Target& target, SweepStore& store,

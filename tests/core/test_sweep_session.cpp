@@ -10,6 +10,7 @@
 #include "tests/support/catch.hpp"
 #include "tests/support/fake_store.hpp"
 #include "tests/support/fake_target.hpp"
+#include "tests/support/sweep_options.hpp"
 
 using namespace ncclsweep;
 using ncclsweep::test::fake_ok;
@@ -44,28 +45,7 @@ Experiment point(int id, const std::string& proto) {
     return e;
 }
 
-WorkloadSpec metric_workload() {
-    WorkloadSpec workload;
-    workload.command = {SpecValue{"/opt/serve", {}}};
-    workload.metrics = {{"tok_s", "tok_s=([0-9.]+)"}};
-    return workload;
-}
-
-SweepRunOptions run_options(int repeats = 1) {
-    SweepRunOptions options;
-    options.sweep_name = "unit";
-    options.repeats = repeats;
-    options.workload = metric_workload();
-    options.watcher.success = SuccessRule::any_metric;
-    options.watcher.timeouts = Timeouts{0, 0, 0, 0};
-    auto rules = rules_from_workload(options.workload);
-    REQUIRE(rules);
-    auto catalog = RuleCatalog::with_user_rules(*rules);
-    REQUIRE(catalog);
-    options.catalog = *catalog;
-    options.kill_grace = std::chrono::milliseconds(0);
-    return options;
-}
+SweepRunOptions run_options(int repeats = 1) { return ncclsweep::test::unit_run_options(repeats); }
 
 SweepRequest request_of(std::vector<Experiment> experiments, const std::string& flags = "") {
     SweepRequest request;

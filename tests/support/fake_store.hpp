@@ -65,6 +65,12 @@ public:
             if (report.status != RunStatus::infra_error) ids.push_back(id);
         return ids;
     }
+    Result<std::vector<ExperimentReport>> finished_reports() override {
+        std::vector<ExperimentReport> reports;
+        for (const auto& [id, report] : sweeps.at(m_current).finished)
+            if (report.status != RunStatus::infra_error) reports.push_back(report);
+        return reports;
+    }
     Result<void> note(const std::string& code, const std::string& message) override {
         sweeps.at(m_current).notes.emplace_back(code, message);
         writes.push_back("note " + code);

@@ -98,6 +98,8 @@ class FakeTarget final : public Target {
 public:
     std::deque<FakeRun> script;
     FakeRun fallback;
+    /// When set and the script is empty, answers each start by its command (e.g. by NCCL_ALGO).
+    std::function<FakeRun(const Command&)> respond;
     std::shared_ptr<FakeLog> log = std::make_shared<FakeLog>();
     std::optional<Error> prepare_error;    ///< prepare_workdir fails with it
     std::optional<Error> reconnect_error;  ///< reconnect fails with it
@@ -120,6 +122,8 @@ public:
         if (!script.empty()) {
             run = std::move(script.front());
             script.pop_front();
+        } else if (respond) {
+            run = respond(command);
         }
         if (run.start_error) return *run.start_error;
         if (run.on_start) run.on_start();

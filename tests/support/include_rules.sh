@@ -13,8 +13,10 @@ if python3 "$source/scripts/check-includes.py" "$work" >"$work/out" 2>&1; then
 fi
 grep -q "core/bad.cpp:1: core/ includes results/" "$work/out" || { echo "FAIL: no file:line"; cat "$work/out"; exit 1; }
 rm "$work/core/bad.cpp"
-mkdir -p "$work/core/nccl" "$work/core/sweep" "$work/core/misc"
+mkdir -p "$work/core/nccl" "$work/core/sweep" "$work/core/misc" "$work/core/search"
 echo '#include "core/sweep/sweep.hpp"' >"$work/core/nccl/bad.cpp"
+echo '#include "core/sweep/sweep.hpp"' >"$work/core/search/loop.cpp"
+echo '#include "core/search/search.hpp"' >"$work/core/sweep/asks.cpp"
 echo '#include "core/nccl/nccl.hpp"' >"$work/core/sweep/fine.cpp"
 echo '#include "core/result.hpp"' >"$work/core/misc/x.hpp"
 printf 'namespace ncclsweep::inline sweep {\n}\n' >"$work/core/sweep/fine.hpp"
@@ -23,6 +25,8 @@ if python3 "$source/scripts/check-includes.py" "$work" >"$work/out" 2>&1; then
   echo "FAIL: the checker accepted core/nccl/ including core/sweep/"; cat "$work/out"; exit 1
 fi
 grep -q "core/nccl/bad.cpp:1: core/nccl/ includes core/sweep/" "$work/out" || { echo "FAIL: no subject violation"; cat "$work/out"; exit 1; }
+grep -q "core/search/loop.cpp:1: core/search/ includes core/sweep/" "$work/out" || { echo "FAIL: search including the loop not caught"; cat "$work/out"; exit 1; }
+if grep -q "core/sweep/asks.cpp" "$work/out"; then echo "FAIL: the loop may include the search"; cat "$work/out"; exit 1; fi
 grep -q "core/misc/x.hpp: core/misc/ is not a subject" "$work/out" || { echo "FAIL: unknown subject not caught"; cat "$work/out"; exit 1; }
 grep -q "core/sweep/wrong_namespace.hpp:1: a file of core/sweep/ declares namespace ncclsweep::inline watch" "$work/out" ||
   { echo "FAIL: a namespace that is not the folder's was not caught"; cat "$work/out"; exit 1; }
