@@ -9,6 +9,8 @@
 #include <deque>
 #include <unordered_map>
 
+#include "core/plan/plan_fingerprint.hpp"
+#include "core/spec/spec_parser.hpp"
 #include "results/store.hpp"
 
 namespace ncclsweep::results {
@@ -22,6 +24,16 @@ std::string status_with_class(ExperimentStatus status, const std::string& failur
     std::string text(to_string(status));
     if (!failure_class.empty()) text += " (" + failure_class + ")";
     return text;
+}
+
+/// name -> value of a spec's fixed engine args and env (keys "topology", "env NCCL_X").
+std::vector<std::pair<std::string, std::string>> fixed_settings(const SweepRecord& record) {
+    std::vector<std::pair<std::string, std::string>> out;
+    auto spec = parse_spec(record.spec_text, record.spec_path.empty() ? "spec" : record.spec_path);
+    if (!spec) return out;
+    for (const auto& [name, value] : spec->workload.args) out.emplace_back(name, value.text);
+    for (const auto& [name, value] : spec->env) out.emplace_back(name, value.text);
+    return out;
 }
 
 bool recorded(const SweepTable& table, const std::string& metric) {
@@ -162,6 +174,7 @@ Result<SweepDiff> diff_tables(const SweepTable& base, const SweepTable& candidat
     diff.base = base.sweep;
     diff.candidate = candidate.sweep;
     diff.options = options;
+    diff.settings_changed = setting_differences(base.sweep.record, candidate.sweep.record);
 
     // Base rows by key, in id order; a key repeated within a sweep pairs up in order.
     std::unordered_map<std::string, std::deque<std::size_t>> base_by_key;
@@ -228,6 +241,34 @@ Result<SweepDiff> diff_tables(const SweepTable& base, const SweepTable& candidat
     for (const ExperimentRow* row : leftovers) diff.only_in_base.push_back(unmatched(*row));
     add_geomeans(diff);
     return diff;
+}
+
+std::vector<std::string> setting_differences(const SweepRecord& base, const SweepRecord& candidate) {
+    std::vector<std::string> out;
+    auto show = [](const std::string& v) { return v.empty() ? std::string("(none)") : v; };
+    const auto before = fixed_settings(base), after = fixed_settings(candidate);
+    auto find = [](const auto& list, const std::string& name) -> std::optional<std::string> {
+        for (const auto& [n, v] : list)
+            if (n == name) return v;
+        return std::nullopt;
+    };
+    for (const auto& [name, value] : before) {
+        auto now = find(after, name);
+        if (!now || *now != value) out.push_back(fmt::format("{}: {} -> {}", name, value, now ? *now : "(not set)"));
+    }
+    for (const auto& [name, value] : after)
+        if (!find(before, name)) out.push_back(fmt::format("{}: (not set) -> {}", name, value));
+    auto stored = PlanFingerprint::from_json(base.plan_fingerprint);
+    auto now = PlanFingerprint::from_json(candidate.plan_fingerprint);
+    if (stored && now)
+        for (auto& sentence : fingerprint_differences(*stored, *now)) out.push_back(std::move(sentence));
+    if (base.backend != candidate.backend)
+        out.push_back(fmt::format("backend: {} -> {}", show(base.backend), show(candidate.backend)));
+    if (base.repeats != candidate.repeats && !(stored && now && !stored->parts.empty()))
+        out.push_back(fmt::format("repeats: {} -> {}", base.repeats, candidate.repeats));
+    if (base.tool_version != candidate.tool_version)
+        out.push_back(fmt::format("ncclsweep: {} -> {}", show(base.tool_version), show(candidate.tool_version)));
+    return out;
 }
 
 Result<SweepDiff> diff_sweeps(Store& store, std::string_view base_ref, std::string_view new_ref,

@@ -86,6 +86,10 @@ struct SweepDiff {
     std::vector<UnmatchedExperiment> only_in_new;   ///< keys the base sweep lacks
     std::vector<GeomeanSummary> geomeans;           ///< one per metric
     DiffCounts counts;                              ///< verdict counts
+    /// Settings the two sweeps ran with that differ, one sentence each ("topology: pcie-gen5 ->
+    /// pcie-gen4"): the spec's fixed engine args and env, the plan's flags, target, repeats,
+    /// timeouts, backend and ncclsweep version; empty when they ran alike.
+    std::vector<std::string> settings_changed;
     /// True when any matched experiment regressed (what --fail-on-regression gates on).
     [[nodiscard]] bool has_regression() const { return counts.regressions > 0; }
 };
@@ -94,6 +98,10 @@ struct SweepDiff {
 /// lists what is), or on alpha/threshold outside their ranges.
 [[nodiscard]] Result<SweepDiff> diff_tables(const SweepTable& base, const SweepTable& candidate,
                                             const DiffOptions& options);
+
+/// The settings of two recorded sweeps that differ (see SweepDiff::settings_changed). A spec
+/// text that no longer parses contributes nothing (the rest is still compared).
+[[nodiscard]] std::vector<std::string> setting_differences(const SweepRecord& base, const SweepRecord& candidate);
 
 /// Loads both references from `store` and diffs them.
 [[nodiscard]] Result<SweepDiff> diff_sweeps(Store& store, std::string_view base_ref, std::string_view new_ref,
