@@ -10,7 +10,6 @@
 #include <unordered_map>
 
 #include "core/plan/plan_fingerprint.hpp"
-#include "core/spec/spec_parser.hpp"
 #include "results/store.hpp"
 
 namespace ncclsweep::results {
@@ -26,13 +25,20 @@ std::string status_with_class(ExperimentStatus status, const std::string& failur
     return text;
 }
 
-/// name -> value of a spec's fixed engine args and env (keys "topology", "env NCCL_X").
-std::vector<std::pair<std::string, std::string>> fixed_settings(const SweepRecord& record) {
-    std::vector<std::pair<std::string, std::string>> out;
-    auto spec = parse_spec(record.spec_text, record.spec_path.empty() ? "spec" : record.spec_path);
-    if (!spec) return out;
-    for (const auto& [name, value] : spec->workload.args) out.emplace_back(name, value.text);
-    for (const auto& [name, value] : spec->env) out.emplace_back(name, value.text);
+/// The fixed settings of a stored sweep: its first experiment's workload args and env, minus
+/// the parameters that vary between its experiments.
+Result<FixedSettings> fixed_settings(Store& store, const SweepTable& table) {
+    auto experiments = store.load_experiments(table.sweep.id);
+    if (!experiments) return experiments.error();
+    FixedSettings out;
+    if (experiments->empty()) return out;
+    const Experiment& first = experiments->front().experiment;
+    auto varies = [&](const std::string& name) {
+        return std::find(table.varying.begin(), table.varying.end(), name) != table.varying.end();
+    };
+    for (const auto& list : {first.workload, first.env})
+        for (const auto& [name, value] : list)
+            if (!varies(name)) out.emplace_back(name, value);
     return out;
 }
 
@@ -174,7 +180,6 @@ Result<SweepDiff> diff_tables(const SweepTable& base, const SweepTable& candidat
     diff.base = base.sweep;
     diff.candidate = candidate.sweep;
     diff.options = options;
-    diff.settings_changed = setting_differences(base.sweep.record, candidate.sweep.record);
 
     // Base rows by key, in id order; a key repeated within a sweep pairs up in order.
     std::unordered_map<std::string, std::deque<std::size_t>> base_by_key;
@@ -243,11 +248,11 @@ Result<SweepDiff> diff_tables(const SweepTable& base, const SweepTable& candidat
     return diff;
 }
 
-std::vector<std::string> setting_differences(const SweepRecord& base, const SweepRecord& candidate) {
+std::vector<std::string> setting_differences(const SweepRecord& base, const FixedSettings& before,
+                                             const SweepRecord& candidate, const FixedSettings& after) {
     std::vector<std::string> out;
     auto show = [](const std::string& v) { return v.empty() ? std::string("(none)") : v; };
-    const auto before = fixed_settings(base), after = fixed_settings(candidate);
-    auto find = [](const auto& list, const std::string& name) -> std::optional<std::string> {
+    auto find = [](const FixedSettings& list, const std::string& name) -> std::optional<std::string> {
         for (const auto& [n, v] : list)
             if (n == name) return v;
         return std::nullopt;
@@ -261,7 +266,9 @@ std::vector<std::string> setting_differences(const SweepRecord& base, const Swee
     auto stored = PlanFingerprint::from_json(base.plan_fingerprint);
     auto now = PlanFingerprint::from_json(candidate.plan_fingerprint);
     if (stored && now)
-        for (auto& sentence : fingerprint_differences(*stored, *now)) out.push_back(std::move(sentence));
+        for (auto& sentence : fingerprint_differences(*stored, *now))
+            if (sentence.rfind("--axis/--set:", 0) != 0)
+                out.push_back(std::move(sentence));
     if (base.backend != candidate.backend)
         out.push_back(fmt::format("backend: {} -> {}", show(base.backend), show(candidate.backend)));
     if (base.repeats != candidate.repeats && !(stored && now && !stored->parts.empty()))
@@ -278,7 +285,13 @@ Result<SweepDiff> diff_sweeps(Store& store, std::string_view base_ref, std::stri
     auto candidate = load_sweep_table(store, new_ref);
     if (!candidate)
         return Error{candidate.error().kind, fmt::format("NEW '{}': {}", new_ref, candidate.error().message)};
-    return diff_tables(*base, *candidate, options);
+    auto diff = diff_tables(*base, *candidate, options);
+    if (!diff) return diff;
+    auto base_fixed = fixed_settings(store, *base);
+    auto new_fixed = fixed_settings(store, *candidate);
+    if (base_fixed && new_fixed)
+        diff->settings_changed = setting_differences(base->sweep.record, *base_fixed, candidate->sweep.record, *new_fixed);
+    return diff;
 }
 
 }  // namespace ncclsweep::results

@@ -87,8 +87,7 @@ struct SweepDiff {
     std::vector<GeomeanSummary> geomeans;           ///< one per metric
     DiffCounts counts;                              ///< verdict counts
     /// Settings the two sweeps ran with that differ, one sentence each ("topology: pcie-gen5 ->
-    /// pcie-gen4"): the spec's fixed engine args and env, the plan's flags, target, repeats,
-    /// timeouts, backend and ncclsweep version; empty when they ran alike.
+    /// pcie-gen4"), filled by diff_sweeps (setting_differences); empty when they ran alike.
     std::vector<std::string> settings_changed;
     /// True when any matched experiment regressed (what --fail-on-regression gates on).
     [[nodiscard]] bool has_regression() const { return counts.regressions > 0; }
@@ -99,9 +98,16 @@ struct SweepDiff {
 [[nodiscard]] Result<SweepDiff> diff_tables(const SweepTable& base, const SweepTable& candidate,
                                             const DiffOptions& options);
 
-/// The settings of two recorded sweeps that differ (see SweepDiff::settings_changed). A spec
-/// text that no longer parses contributes nothing (the rest is still compared).
-[[nodiscard]] std::vector<std::string> setting_differences(const SweepRecord& base, const SweepRecord& candidate);
+/// A sweep's fixed settings: the engine args and environment that every experiment of it shares
+/// (its first experiment's, minus the parameters that vary), "topology" -> "pcie-gen5".
+using FixedSettings = std::vector<std::pair<std::string, std::string>>;
+
+/// The settings of two recorded sweeps that differ (see SweepDiff::settings_changed): fixed
+/// engine args and env (`--set` included), the plan's other parts (target, repeats, timeouts,
+/// ...), backend and version.
+[[nodiscard]] std::vector<std::string> setting_differences(const SweepRecord& base, const FixedSettings& base_fixed,
+                                                           const SweepRecord& candidate,
+                                                           const FixedSettings& candidate_fixed);
 
 /// Loads both references from `store` and diffs them.
 [[nodiscard]] Result<SweepDiff> diff_sweeps(Store& store, std::string_view base_ref, std::string_view new_ref,

@@ -48,6 +48,17 @@ std::string label_text(double x, double y, const std::vector<std::string>& lines
 /// Height of a row whose label has `lines` lines.
 double row_height(std::size_t lines) { return k_row + k_line * static_cast<double>(lines > 0 ? lines - 1 : 0); }
 
+/// Every row's label lines ("#id label", broken at spaces) and the height of all the rows.
+template <typename Row>
+std::pair<std::vector<std::vector<std::string>>, double> label_block(const std::vector<Row>& rows) {
+    std::pair<std::vector<std::vector<std::string>>, double> block{{}, 0.0};
+    for (const auto& row : rows) {
+        block.first.push_back(label_lines(fmt::format("#{} ", row.id), row.label));
+        block.second += row_height(block.first.back().size());
+    }
+    return block;
+}
+
 std::string compact(double value) {
     if (!std::isfinite(value)) return "-";
     double magnitude = std::fabs(value);
@@ -136,12 +147,7 @@ std::string bars_svg(const ReportData& data) {
     const double step = nice_step(top * 1.02, 5);
     top = std::ceil(top * 1.02 / step) * step;
     const double plot_x = k_label_width + 10, plot_w = k_width - plot_x - 150;
-    std::vector<std::vector<std::string>> labels;
-    double rows_height = 0;
-    for (const auto& bar : data.bars) {
-        labels.push_back(label_lines(fmt::format("#{} ", bar.id), bar.label));
-        rows_height += row_height(labels.back().size());
-    }
+    const auto [labels, rows_height] = label_block(data.bars);
     const double height = 30 + rows_height + 30;
     auto x_of = [&](double v) { return plot_x + std::clamp(v / top, 0.0, 1.0) * plot_w; };
     std::string svg = fmt::format(
@@ -297,12 +303,7 @@ std::string delta_svg(const ReportData& data) {
         if (row.delta && std::isfinite(*row.delta)) span = std::max(span, std::fabs(*row.delta));
     span = std::ceil(span * 1.05 / nice_step(span * 1.05, 2)) * nice_step(span * 1.05, 2);
     const double plot_x = k_label_width + 10, plot_w = k_width - plot_x - 190, zero = plot_x + plot_w / 2;
-    std::vector<std::vector<std::string>> labels;
-    double rows_height = 0;
-    for (const auto& row : data.deltas) {
-        labels.push_back(label_lines(fmt::format("#{} ", row.id), row.label));
-        rows_height += row_height(labels.back().size());
-    }
+    const auto [labels, rows_height] = label_block(data.deltas);
     const double height = 30 + rows_height + 20;
     auto x_of = [&](double d) { return zero + std::clamp(d / span, -1.0, 1.0) * plot_w / 2; };
     std::string svg = fmt::format(

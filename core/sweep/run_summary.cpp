@@ -24,7 +24,7 @@ std::vector<double> values_of(const ExperimentReport& report, const std::string&
 std::string number(double value) {
     if (!std::isfinite(value)) return "-";
     if (std::fabs(value) >= 1000) return fmt::format("{:.0f}", value);
-    return fmt::format("{:.4g}", value);
+    return fmt::format("{:#.4g}", value);  // "129.0", not "129" next to "129.6"
 }
 
 /// "±1.2%" from the 95% interval; with too few samples for one, half the min-max range and a
