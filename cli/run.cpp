@@ -231,9 +231,17 @@ ExitStatus run_run(const RunOptions& options) {
     run_options.kill_grace = std::chrono::milliseconds(static_cast<long>(options.kill_grace * 1000));
     run_options.before_experiment = remote::gpu_release_check(**target, *preflight);
 
-    // NCCL's TUNING lines fill the "effective NCCL" column; asking for them adds lines, never
-    // a verdict (the watcher classifies no INFO line). An NCCL_DEBUG of the spec's own wins.
-    if (run_options.watcher.record_effective_nccl) run_options.extra_env = nccl::tuning_request();
+    // NCCL's TUNING lines fill the "effective NCCL" column. Asking for them adds lines, never a
+    // verdict: the watcher lets the lines the request alone makes NCCL print decide nothing. A
+    // spec that sets NCCL_DEBUG or NCCL_DEBUG_SUBSYS anywhere gets no request.
+    const bool spec_sets_debug = std::any_of(request.experiments.begin(), request.experiments.end(), [](const Experiment& e) {
+        return std::any_of(e.env.begin(), e.env.end(),
+                           [](const Assignment& a) { return a.first == "NCCL_DEBUG" || a.first == "NCCL_DEBUG_SUBSYS"; });
+    });
+    if (run_options.watcher.record_effective_nccl && !spec_sets_debug) {
+        run_options.extra_env = nccl::tuning_request();
+        run_options.watcher.nccl_debug_requested = true;
+    }
     ProgressStyle style = options.json                          ? ProgressStyle::json
                           : log::level() <= log::Level::error   ? ProgressStyle::quiet
                           : isatty(STDERR_FILENO)               ? ProgressStyle::live

@@ -21,7 +21,7 @@ struct WatchOptions {
     bool follow = false;
     std::string rules_file;
     bool json = false;
-    bool echo = true;
+    bool no_echo = false;
     bool expect_result = false;
     Timeouts timeouts{0, 0, 0, 0};
     double kill_grace = 2.0;
@@ -73,7 +73,7 @@ ExitStatus run_watch(const WatchOptions& options) {
     const std::atomic<bool>& stop = install_interrupt_handler();
     SuperviseOptions supervise_options;
     supervise_options.kill_grace = std::chrono::milliseconds(static_cast<long>(options.kill_grace * 1000));
-    if (options.echo && !options.json)
+    if (!options.no_echo && !options.json)
         supervise_options.on_line = [](const OutputLine& line) {
             std::fwrite(line.text.data(), 1, line.text.size(), stderr);
             std::fputc('\n', stderr);
@@ -109,7 +109,7 @@ Command setup_watch(CLI::App& app) {
     sub->add_flag("--follow", options->follow, "With --log: keep reading as the file grows, until a verdict");
     sub->add_option("--rules", options->rules_file, "Extra watcher rules (YAML); see docs/watcher.md");
     sub->add_flag("--json", options->json, "Print the verdict as JSON on stdout");
-    sub->add_flag("!--no-echo", options->echo, "Do not copy the command's output to stderr")->default_str("");
+    sub->add_flag("--no-echo", options->no_echo, "Do not copy the command's output to stderr");
     sub->add_flag("--expect-result", options->expect_result,
                   "A clean exit counts only with a tpverify result event");
     sub->add_option("--startup-timeout", options->timeouts.startup, "Seconds without progress while starting (0 = none)");
