@@ -1,6 +1,8 @@
 // ncclsweep export SWEEP --format F: a stored sweep as json/csv/md/junit, or one point of it as
 // sitecustomize.py, env file, tuner profile or NCCL example tuner-plugin lines. Parses flags; results/export
 // does the work.
+#include <fmt/format.h>
+
 #include "cli/commands.hpp"
 #include "cli/spec_flags.hpp"
 #include "results/export.hpp"
@@ -18,11 +20,16 @@ struct ExportOptions {
     bool experiment_given = false;
     std::string output;
     std::string db;
+    bool json = false;
+    bool format_given = false;
 };
 
 ExitStatus run_export(const ExportOptions& options) {
     namespace ex = results::exports;
-    auto format = ex::parse_format(options.format);
+    if (options.json && options.format_given && options.format != "json")
+        return report_error(Error::bad_input(
+            fmt::format("--json and --format {} disagree: --json is --format json; give one of them", options.format)));
+    auto format = ex::parse_format(options.json ? std::string("json") : options.format);
     if (!format) return report_error(format.error());
     auto store = open_for_reading(options.db);
     if (!store) return report_error(store.error());
@@ -56,12 +63,16 @@ Command setup_export(CLI::App& app) {
         ->required();
     sub->add_option("--format", options->format,
                     "json, csv, md, junit, sitecustomize, env, tuner-profile or nccl-tuner (default json)");
+    sub->add_flag("--json", options->json, "Same as --format json (the default): every experiment, versioned JSON");
     sub->add_flag("--best", options->best, "Point formats: export the best experiment by --metric");
     sub->add_option("--metric", options->metric, "Metric for --best and the md table (default tok_s)");
     sub->add_option("--experiment", options->experiment, "Point formats: export this experiment id");
     sub->add_option("-o,--output", options->output, "Write to FILE (atomically) instead of stdout");
     add_db_flag(*sub, options->db);
-    sub->callback([sub, options]() { options->experiment_given = sub->count("--experiment") > 0; });
+    sub->callback([sub, options]() {
+        options->experiment_given = sub->count("--experiment") > 0;
+        options->format_given = sub->count("--format") > 0;
+    });
     return Command{sub, [options]() { return run_export(*options); }};
 }
 

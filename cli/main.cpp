@@ -17,6 +17,10 @@ int main(int argc, char** argv) {
         "  ncclsweep plan experiments/quickstart.yaml     # show what would run\n"
         "  ncclsweep run experiments/quickstart.yaml      # run it, results in ./ncclsweep.db\n",
         "ncclsweep"};
+    app.footer(
+        "Exit status (every command): 0 done, 1 a negative verdict (a regression, a failed run, no\n"
+        "experiment ok), 2 bad input (spec, flags, an unknown command; nothing ran), 3 infrastructure\n"
+        "(ssh, database, host busy, interrupted). `ncclsweep COMMAND --help` says what each means there.");
     app.set_version_flag("--version", std::string("ncclsweep ") + NCCLSWEEP_VERSION);
     app.require_subcommand(1);
     app.fallthrough();
@@ -29,8 +33,7 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        int code = app.exit(e);
-        return code == 0 ? 0 : static_cast<int>(ExitStatus::bad_input);
+        return cli::report_parse_error(app, e, argc, argv);
     }
     cli::apply_global_options(globals);
     try {

@@ -14,9 +14,12 @@ namespace {
 struct PlanCommandOptions {
     SpecFlags spec;
     std::string format = "table";
+    bool json = false;
 };
 
 ExitStatus run_plan(const PlanCommandOptions& options) {
+    if (options.json && options.format != "table" && options.format != "json")
+        return report_error(Error::bad_input("--json and --format disagree: --json is --format json; give one of them"));
     auto overrides = overrides_from(options.spec);
     if (!overrides) return report_error(overrides.error());
     auto spec = prepare_spec(options.spec.spec_path, *overrides);
@@ -27,7 +30,7 @@ ExitStatus run_plan(const PlanCommandOptions& options) {
     auto summary = check_plan(*spec, plan_options);
     if (!summary) return report_error(summary.error());
     auto printer =
-        make_plan_printer(options.format == "json" ? PlanFormat::json : PlanFormat::table, std::cout);
+        make_plan_printer(options.json || options.format == "json" ? PlanFormat::json : PlanFormat::table, std::cout);
     if (auto ok = print_plan(*spec, plan_options, *summary, *printer); !ok) return report_error(ok.error());
     std::cout.flush();
     return ExitStatus::done;
@@ -48,14 +51,15 @@ Command setup_plan(CLI::App& app) {
         "(exit 2, located as file:line:col), warnings are listed with the experiments they affect.");
     add_spec_flags(*sub, options->spec);
     sub->add_option("--format", options->format, "table (for people, default) or json (streamed, for tools)")
-        ->check(CLI::IsMember({"table", "json"}));
+        ->check(one_of({"table", "json"}));
+    sub->add_flag("--json", options->json, "Same as --format json");
     sub->footer(
         "Examples:\n"
         "  ncclsweep plan experiments/quickstart.yaml\n"
         "  ncclsweep plan experiments/seed-pcie-verify.yaml --axis NCCL_PROTO=LL,LL128 --set tokens=8\n"
         "  ncclsweep plan spec.yaml --axis 'NCCL_ALGO=ring\\,tree;allreduce:tree,allreduce:ring'   # \\, = "
         "comma\n"
-        "  ncclsweep plan spec.yaml --format json | jq '.experiments[].key'\n\n"
+        "  ncclsweep plan spec.yaml --json | jq '.experiments[].key'\n\n"
         "--axis NAME=v1,v2 replaces the axis NAME (or adds it as the last, fastest axis); --set NAME=v\n"
         "fixes one value: an existing axis becomes single-valued, otherwise UPPER_CASE names become a\n"
         "fixed env value and lower_case names a fixed engine arg (--set repeats=N sets the spec's repeats;\n"

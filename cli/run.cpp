@@ -1,4 +1,5 @@
 // ncclsweep run: plan, preflight, run every experiment x repeat, record as it goes.
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -17,6 +18,7 @@
 #include "core/spec/spec_parser.hpp"
 #include "core/sweep/engine_locator.hpp"
 #include "core/log.hpp"
+#include "core/nccl/effective_nccl.hpp"
 #include "core/plan/plan.hpp"
 #include "core/plan/plan_fingerprint.hpp"
 #include "core/sweep/progress.hpp"
@@ -25,6 +27,7 @@
 #include "core/sweep/sweep_session.hpp"
 #include "remote/preflight.hpp"
 #include "remote/target_factory.hpp"
+#include "remote/target_url.hpp"
 #include "results/query.hpp"
 #include "results/store.hpp"
 #include "results/sweep_writer.hpp"
@@ -51,6 +54,44 @@ struct RunOptions {
 };
 
 
+/// Width of the terminal on `fd`, or 0 when it is not one (then nothing is cut).
+int terminal_columns(int fd) {
+    if (!isatty(fd)) return 0;
+    winsize size{};
+    if (ioctl(fd, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
+    if (const char* columns = std::getenv("COLUMNS")) return std::max(0, std::atoi(columns));
+    return 80;
+}
+
+/// The facts of the run header: the spec, the target, what preflight found, the engine.
+RunHeader run_header(const Spec& spec, const remote::HostPreflight& preflight, const std::string& target,
+                     std::size_t experiments, const std::string& backend) {
+    RunHeader h;
+    h.version = NCCLSWEEP_VERSION;
+    h.sweep = spec.name;
+    h.experiments = static_cast<int>(experiments);
+    h.repeats = spec.repeats;
+    h.target = target;
+    if (target == "local") {
+        char name[256] = {};
+        if (gethostname(name, sizeof name - 1) == 0) h.host = name;
+    }
+    if (preflight.gpus.empty()) {
+        h.gpus = "none found";
+    } else {
+        h.gpus = fmt::format("{} x {}", preflight.gpus.size(), preflight.gpus.front().name);
+        if (!preflight.driver.empty()) h.gpus += ", driver " + preflight.driver;
+    }
+    h.nccl = preflight.nccl_version.empty() ? "not found on the host"
+                                            : preflight.nccl_version +
+                                                  (preflight.nccl_source.empty() ? "" : " (" + preflight.nccl_source + ")");
+    for (const auto& [name, value] : spec.workload.args)
+        if (name == "tp") h.ranks = value.text + " (tp)";
+    h.backend = backend;
+    if (backend == "sim") h.backend += " (simulated GPUs and NCCL)";
+    return h;
+}
+
 /// `word` as a shell word: as-is when it has only characters no shell treats specially.
 std::string shell_word(const std::string& word) {
     const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
@@ -74,6 +115,31 @@ std::string command_line(const RunOptions& options) {
     if (!options.db.empty()) add("--db", options.db);
     if (!options.budget.empty()) add("--budget", options.budget);
     return out;
+}
+
+/// A resumed sweep's summary covers the whole sweep: the experiments that finished before this
+/// run enter the printer from the database.
+void remember_finished(results::Store& store, std::int64_t sweep_id, ProgressPrinter& printer) {
+    auto experiments = store.load_experiments(sweep_id);
+    if (!experiments) return;
+    std::set<int> seen;
+    for (const auto& entry : printer.reports()) seen.insert(entry.first.id);
+    for (const auto& stored : *experiments) {
+        using S = results::ExperimentStatus;
+        const S status = stored.outcome.status;
+        if (seen.count(stored.experiment.id) || status == S::pending || status == S::running || status == S::skipped)
+            continue;
+        ExperimentReport report;
+        report.exp_id = stored.experiment.id;
+        report.status = status == S::ok ? RunStatus::ok : status == S::failed ? RunStatus::failed
+                        : status == S::timed_out ? RunStatus::timed_out : RunStatus::infra_error;
+        report.failure_class = stored.outcome.failure_class;
+        report.diagnosis = stored.outcome.diagnosis;
+        report.effective_nccl = stored.outcome.effective_nccl;
+        for (const auto& sample : stored.outcome.samples)
+            report.samples.push_back(SampleValue{sample.repeat, sample.metric, sample.value});
+        printer.remember(stored.experiment, report);
+    }
 }
 
 /// "recommended: ..." under the summary: `results best` for the sweep just run (nothing when no
@@ -116,13 +182,18 @@ ExitStatus run_run(const RunOptions& options) {
         if (!budget) return report_error(budget.error());
         spec->search.budget = *budget;
     }
-    if (!options.target.empty()) spec->target.url = options.target;
+    if (!options.target.empty()) {
+        // A bad --target is the flag's fault, not the spec's: say so, not the spec's `target:` line.
+        if (auto url = remote::parse_target_url(options.target); !url)
+            return report_error(Error::bad_input(fmt::format("--target: {}", url.error().message)));
+        spec->target.url = options.target;
+    }
     PlanOptions plan_options = plan_options_from(options.spec);
     auto checked = check_plan(*spec, plan_options);
     if (!checked) return report_error(checked.error());
     SweepRequest request;
     for (const auto& group : checked->warnings) {
-        std::string message = group.message + " (experiments " + group.experiments.to_string() + ")";
+        std::string message = group.message + " (experiments " + group.experiments.to_text(k_warning_ranges) + ")";
         NCCLSWEEP_LOG(warning, "{}", message);
         request.plan_warnings.emplace_back(group.code, message);
     }
@@ -184,10 +255,23 @@ ExitStatus run_run(const RunOptions& options) {
     if (!settings) return report_error(settings.error());
     run_options.search = *settings;
 
-    ProgressStyle style = options.json ? ProgressStyle::json
-                          : isatty(STDERR_FILENO) ? ProgressStyle::live
-                                                  : ProgressStyle::plain;
-    ProgressPrinter printer(style, stderr, stdout);
+    // NCCL's TUNING lines fill the "effective NCCL" column. Asking for them adds lines, never a
+    // verdict: the watcher lets the lines the request alone makes NCCL print decide nothing. A
+    // spec that sets NCCL_DEBUG or NCCL_DEBUG_SUBSYS anywhere gets no request.
+    const bool spec_sets_debug = std::any_of(request.experiments.begin(), request.experiments.end(), [](const Experiment& e) {
+        return std::any_of(e.env.begin(), e.env.end(),
+                           [](const Assignment& a) { return a.first == "NCCL_DEBUG" || a.first == "NCCL_DEBUG_SUBSYS"; });
+    });
+    if (run_options.watcher.record_effective_nccl && !spec_sets_debug) {
+        run_options.extra_env = nccl::tuning_request();
+        run_options.watcher.nccl_debug_requested = true;
+    }
+    ProgressStyle style = options.json                          ? ProgressStyle::json
+                          : log::level() <= log::Level::error   ? ProgressStyle::quiet
+                          : isatty(STDERR_FILENO)               ? ProgressStyle::live
+                                                                : ProgressStyle::plain;
+    ProgressPrinter printer(style, stderr, stdout, terminal_columns(STDERR_FILENO));
+    printer.header(run_header(*spec, *preflight, (*target)->describe(), request.experiments.size(), metrics->backend));
     if (run_options.search) {
         // Say up front what the search will do and what its budget covers.
         std::vector<search::Point> points;
@@ -204,6 +288,7 @@ ExitStatus run_run(const RunOptions& options) {
                           db_path, resume_hint, writer.sweep_id());
         return status;
     }
+    if (outcome->skipped_finished > 0) remember_finished(*store, outcome->sweep_id, printer);
     if (!options.json) {
         // The summary sorts and recommends by the sweep's own metric definitions (NAME:higher or
         // NAME:lower on --metric wins), with the one "best" rule of `results best`.
@@ -212,7 +297,7 @@ ExitStatus run_run(const RunOptions& options) {
         if (choice && choice->direction_given)
             definitions.insert(definitions.begin(), MetricDefinition{choice->name, "", choice->direction});
         const std::string metric_name = printer.summary_metric(choice ? choice->name : options.metric);
-        printer.print_summary(stdout, metric_name, definitions);
+        printer.print_summary(stdout, metric_name, definitions, terminal_columns(STDOUT_FILENO));
         results::MetricChoice shown{metric_name};
         if (choice && choice->name == metric_name) shown = *choice;
         print_recommendation(*store, outcome->sweep_id, shown);

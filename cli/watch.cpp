@@ -1,9 +1,11 @@
 // ncclsweep watch: run one command (or read one log) under the watcher and print a verdict.
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 
 #include "cli/commands.hpp"
 #include "cli/interrupt.hpp"
+#include "core/sweep/engine_locator.hpp"
 #include "core/watch/rule_catalog.hpp"
 #include "core/watch/supervise.hpp"
 #include "core/watch/watch_report.hpp"
@@ -19,7 +21,7 @@ struct WatchOptions {
     bool follow = false;
     std::string rules_file;
     bool json = false;
-    bool echo = true;
+    bool no_echo = false;
     bool expect_result = false;
     Timeouts timeouts{0, 0, 0, 0};
     double kill_grace = 2.0;
@@ -27,10 +29,18 @@ struct WatchOptions {
 
 
 ExitStatus run_watch(const WatchOptions& options) {
-    if (options.command.empty() == options.log_file.empty())
+    if (options.command.empty() && options.log_file.empty())
         return report_error(Error::bad_input(
-            "watch needs either a command after `--` (ncclsweep watch -- python3 -m sglang.launch_server ...) "
+            "watch needs a command after `--` (ncclsweep watch -- python3 -m sglang.launch_server ...) "
             "or --log FILE"));
+    if (!options.command.empty() && !options.log_file.empty())
+        return report_error(Error::bad_input(
+            "watch takes a command after `--` or --log FILE, not both: it watches one process or one log"));
+    if (!options.command.empty())
+        if (auto runnable = check_local_program(options.command.front(),
+                                                std::getenv("PATH") ? std::getenv("PATH") : "", "the command");
+            !runnable)
+            return report_error(runnable.error());
     std::vector<Rule> user;
     if (!options.rules_file.empty()) {
         auto loaded = load_rules_file(options.rules_file);
@@ -63,7 +73,7 @@ ExitStatus run_watch(const WatchOptions& options) {
     const std::atomic<bool>& stop = install_interrupt_handler();
     SuperviseOptions supervise_options;
     supervise_options.kill_grace = std::chrono::milliseconds(static_cast<long>(options.kill_grace * 1000));
-    if (options.echo && !options.json)
+    if (!options.no_echo && !options.json)
         supervise_options.on_line = [](const OutputLine& line) {
             std::fwrite(line.text.data(), 1, line.text.size(), stderr);
             std::fputc('\n', stderr);
@@ -91,13 +101,15 @@ Command setup_watch(CLI::App& app) {
         "Run one command (or read a log) under the watcher and print its verdict.\n"
         "  ncclsweep watch -- python3 -m sglang.launch_server --tp 8 ...\n"
         "  ncclsweep watch --log server.log --follow --json\n"
-        "Exit status: 0 ok, 1 failed or timed out, 2 bad usage.");
+        "Exit status: 0 ok, 1 failed, timed out or interrupted, 2 bad usage (flags, rules, a command\n"
+        "that does not exist or cannot run, a log that cannot be opened), 3 the command could not be\n"
+        "started (out of processes or memory).");
     sub->add_option("command", options->command, "Command to run (after --)");
     sub->add_option("--log", options->log_file, "Watch a log file that another process writes");
     sub->add_flag("--follow", options->follow, "With --log: keep reading as the file grows, until a verdict");
     sub->add_option("--rules", options->rules_file, "Extra watcher rules (YAML); see docs/watcher.md");
     sub->add_flag("--json", options->json, "Print the verdict as JSON on stdout");
-    sub->add_flag("!--no-echo", options->echo, "Do not copy the command's output to stderr");
+    sub->add_flag("--no-echo", options->no_echo, "Do not copy the command's output to stderr");
     sub->add_flag("--expect-result", options->expect_result,
                   "A clean exit counts only with a tpverify result event");
     sub->add_option("--startup-timeout", options->timeouts.startup, "Seconds without progress while starting (0 = none)");

@@ -21,6 +21,35 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
     return row[b.size()];
 }
 
+std::string count_of(std::size_t n, std::string_view noun) {
+    return std::to_string(n) + " " + std::string(noun) + (n == 1 ? "" : "s");
+}
+
+namespace {
+std::string lowered(std::string_view text) {
+    std::string out(text);
+    for (auto& c : out)
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    return out;
+}
+}  // namespace
+
+std::optional<std::string> closest_match(std::string_view word, const std::vector<std::string>& candidates) {
+    const std::string needle = lowered(word);
+    const std::string* best = nullptr;
+    std::size_t best_distance = 0;
+    for (const auto& candidate : candidates) {
+        const std::size_t distance = edit_distance(needle, lowered(candidate));
+        if (!best || distance < best_distance) {
+            best = &candidate;
+            best_distance = distance;
+        }
+    }
+    const std::size_t limit = std::max<std::size_t>(2, word.size() / 3);
+    if (!best || best_distance > limit) return std::nullopt;
+    return *best;
+}
+
 std::size_t utf8_sequence(std::string_view text, std::size_t i, char32_t* code) {
     if (i >= text.size()) return 0;
     auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };

@@ -2,12 +2,23 @@
 // Small text helpers shared across core/.
 #include <cstddef>
 #include <string>
+#include <optional>
 #include <string_view>
+#include <vector>
 
 namespace ncclsweep {
 
 /// Levenshtein distance between `a` and `b` (for "did you mean" suggestions).
 [[nodiscard]] std::size_t edit_distance(std::string_view a, std::string_view b);
+
+/// The candidate closest to `word` by edit distance, ignoring case, when it is close enough to
+/// be a typo (at most max(2, |word| / 3) edits); nullopt otherwise. The one "did you mean"
+/// matcher of the project: spec keys, engine flags, subcommands and command-line flags.
+[[nodiscard]] std::optional<std::string> closest_match(std::string_view word,
+                                                       const std::vector<std::string>& candidates);
+
+/// "1 experiment", "3 experiments": `n` and `noun`, with an "s" unless n is 1.
+[[nodiscard]] std::string count_of(std::size_t n, std::string_view noun);
 
 /// Length (1-4) of the valid UTF-8 sequence at text[i], or 0 when the bytes there are not
 /// valid UTF-8 (bad lead or continuation bytes, a cut sequence, an overlong form, a surrogate,

@@ -9,6 +9,7 @@
 #include <deque>
 #include <unordered_map>
 
+#include "core/plan/plan_fingerprint.hpp"
 #include "results/store.hpp"
 
 namespace ncclsweep::results {
@@ -22,6 +23,23 @@ std::string status_with_class(ExperimentStatus status, const std::string& failur
     std::string text(to_string(status));
     if (!failure_class.empty()) text += " (" + failure_class + ")";
     return text;
+}
+
+/// The fixed settings of a stored sweep: its first experiment's workload args and env, minus
+/// the parameters that vary between its experiments.
+Result<FixedSettings> fixed_settings(Store& store, const SweepTable& table) {
+    auto experiments = store.load_experiments(table.sweep.id);
+    if (!experiments) return experiments.error();
+    FixedSettings out;
+    if (experiments->empty()) return out;
+    const Experiment& first = experiments->front().experiment;
+    auto varies = [&](const std::string& name) {
+        return std::find(table.varying.begin(), table.varying.end(), name) != table.varying.end();
+    };
+    for (const auto& list : {first.workload, first.env})
+        for (const auto& [name, value] : list)
+            if (!varies(name)) out.emplace_back(name, value);
+    return out;
 }
 
 bool recorded(const SweepTable& table, const std::string& metric) {
@@ -230,6 +248,36 @@ Result<SweepDiff> diff_tables(const SweepTable& base, const SweepTable& candidat
     return diff;
 }
 
+std::vector<std::string> setting_differences(const SweepRecord& base, const FixedSettings& before,
+                                             const SweepRecord& candidate, const FixedSettings& after) {
+    std::vector<std::string> out;
+    auto show = [](const std::string& v) { return v.empty() ? std::string("(none)") : v; };
+    auto find = [](const FixedSettings& list, const std::string& name) -> std::optional<std::string> {
+        for (const auto& [n, v] : list)
+            if (n == name) return v;
+        return std::nullopt;
+    };
+    for (const auto& [name, value] : before) {
+        auto now = find(after, name);
+        if (!now || *now != value) out.push_back(fmt::format("{}: {} -> {}", name, value, now ? *now : "(not set)"));
+    }
+    for (const auto& [name, value] : after)
+        if (!find(before, name)) out.push_back(fmt::format("{}: (not set) -> {}", name, value));
+    auto stored = PlanFingerprint::from_json(base.plan_fingerprint);
+    auto now = PlanFingerprint::from_json(candidate.plan_fingerprint);
+    if (stored && now)
+        for (auto& sentence : fingerprint_differences(*stored, *now))
+            if (sentence.rfind("--axis/--set:", 0) != 0)
+                out.push_back(std::move(sentence));
+    if (base.backend != candidate.backend)
+        out.push_back(fmt::format("backend: {} -> {}", show(base.backend), show(candidate.backend)));
+    if (base.repeats != candidate.repeats && !(stored && now && !stored->parts.empty()))
+        out.push_back(fmt::format("repeats: {} -> {}", base.repeats, candidate.repeats));
+    if (base.tool_version != candidate.tool_version)
+        out.push_back(fmt::format("ncclsweep: {} -> {}", show(base.tool_version), show(candidate.tool_version)));
+    return out;
+}
+
 Result<SweepDiff> diff_sweeps(Store& store, std::string_view base_ref, std::string_view new_ref,
                               const DiffOptions& options) {
     auto base = load_sweep_table(store, base_ref);
@@ -237,7 +285,13 @@ Result<SweepDiff> diff_sweeps(Store& store, std::string_view base_ref, std::stri
     auto candidate = load_sweep_table(store, new_ref);
     if (!candidate)
         return Error{candidate.error().kind, fmt::format("NEW '{}': {}", new_ref, candidate.error().message)};
-    return diff_tables(*base, *candidate, options);
+    auto diff = diff_tables(*base, *candidate, options);
+    if (!diff) return diff;
+    auto base_fixed = fixed_settings(store, *base);
+    auto new_fixed = fixed_settings(store, *candidate);
+    if (base_fixed && new_fixed)
+        diff->settings_changed = setting_differences(base->sweep.record, *base_fixed, candidate->sweep.record, *new_fixed);
+    return diff;
 }
 
 }  // namespace ncclsweep::results

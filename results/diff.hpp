@@ -86,6 +86,9 @@ struct SweepDiff {
     std::vector<UnmatchedExperiment> only_in_new;   ///< keys the base sweep lacks
     std::vector<GeomeanSummary> geomeans;           ///< one per metric
     DiffCounts counts;                              ///< verdict counts
+    /// Settings the two sweeps ran with that differ, one sentence each ("topology: pcie-gen5 ->
+    /// pcie-gen4"), filled by diff_sweeps (setting_differences); empty when they ran alike.
+    std::vector<std::string> settings_changed;
     /// True when any matched experiment regressed (what --fail-on-regression gates on).
     [[nodiscard]] bool has_regression() const { return counts.regressions > 0; }
 };
@@ -94,6 +97,17 @@ struct SweepDiff {
 /// lists what is), or on alpha/threshold outside their ranges.
 [[nodiscard]] Result<SweepDiff> diff_tables(const SweepTable& base, const SweepTable& candidate,
                                             const DiffOptions& options);
+
+/// A sweep's fixed settings: the engine args and environment that every experiment of it shares
+/// (its first experiment's, minus the parameters that vary), "topology" -> "pcie-gen5".
+using FixedSettings = std::vector<std::pair<std::string, std::string>>;
+
+/// The settings of two recorded sweeps that differ (see SweepDiff::settings_changed): fixed
+/// engine args and env (`--set` included), the plan's other parts (target, repeats, timeouts,
+/// ...), backend and version.
+[[nodiscard]] std::vector<std::string> setting_differences(const SweepRecord& base, const FixedSettings& base_fixed,
+                                                           const SweepRecord& candidate,
+                                                           const FixedSettings& candidate_fixed);
 
 /// Loads both references from `store` and diffs them.
 [[nodiscard]] Result<SweepDiff> diff_sweeps(Store& store, std::string_view base_ref, std::string_view new_ref,

@@ -74,6 +74,27 @@ std::string format_spread(const stats::Summary& summary) {
     return fmt::format("±{:.1f}%", 100 * half / std::fabs(summary.median));
 }
 
+std::string format_spread_marked(const stats::Summary& summary, bool& few) {
+    if (summary.n == 0 || std::isnan(summary.median)) return "-";
+    if (summary.ci) return format_spread(summary);
+    few = true;
+    if (summary.n < 2 || summary.median == 0) return "-\xC2\xB9";
+    return fmt::format("±{:.1f}%\xC2\xB9", 100 * (summary.max - summary.min) / 2 / std::fabs(summary.median));
+}
+
+std::string few_samples_footnote() {
+    return fmt::format("\xC2\xB9 fewer than {0} samples: no 95% interval of the median exists, so \xC2\xB1 is half "
+                       "the min-max range (repeats: {0} or more gives one)",
+                       stats::min_samples_for_interval());
+}
+
+std::string metric_header(const std::string& metric, const SweepRecord& record) {
+    for (const auto& definition : record.metrics)
+        if (definition.name == metric && !definition.unit.empty())
+            return fmt::format("{} [{}]", metric, definition.unit == "us" ? "\xC2\xB5s" : definition.unit);
+    return metric;
+}
+
 std::string format_assignments(const std::vector<Assignment>& assignments) {
     std::string out;
     for (const auto& [name, value] : assignments) out += (out.empty() ? "" : " ") + name + "=" + value;

@@ -42,6 +42,14 @@ struct Grid {
 [[nodiscard]] std::string format_interval(const stats::Summary& summary);
 /// Relative half-width of the 95% interval as "±1.2%", "" without an interval.
 [[nodiscard]] std::string format_spread(const stats::Summary& summary);
+/// The ± cell, always filled: the 95% interval's relative half-width ("±1.2%"); with fewer
+/// samples than an interval needs, half the min-max range marked "¹" (and `few` set), or "-¹"
+/// for a single sample; "-" without samples.
+[[nodiscard]] std::string format_spread_marked(const stats::Summary& summary, bool& few);
+/// The footnote of the "¹" mark, one line.
+[[nodiscard]] std::string few_samples_footnote();
+/// "tok_s [tok/s]": a metric's column header with its unit when the sweep declared one.
+[[nodiscard]] std::string metric_header(const std::string& metric, const SweepRecord& record);
 /// "name=value name=value" of assignments.
 [[nodiscard]] std::string format_assignments(const std::vector<Assignment>& assignments);
 /// `'name' [tag]` of a sweep, e.g. "sweep 3 'nightly' [nightly]".

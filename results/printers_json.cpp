@@ -190,6 +190,7 @@ void JsonPrinter::print_diff(const SweepDiff& diff) {
            {"options",
             {{"alpha", diff.options.alpha}, {"threshold", diff.options.threshold}, {"metrics", metrics}}},
            {"varying", diff.varying},
+           {"settings_changed", diff.settings_changed},
            {"experiments", experiments},
            {"only_in_base", base_only},
            {"only_in_new", new_only},

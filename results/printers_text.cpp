@@ -18,10 +18,10 @@ std::string when(const SweepInfo& sweep) {
 
 std::string counts_sentence(const SweepInfo& sweep) {
     const StatusCounts& c = sweep.counts;
-    std::string text = fmt::format("{} experiments ({} ok", c.total(), c.ok);
+    std::string text = fmt::format("{} ({} ok", count_of(static_cast<std::size_t>(c.total()), "experiment"), c.ok);
     if (c.failed) text += fmt::format(", {} failed", c.failed);
     if (c.timed_out) text += fmt::format(", {} timed out", c.timed_out);
-    if (c.infra_error) text += fmt::format(", {} infra errors", c.infra_error);
+    if (c.infra_error) text += ", " + count_of(static_cast<std::size_t>(c.infra_error), "infra error");
     if (c.skipped) text += fmt::format(", {} skipped", c.skipped);
     if (c.pruned) text += fmt::format(", {} pruned", c.pruned);
     if (c.dropped) text += fmt::format(", {} dropped", c.dropped);
@@ -92,11 +92,13 @@ void TextPrinter::print_table(const SweepTable& table) {
     g.column("status");
     for (const auto& name : table.varying) g.column(name);
     for (const auto& metric : table.columns) {
-        g.column(metric, Align::right);
+        g.column(metric_header(metric, s.record), Align::right);
+        g.column("±", Align::right);
         g.column("95% CI", Align::right);
     }
     g.column("n", Align::right);
     g.column("effective NCCL | diagnosis");
+    bool few = false;
     for (const auto& row : table.rows) {
         std::vector<std::string> cells{std::to_string(row.exp_id), status_cell(row)};
         for (const auto& [name, value] : row.changed) cells.push_back(value);
@@ -104,7 +106,8 @@ void TextPrinter::print_table(const SweepTable& table) {
         for (const auto& metric : table.columns) {
             const MetricSummary* m = row.metric(metric);
             cells.push_back(m ? format_value(m->summary.median) : "-");
-            cells.push_back(m ? format_interval(m->summary) : "");
+            cells.push_back(m ? format_spread_marked(m->summary, few) : "");
+            cells.push_back(m && m->summary.ci ? format_interval(m->summary) : "");
             if (m && n == 0) n = m->summary.n;
         }
         cells.push_back(std::to_string(n));
@@ -112,6 +115,7 @@ void TextPrinter::print_table(const SweepTable& table) {
         g.rows.push_back(std::move(cells));
     }
     grid(g);
+    if (few) line(few_samples_footnote());
 }
 
 void TextPrinter::print_best(const BestExperiment& best) {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "results/printers_detail.hpp"
+#include "core/text.hpp"
 
 namespace ncclsweep::results::detail {
 namespace {
@@ -55,9 +56,14 @@ std::string regression_reason(const ExperimentDiff& e) {
 void TextPrinter::print_diff(const SweepDiff& diff) {
     const SweepDiff& d = diff;
     heading(fmt::format("diff: base {} -> new {}", describe_sweep(d.base), describe_sweep(d.candidate)));
-    line(fmt::format("base: {}, created {}, {} experiments; new: {}, created {}, {} experiments",
-                     describe_sweep(d.base), d.base.created_at, d.base.counts.total(),
-                     describe_sweep(d.candidate), d.candidate.created_at, d.candidate.counts.total()));
+    line(fmt::format("base: {}, created {}, {}; new: {}, created {}, {}", describe_sweep(d.base), d.base.created_at,
+                     count_of(static_cast<std::size_t>(d.base.counts.total()), "experiment"),
+                     describe_sweep(d.candidate), d.candidate.created_at,
+                     count_of(static_cast<std::size_t>(d.candidate.counts.total()), "experiment")));
+    if (d.settings_changed.empty())
+        line("settings: the two sweeps ran with the same settings (only their points are compared below)");
+    else
+        line(fmt::format("settings that differ: {}", fmt::join(d.settings_changed, "; ")));
     line(fmt::format(
         "a change counts when the Mann-Whitney U test is significant (p <= {}) and |delta| > {:.1f}%; "
         "\"~\" = no such change",
@@ -78,6 +84,7 @@ void TextPrinter::diff_metric(const SweepDiff& diff, std::size_t index) {
     for (const char* h : {"base", "±", "new", "±", "delta", "p", "n"}) g.column(h, Align::right);
     g.column("verdict");
     std::string too_few_reason;  // the first one, named by its experiment
+    bool few = false;            // a ± is a range (footnote)
     int compared = 0;
     for (const auto& e : diff.experiments) {
         if (index >= e.metrics.size() || !e.metrics[index].comparison) continue;
@@ -86,8 +93,8 @@ void TextPrinter::diff_metric(const SweepDiff& diff, std::size_t index) {
         const stats::Comparison& c = *m.comparison;
         auto cells = key_cells(e);
         for (auto& cell : std::vector<std::string>{
-                 format_value(c.base.median), format_spread(c.base), format_value(c.candidate.median),
-                 format_spread(c.candidate), format_delta(c.delta), format_p(c.p_value),
+                 format_value(c.base.median), format_spread_marked(c.base, few), format_value(c.candidate.median),
+                 format_spread_marked(c.candidate, few), format_delta(c.delta), format_p(c.p_value),
                  fmt::format("{}+{}", c.base.n, c.candidate.n), std::string(verdict_word(m.verdict))})
             cells.push_back(std::move(cell));
         if (m.verdict == stats::Verdict::insufficient_samples && too_few_reason.empty())
@@ -104,13 +111,15 @@ void TextPrinter::diff_metric(const SweepDiff& diff, std::size_t index) {
             cells.push_back(std::move(cell));
         g.rows.push_back(std::move(cells));
     }
-    heading(fmt::format("{} ({}): {} experiments ok on both sides", metric.name,
-                        direction_text(metric.direction), compared));
+    heading(fmt::format("{} ({}): {} ok on both sides", metric_header(metric.name, diff.candidate.record),
+                        direction_text(metric.direction),
+                        count_of(static_cast<std::size_t>(compared), "experiment")));
     if (compared == 0) {
         line("nothing to compare: no experiment is ok on both sides");
         return;
     }
     grid(g);
+    if (few) line(few_samples_footnote());
     if (!too_few_reason.empty()) {
         line("note: " + too_few_reason);
         if (m_style == Style::table) m_out.write("\n");
@@ -137,7 +146,7 @@ void TextPrinter::diff_status(const SweepDiff& diff) {
         g.rows.push_back(std::move(cells));
     }
     if (g.rows.empty()) return;
-    heading(fmt::format("status: {} experiments not ok on both sides", g.rows.size()));
+    heading(fmt::format("status: {} not ok on both sides", count_of(g.rows.size(), "experiment")));
     grid(g);
 }
 

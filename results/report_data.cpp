@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "results/report_html.hpp"
@@ -21,6 +22,43 @@ bool is_failure(ExperimentStatus status) {
 std::string class_of(const StoredExperiment& e) {
     if (!e.outcome.failure_class.empty()) return e.outcome.failure_class;
     return std::string(to_string(e.outcome.status));
+}
+
+/// The parameters that take more than one value, ordered by the share of the variance of
+/// log(median) over the ok experiments that their values explain (between-group sum of squares
+/// over the total, eta squared), largest first; ties keep the sweep's axis order.
+std::vector<std::pair<std::string, double>> rank_by_variance(const SweepData& sweep, const std::string& metric) {
+    std::vector<std::pair<const StoredExperiment*, double>> measured;
+    for (const auto& e : sweep.experiments) {
+        if (e.outcome.status != ExperimentStatus::ok) continue;
+        auto s = exports::metric_stats(e, metric);
+        if (s && s->median > 0 && std::isfinite(s->median)) measured.emplace_back(&e, std::log(s->median));
+    }
+    double mean = 0;
+    for (const auto& m : measured) mean += m.second;
+    if (!measured.empty()) mean /= static_cast<double>(measured.size());
+    double total = 0;
+    for (const auto& m : measured) total += (m.second - mean) * (m.second - mean);
+    std::vector<std::pair<std::string, double>> ranked;
+    for (const auto& name : exports::varying_parameters(sweep)) {
+        std::map<std::string, std::pair<double, int>> groups;  // value -> (sum, count)
+        std::set<std::optional<std::string>> values;
+        for (const auto& e : sweep.experiments) values.insert(exports::parameter(e, name));
+        if (values.size() < 2) continue;
+        for (const auto& [e, v] : measured) {
+            auto& g = groups[exports::parameter(*e, name).value_or("")];
+            g.first += v;
+            ++g.second;
+        }
+        double between = 0;
+        for (const auto& [value, g] : groups) {
+            const double group_mean = g.first / g.second;
+            between += g.second * (group_mean - mean) * (group_mean - mean);
+        }
+        ranked.emplace_back(name, total > 0 ? between / total : 0.0);
+    }
+    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    return ranked;
 }
 
 Result<std::optional<Heatmap>> make_heatmap(const SweepData& sweep, const ReportOptions& options,
@@ -41,24 +79,24 @@ Result<std::optional<Heatmap>> make_heatmap(const SweepData& sweep, const Report
                                 exports::clean_text(axis, false), sweep.info.id,
                                 all.empty() ? std::string("none") : fmt::format("{}", fmt::join(all, ", "))));
     } else {
-        auto varying = exports::varying_parameters(sweep);
-        for (const auto& name : varying) {
-            std::vector<std::optional<std::string>> values;
-            for (const auto& e : sweep.experiments) {
-                auto v = exports::parameter(e, name);
-                if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
-            }
-            if (values.size() > 1) axes.push_back(name);
-            if (axes.size() == 2) break;
-        }
+        auto ranked = rank_by_variance(sweep, options.metric);
+        for (const auto& [name, share] : ranked) axes.push_back(name);
         if (axes.size() < 2) {
             note = "No heat map: fewer than two parameters take more than one value in this sweep.";
             return std::optional<Heatmap>();
         }
+        axes.resize(2);
     }
     Heatmap map;
     map.x_axis = axes[0];
     map.y_axis = axes[1];
+    if (options.heatmap_axes.empty()) {
+        map.chosen_by_variance = true;
+        for (const auto& [name, share] : rank_by_variance(sweep, options.metric)) {
+            if (name == map.x_axis) map.x_share = share;
+            if (name == map.y_axis) map.y_share = share;
+        }
+    }
     auto index_of = [](std::vector<std::string>& values, const std::string& v) {
         auto it = std::find(values.begin(), values.end(), v);
         if (it != values.end()) return static_cast<std::size_t>(it - values.begin());
@@ -189,14 +227,16 @@ Result<ReportData> build_report(const SweepData& sweep, const SweepData* base, c
                                       exports::one_line_diagnosis(e.outcome.diagnosis)});
         }
     }
+    // Best first, then experiments without a value, then failures (each group in id order).
+    const bool lower = data.direction == stats::Direction::lower_is_better;
+    auto rank = [](const Bar& b) { return b.stats ? 0 : b.failure_class.empty() ? 1 : 2; };
+    std::stable_sort(data.bars.begin(), data.bars.end(), [&](const Bar& a, const Bar& b) {
+        if (rank(a) != rank(b)) return rank(a) < rank(b);
+        if (!a.stats) return false;
+        return lower ? a.stats->median < b.stats->median : a.stats->median > b.stats->median;
+    });
     if (data.bars.size() > options.max_bars) {
-        // Keep the best measured ones and the failures' markers fit the failure list instead.
-        const bool lower = data.direction == stats::Direction::lower_is_better;
-        std::stable_sort(data.bars.begin(), data.bars.end(), [&](const Bar& a, const Bar& b) {
-            if (a.stats.has_value() != b.stats.has_value()) return a.stats.has_value();
-            if (!a.stats) return false;
-            return lower ? a.stats->median < b.stats->median : a.stats->median > b.stats->median;
-        });
+        // The best measured ones are drawn; the failures are all in the failure list.
         data.bars_omitted = data.bars.size() - options.max_bars;
         data.bars.resize(options.max_bars);
     }

@@ -22,6 +22,7 @@ svg .improvementtext{fill:#1f9d55}svg .muted{fill:#8a93a0}svg .value{fill:#3b445
 svg .failcell{fill:#fbe9e7;stroke:#c0392b;stroke-width:1}svg .emptycell{fill:#f4f6f9}
 svg .celltext{fill:#fff;font-weight:600}svg .celltext.dark{fill:#1d2430}
 svg .dbar.improvement{fill:#1f9d55}svg .dbar.regression{fill:#c0392b}svg .dbar.same{fill:#9aa5b4}
+figure{margin:0;overflow-x:auto}svg{max-width:100%;height:auto}
 table{border-collapse:collapse;margin:6px 0 12px}td,th{border:1px solid #d7dce3;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f4f6f9}td.num{text-align:right;font-variant-numeric:tabular-nums}code{font-size:12px}
 .cls{color:#c0392b;font-weight:600}.swatch{display:inline-block;width:12px;height:12px;vertical-align:-2px;margin:0 4px}
@@ -101,15 +102,16 @@ std::string render_html(const ReportData& data) {
         if (bar.stats) (bar.stats->interval_is_ci ? any_ci : any_minmax) = true;
     out += fmt::format("<h2>{} per configuration</h2>\n", xml_escape(data.metric, false));
     std::string legend = fmt::format(
-        "Bar: median {} over the repeats ({} is better); <span class=\"swatch\" "
-        "style=\"background:#1f9d55\"></span>best. Whiskers: ",
+        "Bars sorted best first. Bar: median {} over the repeats ({} is better); <span class=\"swatch\" "
+        "style=\"background:#1f9d55\"></span>best. Labels show the parameters that vary (hover a row for "
+        "all of it). Whiskers: ",
         xml_escape(data.metric, false), lower ? "lower" : "higher");
     if (any_ci) legend += "95% confidence interval of the median (distribution-free, order statistics)";
     if (any_ci && any_minmax) legend += "; ";
     if (any_minmax)
         legend +=
-            "dashed whiskers are min\xE2\x80\x93max, because fewer than 6 samples cannot give a 95% interval "
-            "of the median";
+            "dashed whiskers (and \xC2\xB1 marked \xC2\xB9) are min\xE2\x80\x93max, because fewer than 6 samples "
+            "cannot give a 95% interval of the median";
     if (!any_ci && !any_minmax) legend += "none (no samples)";
     legend += ". <span class=\"swatch\" style=\"background:#c0392b\"></span>failed, with its class.";
     out += "<p class=\"legend\">" + legend + "</p>\n";
@@ -122,13 +124,19 @@ std::string render_html(const ReportData& data) {
 
     out += "<h2>Heat map</h2>\n";
     if (data.heatmap) {
+        const Heatmap& map = *data.heatmap;
         out += fmt::format(
-            "<p class=\"legend\">Cell colour: {} median {} ({} is better, brighter is better){}. "
-            "Red cells: every experiment there failed, marked with the most common failure class. Grey: "
-            "no experiment.</p>\n",
-            data.heatmap->aggregated ? "best" : "", xml_escape(data.metric, false),
-            lower ? "lower" : "higher",
-            data.heatmap->aggregated ? ", over the other parameters at that cell" : "");
+            "<p class=\"legend\">Cell colour: {}median {} against the best cell, in percent ({} is better; "
+            "the scale on the right, brighter is closer to the best){}. Red cells: every experiment there "
+            "failed, marked with the most common failure class. Grey: no experiment.{}</p>\n",
+            map.aggregated ? "best " : "", xml_escape(data.metric, false), lower ? "lower" : "higher",
+            map.aggregated ? ", over the other parameters at that cell" : "",
+            map.chosen_by_variance
+                ? fmt::format(" Axes: the two parameters that explain most of the variance of the median "
+                              "({} {:.0f}%, {} {:.0f}%); <code>--heatmap A,B</code> picks others.",
+                              xml_escape(map.x_axis, false), 100 * map.x_share, xml_escape(map.y_axis, false),
+                              100 * map.y_share)
+                : std::string());
         out += "<figure>" + heatmap_svg(*data.heatmap, data.direction) + "</figure>\n";
     } else {
         out += "<p class=\"note\">" + xml_escape(data.heatmap_note, false) + "</p>\n";

@@ -16,7 +16,7 @@ namespace ncclsweep::results::report {
 /// What the report shows.
 struct ReportOptions {
     std::string metric = "tok_s";           ///< the metric of bars, heat map and deltas
-    std::vector<std::string> heatmap_axes;  ///< two parameter names; empty = first two that vary
+    std::vector<std::string> heatmap_axes;  ///< two parameter names; empty = the two that explain most variance
     std::size_t max_bars = 300;             ///< more experiments: the best max_bars are drawn
 };
 
@@ -44,6 +44,8 @@ struct Heatmap {
     std::vector<std::string> x_values, y_values;
     std::vector<HeatCell> cells;  ///< row-major: cells[y * x_values.size() + x]
     bool aggregated = false;      ///< some cell holds several experiments (other axes vary)
+    bool chosen_by_variance = false;  ///< the axes were picked by explained variance (no --heatmap)
+    double x_share = 0, y_share = 0;  ///< share of the variance of log(median) each axis explains
 };
 
 /// A failed experiment in the failure list.
@@ -103,5 +105,12 @@ struct ReportData {
 [[nodiscard]] std::string delta_svg(const ReportData& data);
 /// "#rrggbb" on a perceptual colour ramp for t in [0, 1] (dark blue to yellow).
 [[nodiscard]] std::string ramp_colour(double t);
+/// `text` broken at spaces into lines of at most `max_chars` characters; a word longer than
+/// that is broken after a '=', ',', ':' or ';' inside it (only where it has none, at the limit).
+[[nodiscard]] std::vector<std::string> wrap_words(const std::string& text, std::size_t max_chars);
+/// Span of the heat map's colour scale: the largest shortfall from the best cell as a fraction
+/// of the best, but at least 5% (so 0.6% apart never looks like the whole ramp), rounded up
+/// to a 1-2-5 step.
+[[nodiscard]] double heatmap_span(const Heatmap& map, stats::Direction direction);
 
 }  // namespace ncclsweep::results::report

@@ -261,4 +261,8 @@ std::string EffectiveNccl::summary() const {
     return out;
 }
 
+std::vector<std::pair<std::string, std::string>> tuning_request() {
+    return {{"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_SUBSYS", "TUNING"}};
+}
+
 }  // namespace ncclsweep::nccl

@@ -68,6 +68,10 @@ struct TunerEvent {
 /// Parses an ENV line ("NCCL_PROTO set by environment to LL"); nullopt when it is not one.
 [[nodiscard]] std::optional<EnvSetting> parse_env_line(std::string_view line);
 
+/// What ncclsweep adds to an experiment's environment so that NCCL prints its TUNING lines:
+/// NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=TUNING (INFO limited to that one subsystem).
+[[nodiscard]] std::vector<std::pair<std::string, std::string>> tuning_request();
+
 /// Collects TUNING and ENV lines of one experiment, deduplicated (every rank prints the same
 /// line) and bounded in size; gives a canonical, sorted summary.
 class EffectiveNccl {

@@ -7,12 +7,16 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "core/spec/spec_parser.hpp"
 
 namespace ncclsweep::inline plan {
 namespace {
+
+/// Stands for "(N bytes" while a warning is grouped across message sizes.
+constexpr const char* k_size_mark = "(\x1fSIZE bytes";
 
 std::optional<std::uint64_t> parse_count(const std::string& text) {
     std::uint64_t value = 0;
@@ -78,6 +82,19 @@ std::string IdRanges::to_string() const {
     return out;
 }
 
+std::string IdRanges::to_text(std::size_t max_ranges) const {
+    std::string out;
+    const std::size_t shown = std::min(max_ranges, m_ranges.size());
+    for (std::size_t i = 0; i < shown; ++i) {
+        const auto [first, last] = m_ranges[i];
+        if (!out.empty()) out += ", ";
+        out += first == last ? std::to_string(first) : fmt::format("{}-{}", first, last);
+    }
+    if (shown < m_ranges.size())
+        out += fmt::format(" and {} more range{}", m_ranges.size() - shown, m_ranges.size() - shown == 1 ? "" : "s");
+    return out;
+}
+
 int PlanSummary::warnings_for(int id) const {
     return static_cast<int>(std::count_if(warnings.begin(), warnings.end(), [&](const WarningGroup& group) {
         return group.experiments.contains(id);
@@ -127,6 +144,7 @@ Result<PlanSummary> check_plan(const Spec& spec, const PlanOptions& options) {
     if (!planner) return planner.error();
     PlanSummary summary;
     std::map<std::pair<std::string, std::string>, std::size_t> group_index;
+    std::vector<std::set<std::uint64_t>> sizes;  // per warning group: the message sizes it was found at
     // Many experiments share one environment + context: check each distinct one once.
     std::unordered_map<std::string, std::vector<nccl::Finding>> cache;
     Experiment experiment;
@@ -152,11 +170,28 @@ Result<PlanSummary> check_plan(const Spec& spec, const PlanOptions& options) {
                                 "combination",
                                 mark_for(spec, experiment, finding.variable).to_string(), experiment.id,
                                 show_params(experiment), finding.message));
-            auto key = std::make_pair(finding.code, finding.message);
+            // A finding that names the message size is one warning over every size it appears at.
+            const std::string size_text = fmt::format("({} bytes", context.max_message_bytes.value_or(0));
+            std::string message = finding.message;
+            const auto at = context.max_message_bytes ? message.find(size_text) : std::string::npos;
+            if (at != std::string::npos) message.replace(at, size_text.size(), k_size_mark);
+            auto key = std::make_pair(finding.code, message);
             auto [it, added] = group_index.emplace(key, summary.warnings.size());
-            if (added) summary.warnings.push_back(WarningGroup{finding.code, finding.message, {}});
+            if (added) {
+                summary.warnings.push_back(WarningGroup{finding.code, message, {}});
+                sizes.emplace_back();
+            }
             summary.warnings[it->second].experiments.add(experiment.id);
+            if (at != std::string::npos) sizes[it->second].insert(*context.max_message_bytes);
         }
+    }
+    for (std::size_t i = 0; i < summary.warnings.size(); ++i) {
+        std::string& message = summary.warnings[i].message;
+        const auto at = message.find(k_size_mark);
+        if (at == std::string::npos || sizes[i].empty()) continue;
+        const auto low = *sizes[i].begin(), high = *sizes[i].rbegin();
+        message.replace(at, std::string_view(k_size_mark).size(),
+                        low == high ? fmt::format("({} bytes", low) : fmt::format("({}-{} bytes", low, high));
     }
     if (summary.count == 0)
         return Error::bad_input(

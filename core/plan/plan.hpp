@@ -25,13 +25,19 @@ public:
     [[nodiscard]] bool contains(int id) const;
     /// The [first, last] ranges in order.
     [[nodiscard]] const std::vector<std::pair<int, int>>& ranges() const { return m_ranges; }
-    /// Compact text such as "1-4,9".
+    /// Compact text such as "1-4,9" (every range: the form JSON carries).
     [[nodiscard]] std::string to_string() const;
+    /// For people: "1-96, 120-200, 250" with at most `max_ranges` ranges, then "and N more
+    /// ranges" (a warning over millions of points stays one short line).
+    [[nodiscard]] std::string to_text(std::size_t max_ranges) const;
 
 private:
     std::vector<std::pair<int, int>> m_ranges;
     std::uint64_t m_count = 0;
 };
+
+/// Ranges a person reads in a warning line before "and N more ranges".
+inline constexpr std::size_t k_warning_ranges = 12;
 
 /// One warning and the experiments it applies to.
 struct WarningGroup {

@@ -77,7 +77,7 @@ public:
         m_out << fmt::format("\nwarnings ({}):\n", summary.warnings.size());
         for (const auto& group : summary.warnings)
             m_out << fmt::format("  [{}] {}\n      experiments {} ({} of {})\n", group.code,
-                                 display_cell(group.message, 400), group.experiments.to_string(),
+                                 display_cell(group.message, 400), group.experiments.to_text(k_warning_ranges),
                                  group.experiments.count(), summary.count);
     }
 

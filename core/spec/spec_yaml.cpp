@@ -39,19 +39,8 @@ Error error_at(const SourceMark& mark, std::string_view what) {
 }
 
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates) {
-    std::string best;
-    std::size_t best_distance = 0;
-    std::string needle = lower(word);
-    for (const auto& candidate : candidates) {
-        std::size_t distance = edit_distance(needle, lower(candidate));
-        if (best.empty() || distance < best_distance) {
-            best = candidate;
-            best_distance = distance;
-        }
-    }
-    std::size_t limit = std::max<std::size_t>(2, word.size() / 3);
-    if (best.empty() || best_distance > limit) return {};
-    return fmt::format("; did you mean '{}'?", best);
+    auto best = closest_match(word, candidates);
+    return best ? fmt::format("; did you mean '{}'?", *best) : std::string();
 }
 
 Result<void> check_open_map(const YAML::Node& node, const Where& where, std::string_view section) {

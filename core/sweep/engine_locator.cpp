@@ -43,8 +43,9 @@ Result<void> check_local_program(const std::string& program, const std::string& 
     if (program.find('/') != std::string::npos) {
         std::error_code ec;
         if (!std::filesystem::exists(program, ec))
-            return Error::bad_input(fmt::format("{} '{}' does not exist; build it or give its path (for the engine: --engine)",
-                                                what, program));
+            return Error::bad_input(fmt::format("{} '{}' does not exist; {}", what, program,
+                                                what == "the engine" ? "build it or give its path with --engine"
+                                                                     : "check the path"));
         if (!is_executable(program))
             return Error::bad_input(fmt::format("{} '{}' is not an executable file; check its path and mode (chmod +x)",
                                                 what, program));

@@ -54,8 +54,38 @@ std::string pick_metric(const ExperimentReport& report, const std::string& prefe
     return report.samples.empty() ? std::string{} : report.samples.front().metric;
 }
 
-ProgressPrinter::ProgressPrinter(ProgressStyle style, std::FILE* human, std::FILE* machine)
-    : m_style(style), m_human(human), m_machine(machine), m_start(Clock::now()) {}
+std::string fit_width(const std::string& line, int columns) {
+    if (columns <= 0) return line;
+    // Display columns: one per code point (the lines printed here hold no wide characters).
+    const auto limit = static_cast<std::size_t>(columns);
+    const std::size_t kept = limit > 3 ? limit - 3 : 0;  // code points before "..."
+    std::size_t count = 0, keep_bytes = 0;
+    for (std::size_t i = 0; i < line.size(); ++count) {
+        if (count == kept) keep_bytes = i;
+        const std::size_t length = utf8_sequence(line, i);
+        i += length == 0 ? 1 : length;
+    }
+    if (count <= limit) return line;
+    if (limit <= 3) return std::string(limit, '.');
+    return line.substr(0, keep_bytes) + "...";
+}
+
+ProgressPrinter::ProgressPrinter(ProgressStyle style, std::FILE* human, std::FILE* machine, int columns)
+    : m_style(style), m_columns(columns), m_human(human), m_machine(machine), m_start(Clock::now()) {}
+
+void ProgressPrinter::header(const RunHeader& h) {
+    if (m_style != ProgressStyle::live && m_style != ProgressStyle::plain) return;
+    std::fprintf(m_human, "# ncclsweep %s: sweep '%s', %d experiment%s x %d repeat%s\n", h.version.c_str(), h.sweep.c_str(),
+                 h.experiments, h.experiments == 1 ? "" : "s", h.repeats, h.repeats == 1 ? "" : "s");
+    std::fprintf(m_human, "# target %s%s\n", h.target.c_str(), h.host.empty() ? "" : (", host " + h.host).c_str());
+    std::fprintf(m_human, "# GPUs: %s\n", h.gpus.c_str());
+    std::fprintf(m_human, "# NCCL: %s\n", h.nccl.c_str());
+    std::string engine;
+    if (!h.ranks.empty()) engine += "ranks " + h.ranks;
+    if (!h.backend.empty()) engine += (engine.empty() ? "" : ", ") + std::string("backend ") + h.backend;
+    if (!engine.empty()) std::fprintf(m_human, "# %s\n", engine.c_str());
+    std::fflush(m_human);
+}
 
 std::string ProgressPrinter::eta(int index, int total) const {
     double elapsed = std::chrono::duration<double>(Clock::now() - m_start).count();
@@ -79,7 +109,7 @@ void ProgressPrinter::started(const Experiment& experiment, int index, int total
                                    format_duration(elapsed), eta(index, total), m_failures, left_out, experiment.id,
                                    repeat > 0 ? fmt::format(" (repeat {})", repeat + 1) : "",
                                    describe_params(experiment), m_last.empty() ? "" : " | last: " + m_last);
-    if (line.size() > 160) line = line.substr(0, 157) + "...";
+    line = fit_width(line, m_columns > 0 ? m_columns - 1 : 160);
     std::fprintf(m_human, "\r\033[K%s", line.c_str());
     std::fflush(m_human);
     m_live_shown = true;
@@ -123,11 +153,13 @@ void ProgressPrinter::finished(const Experiment& experiment, const ExperimentRep
         std::fflush(m_machine);
         return;
     }
+    if (m_style == ProgressStyle::quiet) return;
     clear_live_line();
     if (m_style == ProgressStyle::plain || report.status != RunStatus::ok) {
         // (a pruned or dropped point shows its reason as the line below, like a failure's diagnosis)
-        std::fprintf(m_human, "[%d/%d] #%d %s: %s\n", index, total, experiment.id, describe_params(experiment).c_str(),
-                     outcome_text(report, metric).c_str());
+        const double elapsed = std::chrono::duration<double>(Clock::now() - m_start).count();
+        std::fprintf(m_human, "[%d/%d %s] #%d %s: %s\n", index, total, format_duration(elapsed).c_str(), experiment.id,
+                     describe_params(experiment).c_str(), outcome_text(report, metric).c_str());
         if (report.status != RunStatus::ok && !report.diagnosis.empty())
             std::fprintf(m_human, "        %s\n", first_line(report.diagnosis, 200).c_str());
         std::fflush(m_human);
@@ -135,7 +167,7 @@ void ProgressPrinter::finished(const Experiment& experiment, const ExperimentRep
 }
 
 void ProgressPrinter::notice(const std::string& message) {
-    if (m_style == ProgressStyle::json) return;
+    if (m_style == ProgressStyle::json || m_style == ProgressStyle::quiet) return;
     clear_live_line();
     std::fprintf(m_human, "note: %s\n", message.c_str());
     std::fflush(m_human);
@@ -146,54 +178,6 @@ std::string ProgressPrinter::summary_metric(const std::string& preferred) const 
         if (entry.second.status == RunStatus::ok || entry.second.status == RunStatus::dropped)
             return pick_metric(entry.second, preferred);
     return preferred;
-}
-
-void ProgressPrinter::print_summary(std::FILE* out, const std::string& metric_name,
-                                    const std::vector<MetricDefinition>& definitions) const {
-    if (m_style == ProgressStyle::json) return;
-    std::vector<const std::pair<Experiment, ExperimentReport>*> ok, dropped, failed, pruned;
-    for (const auto& entry : m_reports) {
-        switch (entry.second.status) {
-            case RunStatus::ok: ok.push_back(&entry); break;
-            case RunStatus::dropped: dropped.push_back(&entry); break;
-            case RunStatus::pruned: pruned.push_back(&entry); break;
-            default: failed.push_back(&entry); break;
-        }
-    }
-    std::string metric = metric_name;
-    if (!ok.empty()) metric = pick_metric(ok.front()->second, metric_name);
-    const bool lower = definition_of(metric, definitions).better == stats::Direction::lower_is_better;
-    auto by_median = [&](auto* a, auto* b) {
-        auto x = a->second.median(metric), y = b->second.median(metric);
-        if (x.has_value() != y.has_value()) return x.has_value();
-        if (!x) return false;
-        return lower ? *x < *y : *x > *y;
-    };
-    std::stable_sort(ok.begin(), ok.end(), by_median);
-    std::stable_sort(dropped.begin(), dropped.end(), by_median);
-    std::fprintf(out, "%-5s %-12s %-52s %s\n", "id", metric.empty() ? "result" : metric.c_str(), "parameters", "status");
-    for (const auto* entry : ok) {
-        auto value = entry->second.median(metric);
-        std::fprintf(out, "%-5d %-12s %-52s ok\n", entry->first.id, value ? fmt::format("{:.4g}", *value).c_str() : "-",
-                     describe_params(entry->first).c_str());
-    }
-    for (const auto* entry : failed) {
-        std::fprintf(out, "%-5d %-12s %-52s %s (%s)\n", entry->first.id, "-", describe_params(entry->first).c_str(),
-                     std::string(to_string(entry->second.status)).c_str(), entry->second.failure_class.c_str());
-        if (!entry->second.diagnosis.empty())
-            std::fprintf(out, "      %s\n", first_line(entry->second.diagnosis, 150).c_str());
-    }
-    // The search's decisions: each with its evidence (docs/search.md).
-    for (const auto* group : {&dropped, &pruned}) {
-        for (const auto* entry : *group) {
-            auto value = entry->second.median(metric);
-            std::fprintf(out, "%-5d %-12s %-52s %s\n", entry->first.id,
-                         value ? fmt::format("{:.4g}", *value).c_str() : "-", describe_params(entry->first).c_str(),
-                         std::string(to_string(entry->second.status)).c_str());
-            if (!entry->second.diagnosis.empty())
-                std::fprintf(out, "      %s\n", first_line(entry->second.diagnosis, 150).c_str());
-        }
-    }
 }
 
 }  // namespace ncclsweep::sweep

@@ -43,11 +43,14 @@ Result<std::string> deliver(Target& target, const Experiment& experiment, const 
 }
 
 Command command_for(const std::vector<std::string>& argv, const Experiment& experiment, const std::string& dir,
-                    EnvDelivery delivery, int repeat) {
+                    EnvDelivery delivery, int repeat, const std::vector<Assignment>& extra_env) {
     Command command;
     command.argv = argv;
     command.workdir = dir;
     if (delivery != EnvDelivery::sitecustomize) command.env = experiment.env;
+    for (const auto& extra : extra_env)
+        if (std::none_of(experiment.env.begin(), experiment.env.end(), [&](const Assignment& a) { return a.first == extra.first; }))
+            command.env.push_back(extra);
     if (delivery != EnvDelivery::env) command.pythonpath_prepend = dir;
     command.env.emplace_back("NCCLSWEEP_EXPERIMENT_ID", std::to_string(experiment.id));
     command.env.emplace_back("NCCLSWEEP_EXPERIMENT_KEY", experiment.key);
@@ -75,7 +78,7 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
         outcome.seconds = std::chrono::duration<double>(Clock::now() - start_time).count();
         return std::move(outcome);
     };
-    auto process = target.start(command_for(experiment.argv, experiment, dir, options.delivery, repeat));
+    auto process = target.start(command_for(experiment.argv, experiment, dir, options.delivery, repeat, options.extra_env));
     if (!process) {
         outcome.lost_reason = process.error().message;
         if (process.error().kind == ErrorKind::infrastructure) return finish(RepeatEnd::lost);
@@ -100,7 +103,7 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
         supervise_options.stop_when = [&]() {
             if (client_done) return true;
             if (!client && (watcher.state() == WatchState::ready)) {
-                auto started = target.start(command_for(client_args, experiment, dir, options.delivery, repeat));
+                auto started = target.start(command_for(client_args, experiment, dir, options.delivery, repeat, {}));
                 if (!started) {
                     watcher.feed(OutputLine{Stream::err, "client: " + started.error().message, Clock::now(), false});
                     client_done = true;

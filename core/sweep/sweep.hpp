@@ -85,6 +85,9 @@ struct SweepRunOptions {
     WorkloadSpec workload;               ///< for the optional client command
     std::chrono::milliseconds kill_grace{2000};
     int max_attempts = 3;                ///< per experiment, on lost connections
+    /// Variables every experiment's process also gets, unless its own environment names them
+    /// (NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=TUNING, so NCCL says what it chose).
+    std::vector<Assignment> extra_env;
     /// Checked before each experiment with the process groups the previous one started (e.g.
     /// none of them still holds a GPU); an error stops the sweep as an infrastructure failure.
     std::function<Result<void>(const std::vector<long>& previous_groups)> before_experiment;

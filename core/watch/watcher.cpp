@@ -82,6 +82,9 @@ Verdict Watcher::feed(const OutputLine& line, TimePoint now) {
 void Watcher::apply(int index, const OutputLine& line, TimePoint now, bool& fatal_taken) {
     const Rule& rule = m_catalog->rule(index);
     const std::string_view text = line.text;
+    if (m_options.nccl_debug_requested && rule.severity != Severity::info &&
+        (text.find("NCCL WARN") != std::string_view::npos || text.find("NCCL INFO") != std::string_view::npos))
+        return;  // a line only our NCCL_DEBUG=INFO made NCCL print decides nothing
     switch (rule.severity) {
         case Severity::fatal: {
             if (fatal_taken) return;  // the first fatal rule of a line (priority order) decides

@@ -49,6 +49,11 @@ struct WatcherOptions {
     Timeouts timeouts;                            ///< seconds, 0 = none
     SuccessRule success = SuccessRule::exit_zero;
     bool record_effective_nccl = true;            ///< parse NCCL TUNING/ENV lines
+    /// ncclsweep itself set NCCL_DEBUG=INFO (to read the TUNING lines): the lines NCCL prints
+    /// only because of that ("NCCL WARN", "NCCL INFO") feed the effective configuration and the
+    /// context, but no fatal, warning or progress rule, so the verdict and its class are what
+    /// they would be without the request.
+    bool nccl_debug_requested = false;
     std::size_t context_before = 20;              ///< lines kept before a fatal line
     std::size_t context_after = 5;  ///< lines stored after it (longer inside a traceback, at most 60)
     /// The settle window: after the first fatal line the verdict stays open this long (or

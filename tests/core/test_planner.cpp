@@ -281,3 +281,29 @@ TEST_CASE("id ranges print compactly") {
     CHECK(ranges.contains(3));
     CHECK_FALSE(ranges.contains(10));
 }
+
+TEST_CASE("id ranges for people are capped and say how many ranges are left out") {
+    IdRanges ranges;
+    for (int id = 1; id <= 100; id += 2) ranges.add(id);  // 50 single ids: 50 ranges
+    CHECK(ranges.to_text(3) == "1, 3, 5 and 47 more ranges");
+    IdRanges few;
+    for (int id : {1, 2, 3, 7}) few.add(id);
+    CHECK(few.to_text(12) == "1-3, 7");
+    CHECK(few.to_text(1) == "1-3 and 1 more range");
+}
+
+TEST_CASE("a warning about the message size is one warning over every size") {
+    auto spec = must_parse(
+        "workload: {engine: tpverify}\n"
+        "axes:\n  tokens: [1, 2, 4]\n  NCCL_NTHREADS: [64]\n");
+    auto summary = check_plan(spec, PlanOptions{});
+    REQUIRE(summary);
+    int about_threads = 0;
+    for (const auto& group : summary->warnings)
+        if (group.code == "ignored-small" && group.message.rfind("NCCL_NTHREADS", 0) == 0) {
+            ++about_threads;
+            CHECK(group.message.find("(14336-57344 bytes <= 64 KiB)") != std::string::npos);
+            CHECK(group.experiments.to_string() == "1-3");
+        }
+    CHECK(about_threads == 1);
+}

@@ -48,3 +48,18 @@ TEST_CASE("text: first_line takes the first non-blank line and flattens and cuts
     // A cut inside a multi-byte character backs off to the character's start.
     CHECK(first_line("ab\xE2\x82\xAC" "cd", 4) == "ab...");
 }
+
+TEST_CASE("text: closest_match suggests a near name ignoring case and nothing for a far one") {
+    const std::vector<std::string> commands{"plan", "run", "watch", "results", "diff", "export", "report"};
+    CHECK(closest_match("plna", commands) == std::optional<std::string>("plan"));
+    CHECK(closest_match("REPROT", commands) == std::optional<std::string>("report"));
+    CHECK(closest_match("resluts", commands) == std::optional<std::string>("results"));
+    CHECK_FALSE(closest_match("calibrate-everything", commands).has_value());
+    CHECK_FALSE(closest_match("x", std::vector<std::string>{}).has_value());
+}
+
+TEST_CASE("text: count_of says 1 experiment and 2 experiments") {
+    CHECK(count_of(1, "experiment") == "1 experiment");
+    CHECK(count_of(2, "experiment") == "2 experiments");
+    CHECK(count_of(0, "range") == "0 ranges");
+}

@@ -63,6 +63,7 @@ TEST_CASE("nightly gate: same settings with another seed pass, a slower topology
     CHECK(quiet.exit_code == 0);  // must not cry wolf
     CHECK(quiet.out.find("summary: 0 regressed") != std::string::npos);
     CHECK(quiet.out.find("regressed: experiment") == std::string::npos);
+    CHECK(quiet.out.find("settings that differ: seed: 11 -> 12\n") != std::string::npos);
     const auto recorded = latest_experiments(db);
     REQUIRE(recorded.size() == 4);  // an unreadable database must not pass as "no experiment had too few"
     for (const auto& e : recorded) CHECK(e.outcome.samples.size() >= 5);
@@ -74,6 +75,9 @@ TEST_CASE("nightly gate: same settings with another seed pass, a slower topology
     INFO(caught.out << caught.err);
     CHECK(caught.exit_code == 1);
     CHECK(caught.err.find("--fail-on-regression") != std::string::npos);
+    // The diff says what changed between the two nights, not only what got slower.
+    CHECK(caught.out.find("settings that differ: topology: pcie-gen5 -> pcie-gen4; seed: 12 -> 13") !=
+          std::string::npos);
     // Every regressed experiment is named in the table output, with its parameters.
     auto json =
         test::run_ncclsweep({"diff", "latest:nightly~1", "latest:nightly", "--db", db, "--format", "json"});
@@ -94,7 +98,7 @@ TEST_CASE("nightly gate: same settings with another seed pass, a slower topology
     // The markdown form (for a pull-request comment) carries the same verdict.
     auto markdown = gate(db, {"--format", "markdown"});
     CHECK(markdown.exit_code == 1);
-    CHECK(markdown.out.find("### tok_s (higher is better)") != std::string::npos);
+    CHECK(markdown.out.find("### tok_s [tok/s] (higher is better)") != std::string::npos);
 }
 
 TEST_CASE("nightly gate: an experiment that starts crashing is a regression with its failure class") {

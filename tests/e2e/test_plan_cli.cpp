@@ -28,7 +28,7 @@ TEST_CASE("plan prints the quickstart table and exits 0") {
     auto result = plan({source_path("experiments/quickstart.yaml").string()});
     INFO(result.err);
     CHECK(result.exit_code == 0);
-    CHECK(result.out.rfind("sweep quickstart: 8 experiments x 3 repeats = 24 runs; target local", 0) == 0);
+    CHECK(result.out.rfind("sweep quickstart: 8 experiments x 6 repeats = 48 runs; target local", 0) == 0);
     CHECK(result.out.find(" 8  allreduce:tree  Simple      on") != std::string::npos);
 }
 

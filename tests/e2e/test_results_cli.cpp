@@ -108,7 +108,7 @@ TEST_CASE("results cli: a sweep diffed with itself shows no change and passes th
                               "tok_s", "--metric", "verify_us_p50", "--threshold", "5%"});
     INFO(r.out << r.err);
     CHECK(r.exit_code == 0);
-    CHECK(r.out.find("verify_us_p50 (lower is better)") != std::string::npos);
+    CHECK(r.out.find("verify_us_p50 [\xC2\xB5s] (lower is better)") != std::string::npos);
     CHECK(r.out.find("summary: 0 regressed, 0 improved, 4 unchanged (~)") != std::string::npos);
     CHECK(r.out.find("|delta| > 5.0%") != std::string::npos);
 }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <regex>
 #include <thread>
 
 #include "tests/e2e/e2e_support.hpp"
@@ -226,6 +227,10 @@ TEST_CASE("run: SIGINT stops cleanly, and --resume finishes with each experiment
     auto r = run_ncclsweep({"run", spec.string(), "--db", db, "--resume"});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
+    // The resumed run's summary covers the whole sweep, the experiments of the first run too.
+    INFO(r.out);
+    for (int id = 1; id <= 6; ++id)
+        CHECK(std::regex_search(r.out, std::regex("(^|\\n) *" + std::to_string(id) + "  ok  ")));
     auto all = latest_experiments(db);
     REQUIRE(all.size() == 6);
     for (const auto& e : all) {

@@ -44,14 +44,25 @@ TEST_CASE("report draws bars with intervals, a heat map and failures by class") 
     auto data = build_report(sweep, nullptr, {});
     REQUIRE(data);
     REQUIRE(data->bars.size() == 8);
-    CHECK(data->bars[3].best);
-    CHECK(data->bars[0].stats->interval_is_ci);
-    CHECK_FALSE(data->bars[1].stats->interval_is_ci);  // 3 samples: min..max
-    CHECK(data->bars[2].failure_class == "graph_capture");
-    // Default heat map: the first two parameters that vary.
+    // Best first, then bars without a value, then failures.
+    CHECK(data->bars[0].best);
+    for (std::size_t i = 1; i < data->bars.size(); ++i) {
+        const auto& a = data->bars[i - 1];
+        const auto& b = data->bars[i];
+        if (a.stats && b.stats) CHECK(a.stats->median >= b.stats->median);
+        if (!a.stats) CHECK_FALSE(b.stats.has_value());
+    }
+    CHECK(data->bars.back().failure_class.size() > 0);
+    bool ci = false, minmax = false;
+    for (const auto& bar : data->bars)
+        if (bar.stats) (bar.stats->interval_is_ci ? ci : minmax) = true;
+    CHECK(ci);
+    CHECK(minmax);  // 3 samples: min..max
+    // Default heat map: the two parameters that explain most of the variance, largest first.
     REQUIRE(data->heatmap);
-    CHECK(data->heatmap->x_axis == "NCCL_ALGO");
-    CHECK(data->heatmap->y_axis == "NCCL_PROTO");
+    CHECK(data->heatmap->chosen_by_variance);
+    CHECK(data->heatmap->x_share >= data->heatmap->y_share);
+    CHECK(data->heatmap->x_axis != data->heatmap->y_axis);
     CHECK(data->heatmap->aggregated);
     REQUIRE(data->failures.size() == 3);
     CHECK(data->failures[0].entries.size() == 1);
