@@ -40,6 +40,24 @@ int main(int argc, char** argv) {
     PassPlan plan =
         build_pass(model, options.nranks > 0 ? options.nranks : options.tp, options.tokens, shape);
     Reporter reporter(options.json);
+    if (options.measure_collectives) {
+        // Not the pass: NCCL's collectives at its sizes, written as a calibration file.
+        if (!cuda_available()) {
+            std::fprintf(stderr,
+                         "tpverify: --measure-collectives: no CUDA GPU is visible%s; run it on the GPU host "
+                         "whose NCCL you want to calibrate (scripts/device-measure-collectives.sh)\n",
+#if defined(TPVERIFY_HAVE_CUDA)
+                         ""
+#else
+                         " (this tpverify was built without CUDA)"
+#endif
+            );
+            return static_cast<int>(Exit::failure);
+        }
+        std::string command = "tpverify";
+        for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
+        return run_measure_collectives(options, plan, reporter, command);
+    }
     bool use_cuda = options.backend == BackendKind::cuda ||
                     (options.backend == BackendKind::automatic && cuda_available());
     if (!use_cuda) {

@@ -14,6 +14,13 @@ int run_cuda(const Options&, const PassPlan&, Reporter& reporter) {
     return static_cast<int>(Exit::failure);
 }
 
+int run_measure_collectives(const Options&, const PassPlan&, Reporter& reporter, const std::string&) {
+    reporter.error("init", "cudaGetDeviceCount",
+                   "--measure-collectives needs the CUDA backend, and this tpverify was built without CUDA "
+                   "(rebuild on a host with nvcc and NCCL; scripts/device-measure-collectives.sh does)");
+    return static_cast<int>(Exit::failure);
+}
+
 }  // namespace tpverify
 
 #endif
