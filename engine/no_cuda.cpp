@@ -6,11 +6,14 @@
 
 namespace tpverify {
 
-bool cuda_available() { return false; }
+bool cuda_available() {
+    return false;
+}
 
 int run_cuda(const Options&, const PassPlan&, Reporter& reporter) {
-    reporter.error("init", "cudaGetDeviceCount",
-                   "this tpverify was built without CUDA (rebuild on a host with nvcc and NCCL, or use --backend sim)");
+    reporter.error(
+        "init", "cudaGetDeviceCount",
+        "this tpverify was built without CUDA (rebuild on a host with nvcc and NCCL, or use --backend sim)");
     return static_cast<int>(Exit::failure);
 }
 

@@ -82,7 +82,8 @@ Status sync_all(Ranks& rs) {
 }
 
 /// Median time of one collective call at this size, in µs.
-Status time_one(Ranks& rs, const Options& o, bool all_gather, std::uint64_t bytes, bool in_place, double& us) {
+Status time_one(Ranks& rs, const Options& o, bool all_gather, std::uint64_t bytes, bool in_place,
+                double& us) {
     for (int i = 0; i < o.warmup; ++i) TPV_TRY(issue(rs, all_gather, bytes, in_place));
     TPV_TRY(sync_all(rs));
     std::vector<cudaGraphExec_t> execs;
@@ -180,8 +181,8 @@ Status measure(const Options& o, const PassPlan& plan, sim::Measurement& m) {
         "Measured by 'tpverify --backend cuda --measure-collectives' (engine/cuda/measure.cu), " +
             std::string(stamp),
         "machine: " + std::to_string(n) + " x " + prop.name + " (of " + std::to_string(count) +
-            " visible), NCCL " + nccl_version() + ", CUDA runtime " + std::to_string(runtime) + ", driver API " +
-            std::to_string(driver),
+            " visible), NCCL " + nccl_version() + ", CUDA runtime " + std::to_string(runtime) +
+            ", driver API " + std::to_string(driver),
         "NCCL setting: " + sim::setting_label(m.setting) + " (this process's NCCL_* environment)",
         "method: bf16" + std::string(" (all-reduce: sum), all ranks in one process (nccl-tests -g N); ") +
             std::to_string(o.warmup) + " warm-up calls, then " + std::to_string(o.iters) + " calls " +
@@ -192,8 +193,8 @@ Status measure(const Options& o, const PassPlan& plan, sim::Measurement& m) {
         "pass sizes (" + plan.model.name + ", tp " + std::to_string(n) + "): all-reduce " +
             std::to_string(plan.all_reduce_bytes()) + " B at " + std::to_string(plan.tokens) + " tokens, " +
             std::to_string(baseline.all_reduce_bytes()) + " B at 1 token; all-gather " +
-            std::to_string(plan.all_gather_bytes()) + " B and " + std::to_string(baseline.all_gather_bytes()) +
-            " B",
+            std::to_string(plan.all_gather_bytes()) + " B and " +
+            std::to_string(baseline.all_gather_bytes()) + " B",
     };
     for (const bool all_gather : {false, true}) {
         std::vector<sim::MeasuredSize> row;
