@@ -29,12 +29,7 @@ n=${TP:-$gpus}
 [ "$gpus" -ge 2 ] && export NCCL_NVLS_ENABLE=0  # the machine's rule: NVLink multicast stays off
 echo "ranks: $n"
 
-echo "== build tpverify (engine only)"
-t0=$(date +%s)
-cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DNCCLSWEEP_ENGINE_ONLY=ON \
-  -DNCCLSWEEP_TESTS=OFF -DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCH:-90} | grep tpverify || exit 1
-ninja -C build-device tpverify >/dev/null || { ninja -C build-device tpverify | tail -30; exit 1; }
-echo "build seconds: $(( $(date +%s) - t0 ))"
+bash scripts/device-build-engine.sh || exit 1
 tpv=$root/build-device/engine/tpverify
 
 echo "== build nccl-tests (all_reduce_perf, all_gather_perf)"
