@@ -87,6 +87,12 @@ Output
                            ready, result. Without it: a readable summary.
   --help                   this text
   --describe --json        the flags and metrics as JSON (what ncclsweep checks specs against)
+  --validate ARGS [-- ARGS]...
+                           judge argument lists as a run would (flags, values, flags that
+                           exclude each other, a model that must split over --tp ranks)
+                           and run nothing: one JSON line per list, {"valid":true} or
+                           {"valid":false,"error":...,"parameters":[...]}; exit 0 once
+                           judged. e.g. tpverify --validate --tp 3 -- --tp 8
 
 The NCCL environment (NCCL_ALGO, NCCL_PROTO, NCCL_MIN/MAX_CTAS, NCCL_NTHREADS, ...) is taken
 as inherited and never overridden; the sim backend models how NCCL would react to it.

@@ -60,7 +60,7 @@ std::string result_field(const CommandResult& r, const std::string& key) {
     return "";
 }
 
-CommandResult sim(const std::string& calibration, const std::vector<std::string>& env = {},
+CommandResult simulate(const std::string& calibration, const std::vector<std::string>& env = {},
                   const std::vector<std::string>& more = {}) {
     std::vector<std::string> args = {binary_path("engine/tpverify").string(),
                                      "--backend",
@@ -150,7 +150,7 @@ TEST_CASE("measure collectives: the H200 recordings hold the pass's sizes as one
 
 TEST_CASE("measure collectives: the sim prices a one-rank pass from the H200 recording") {
     const std::string file = source_path(std::string(k_fixtures) + "h200_default.txt").string();
-    const CommandResult r = sim(file);
+    const CommandResult r = simulate(file);
     INFO(r.out << r.err);
     REQUIRE(r.exit_code == 0);
     CHECK(result_field(r, "collective_times") == "calibration");
@@ -181,7 +181,7 @@ TEST_CASE("measure collectives: the sim ranks NCCL settings as the H200 measurem
             123 * at(c, setting, "all_reduce", 57344) + at(c, setting, "all_gather", 1310720);
         std::vector<std::string> env;
         if (!setting.empty()) env.push_back(setting);
-        const CommandResult r = sim(file.string(), env);
+        const CommandResult r = simulate(file.string(), env);
         INFO(name << "\n" << r.out << r.err);
         REQUIRE(r.exit_code == 0);
         CHECK(result_field(r, "collective_times") == "calibration");
