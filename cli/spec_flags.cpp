@@ -3,9 +3,11 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "core/sweep/engine_locator.hpp"
-#include "core/spec/engine_schema.hpp"
 #include "core/log.hpp"
+#include "core/plan/planner.hpp"
+#include "core/spec/engine_schema.hpp"
+#include "core/spec/engine_validate.hpp"
+#include "core/sweep/engine_locator.hpp"
 #include "results/export.hpp"
 
 namespace ncclsweep::cli {
@@ -53,6 +55,22 @@ Result<CheckedWorkload> check_engine_spec(const Spec& spec, const PlanOptions& o
         return CheckedWorkload{{}, sweep_backend(spec, nullptr)};
     }
     if (auto ok = ncclsweep::check_engine_parameters(spec, *schema); !ok) return ok.error();
+    // Values that fit on their own may still not run together (tp: 3 with 64 heads): ask the
+    // engine about each distinct command line. A plan that does not expand is check_plan's to report.
+    std::vector<Experiment> experiments;
+    if (auto planner = Planner::create(spec, options)) {
+        for (;;) {
+            Experiment experiment;
+            auto more = planner->next(experiment);
+            if (!more || !*more) break;
+            experiments.push_back(std::move(experiment));
+        }
+    }
+    if (auto runnable = validate_engine_runs(spec, experiments, target, options.engine_path); !runnable) {
+        if (runnable.error().kind == ErrorKind::bad_input) return runnable.error();
+        NCCLSWEEP_LOG(warning, "points not checked against the engine before running: {}",
+                      runnable.error().message);
+    }
     return CheckedWorkload{schema->metrics, sweep_backend(spec, &*schema)};
 }
 
@@ -76,7 +94,8 @@ Result<results::Store> open_for_reading(const std::string& db_flag) {
 Result<void> write_output(const std::string& output_flag, std::string_view text) {
     if (output_flag.empty() || output_flag == "-") {
         std::fwrite(text.data(), 1, text.size(), stdout);
-        if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) return Error::infrastructure("cannot write the output to stdout");
+        if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0)
+            return Error::infrastructure("cannot write the output to stdout");
         return success();
     }
     return results::exports::write_file_atomically(output_flag, text);

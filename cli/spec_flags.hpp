@@ -32,9 +32,10 @@ Result<std::vector<Override>> overrides_from(const SpecFlags& flags);
 PlanOptions plan_options_from(const SpecFlags& flags);
 
 /// For an `engine:` spec: checks its engine parameters against what the engine on `target`
-/// says (`tpverify --describe --json`) and returns the engine's metric definitions. An engine
-/// that cannot describe itself (not on this machine, older build) is a warning, and the check
-/// is left to the engine when it runs. Command specs: their own metric definitions.
+/// says (`tpverify --describe --json`), then asks it (`tpverify --validate`) whether it can run
+/// each distinct command line of the plan (tp: 3 for a model of 64 heads cannot), and returns
+/// the engine's metric definitions. An engine that cannot describe itself or validate (not on
+/// this machine, older build) is a warning, and the check is left to the engine when it runs. Command specs: their own metric definitions.
 struct CheckedWorkload {
     std::vector<MetricDefinition> metrics;  ///< declared by the spec or the engine
     std::string backend;                    ///< "sim", "cuda" or "" (command workload / unknown)

@@ -1,5 +1,7 @@
 #pragma once
 // A backend runs the verify pass and reports through the Reporter.
+#include <string>
+
 #include "engine/model.hpp"
 #include "engine/options.hpp"
 #include "engine/report.hpp"
@@ -18,5 +20,10 @@ int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter,
 bool cuda_available();
 /// Runs the CUDA backend (returns failure with a message if it was not compiled in).
 int run_cuda(const Options& options, const PassPlan& plan, Reporter& reporter);
+/// --measure-collectives: times NCCL all-reduce and all-gather at the pass's sizes and
+/// 1 KiB..1 MiB on --tp GPUs and prints a calibration file on stdout (engine/cuda/measure.cu);
+/// `command` (the command line) is written into it.
+int run_measure_collectives(const Options& options, const PassPlan& plan, Reporter& reporter,
+                            const std::string& command);
 
 }  // namespace tpverify

@@ -1,11 +1,13 @@
 // Parsing and lookup of calibration files (format in calibration.hpp and docs/engine.md).
 #include "engine/calibration.hpp"
 
+#include "engine/model.hpp"
 #include "engine/sim_model.hpp"
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -24,7 +26,9 @@ std::vector<std::string> words(const std::string& line) {
 }
 
 bool ignored_variable(const std::string& name) {
-    return name.rfind("NCCL_DEBUG", 0) == 0 || name == "NCCL_COMM_ID" || name == "NCCL_RUNTIME_CONNECT";
+    // NCCL_VERSION: set by NVIDIA's container images (e.g. 2.28.3-1), never read by NCCL.
+    return name.rfind("NCCL_DEBUG", 0) == 0 || name == "NCCL_COMM_ID" || name == "NCCL_RUNTIME_CONNECT" ||
+           name == "NCCL_VERSION";
 }
 
 bool parse_u64(const std::string& text, std::uint64_t& out) {
@@ -66,6 +70,7 @@ bool Calibration::parse(const std::string& text, const std::string& name, Calibr
         if (auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
         const std::vector<std::string> w = words(line);
         if (w.empty()) continue;
+        if (header && w.size() == 2 && w[0] == "tpverify-calibration" && w[1] == "1") continue;  // cat a b
         if (!header) {
             if (w.size() != 2 || w[0] != "tpverify-calibration")
                 return fail(
@@ -229,6 +234,36 @@ table all_gather 8
 163840 201.6
 )calibration";
     return {};
+}
+
+std::string measurement_text(const Measurement& m) {
+    std::string out;
+    for (const std::string& note : m.notes) out += "# " + note + "\n";
+    out += "tpverify-calibration 1\nsetting";
+    if (!m.setting.empty()) out += " " + m.setting;
+    out += m.setting.empty() ? "   # NCCL's defaults (no NCCL_* variable set)\n" : "\n";
+    char line[160];
+    for (const auto& [collective, sizes] : m.tables) {
+        out += "table " + collective + " " + std::to_string(m.nranks) +
+               "   # bytes per rank, out-of-place us; in-place in the comment\n";
+        for (const MeasuredSize& s : sizes) {
+            std::snprintf(line, sizeof line, "%llu %.3f   # in-place %.3f\n",
+                          static_cast<unsigned long long>(s.bytes), s.out_of_place_us, s.in_place_us);
+            out += line;
+        }
+    }
+    return out;
+}
+
+std::vector<std::uint64_t> measurement_sizes(const std::vector<const PassPlan*>& passes) {
+    std::vector<std::uint64_t> sizes;
+    for (std::uint64_t b = 1024; b <= (std::uint64_t(1) << 20); b *= 2) sizes.push_back(b);
+    for (const PassPlan* pass : passes)
+        for (const Step& step : pass->steps)
+            if (step.kind == Step::Kind::collective && step.bytes > 0) sizes.push_back(step.bytes);
+    std::sort(sizes.begin(), sizes.end());
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+    return sizes;
 }
 
 bool load_calibration(const std::string& spec, Calibration& out, std::string& error) {

@@ -8,12 +8,18 @@
 //   table all_reduce 8               <- collective (all_reduce | all_gather) and ranks
 //   57344 201.6                      <- bytes per rank and time in µs, increasing bytes
 //
-// `ncclsweep calibrate DIR` writes this format from nccl-tests logs (docs/engine.md).
+// `ncclsweep calibrate DIR` writes this format from nccl-tests logs, `tpverify --backend cuda
+// --measure-collectives` from its own measurements (docs/engine.md). Files concatenate: a
+// repeated header line is accepted, so `cat a.txt b.txt` of two settings is one calibration.
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+namespace tpverify {
+struct PassPlan;
+}
 
 namespace tpverify::sim {
 
@@ -50,13 +56,35 @@ std::optional<double> interpolate(const CalibrationTable& table, std::uint64_t b
 
 /// The setting key of a list of NCCL_* variables: "NAME=VALUE" sorted by name and joined by a
 /// space, "" for none. Variables that do not change a collective's time (NCCL_DEBUG*,
-/// NCCL_COMM_ID, NCCL_RUNTIME_CONNECT) are left out; NCCL_P2P_LEVEL is written as the path
+/// NCCL_COMM_ID, NCCL_RUNTIME_CONNECT, and NCCL_VERSION, which container images set and NCCL
+/// never reads) are left out; NCCL_P2P_LEVEL is written as the path
 /// name NCCL reads it as (3 -> PHB).
 std::string setting_key(std::vector<std::pair<std::string, std::string>> vars);
 /// The NCCL_* variables of this process's environment.
 std::vector<std::pair<std::string, std::string>> nccl_environment();
 /// For messages: "NCCL's defaults" for "", else the key.
 std::string setting_label(const std::string& key);
+
+/// One size of a --measure-collectives table: time per collective, out-of-place (what the
+/// pass runs and the table holds, as nccl-tests' out-of-place column) and in-place (a comment).
+struct MeasuredSize {
+    std::uint64_t bytes = 0;  ///< per rank (all-gather: one rank's input)
+    double out_of_place_us = 0;
+    double in_place_us = 0;
+};
+/// What --measure-collectives measured under one NCCL setting.
+struct Measurement {
+    std::vector<std::string> notes;  ///< comment lines (machine, versions, method, command)
+    std::string setting;             ///< setting key of the process's NCCL_* environment
+    int nranks = 1;
+    /// ("all_reduce" | "all_gather", sizes in increasing order)
+    std::vector<std::pair<std::string, std::vector<MeasuredSize>>> tables;
+};
+/// The calibration text of a measurement (parses with Calibration::parse).
+std::string measurement_text(const Measurement& m);
+/// The sizes --measure-collectives times: every collective size of these passes (bytes per
+/// rank) and 1 KiB, 2 KiB, ... 1 MiB, sorted, without duplicates.
+std::vector<std::uint64_t> measurement_sizes(const std::vector<const PassPlan*>& passes);
 
 /// The text of a calibration built into tpverify ("" when there is none of that name):
 /// "incident-pcie" (experiments/incident-pcie.calibration).

@@ -2,18 +2,32 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "engine/backend.hpp"
-#include "engine/launch.hpp"
 #include "engine/describe.hpp"
+#include "engine/launch.hpp"
 #include "engine/model.hpp"
 #include "engine/options.hpp"
 #include "engine/report.hpp"
+#include "engine/validate.hpp"
 
 int main(int argc, char** argv) {
     using namespace tpverify;
     if (argc == 3 && std::string(argv[1]) == "--describe" && std::string(argv[2]) == "--json") {
         std::fputs(describe_json(cuda_available() ? "cuda" : "sim").c_str(), stdout);
+        return static_cast<int>(Exit::ok);
+    }
+    if (argc >= 2 && std::string(argv[1]) == "--validate") {
+        // Judges argument lists (split at each lone "--") as a run would; runs nothing.
+        std::vector<std::vector<std::string>> lists(1);
+        for (int i = 2; i < argc; ++i) {
+            if (std::string(argv[i]) == "--")
+                lists.emplace_back();
+            else
+                lists.back().emplace_back(argv[i]);
+        }
+        std::fputs(validate_json(lists).c_str(), stdout);
         return static_cast<int>(Exit::ok);
     }
     ParseOutcome parsed = parse_options(argc, argv);
@@ -40,6 +54,24 @@ int main(int argc, char** argv) {
     PassPlan plan =
         build_pass(model, options.nranks > 0 ? options.nranks : options.tp, options.tokens, shape);
     Reporter reporter(options.json);
+    if (options.measure_collectives) {
+        // Not the pass: NCCL's collectives at its sizes, written as a calibration file.
+        if (!cuda_available()) {
+            std::fprintf(stderr,
+                         "tpverify: --measure-collectives: no CUDA GPU is visible%s; run it on the GPU host "
+                         "whose NCCL you want to calibrate (scripts/device-measure-collectives.sh)\n",
+#if defined(TPVERIFY_HAVE_CUDA)
+                         ""
+#else
+                         " (this tpverify was built without CUDA)"
+#endif
+            );
+            return static_cast<int>(Exit::failure);
+        }
+        std::string command = "tpverify";
+        for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
+        return run_measure_collectives(options, plan, reporter, command);
+    }
     bool use_cuda = options.backend == BackendKind::cuda ||
                     (options.backend == BackendKind::automatic && cuda_available());
     if (!use_cuda) {
@@ -50,10 +82,11 @@ int main(int argc, char** argv) {
 #else
             fallback = "this tpverify was built without CUDA";
 #endif
-            std::fprintf(stderr,
-                         "tpverify: --backend auto: %s; running the SIMULATION instead: modeled GPUs and NCCL, "
-                         "not a measurement (--backend sim picks it without this notice)\n",
-                         fallback.c_str());
+            std::fprintf(
+                stderr,
+                "tpverify: --backend auto: %s; running the SIMULATION instead: modeled GPUs and NCCL, "
+                "not a measurement (--backend sim picks it without this notice)\n",
+                fallback.c_str());
         }
         return run_sim(options, plan, reporter, fallback);
     }

@@ -164,6 +164,10 @@ const std::map<std::string, FlagSpec>& flag_table() {
         f["fusion"] = bool_flag("fusion", &Options::fusion);
         f["check"] = bool_flag("check", &Options::check);
         f["json"] = bool_flag("json", &Options::json);
+        f["measure-collectives"] = {A::none, [](Options& o, const std::string&) {
+                                        o.measure_collectives = true;
+                                        return std::string();
+                                    }};
         f["no-warmup-before-capture"] =
             bool_flag("no-warmup-before-capture", &Options::warmup_before_capture, false);
         f["capture-mode"] = {A::value, [](Options& o, const std::string& v) {
@@ -257,6 +261,14 @@ std::string validate(const Options& o) {
     if (o.backend == BackendKind::cuda && !o.sim_only_flags.empty())
         return o.sim_only_flags.front() +
                " only applies to the sim backend; drop it with --backend cuda (or use --backend sim)";
+    if (o.measure_collectives && o.backend == BackendKind::sim)
+        return "--measure-collectives times NCCL on this host's GPUs; use --backend cuda (or auto) on a GPU "
+               "host, not --backend sim";
+    if (o.measure_collectives && !o.sim_only_flags.empty())
+        return o.sim_only_flags.front() + " is for the sim backend; --measure-collectives times real GPUs";
+    if (o.measure_collectives && (o.rank >= 0 || o.nranks > 0))
+        return "--measure-collectives runs every rank in this process (like nccl-tests -g N); give --tp N, "
+               "not --rank/--nranks";
     if (o.rank >= 0 && o.process_model == ProcessModel::threads)
         return "--rank runs one rank per process; it cannot be combined with --process-model threads";
     for (const Injection& inj : o.inject) {

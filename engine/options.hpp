@@ -63,6 +63,10 @@ struct Options {
     std::vector<std::string> sim_only_flags;
     // output
     bool json = false;
+    /// --measure-collectives: instead of the pass, time NCCL all-reduce and all-gather at the
+    /// pass's sizes and 1 KiB..1 MiB and print a calibration file (engine/cuda/measure.cu).
+    /// Not an experiment parameter: --describe does not list it.
+    bool measure_collectives = false;
 };
 
 /// Parses argv; on error returns a message (and `help` set when --help was asked).

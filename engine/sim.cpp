@@ -77,7 +77,7 @@ public:
         : m_comm(comm), m_calibration(calibration), m_setting(std::move(setting)) {}
 
     [[nodiscard]] double time_us(Func f, std::uint64_t bytes, const Choice& choice) {
-        if (m_calibration != nullptr && m_comm.nranks() > 1) {
+        if (m_calibration != nullptr) {
             const char* name = f == Func::all_gather ? "all_gather" : "all_reduce";
             if (const sim::CalibrationTable* t = m_calibration->find(m_setting, name, m_comm.nranks())) {
                 if (auto us = sim::interpolate(*t, bytes)) {

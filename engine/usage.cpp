@@ -71,11 +71,28 @@ Backend
                            (default capture for capture-fail, replay for the rest).
                            SECONDS: delay before the fault; for hang, how long it hangs
                            (0 = until --timeout, or forever with --timeout 0).
+Calibration (instead of the pass)
+  --measure-collectives    time NCCL all-reduce and all-gather (bf16) on --tp GPUs of this
+                           host, under this process's NCCL_* environment, at the sizes of
+                           the pass (--model, --tokens, and 1 token) and 1 KiB..1 MiB, and
+                           print a calibration file on stdout for the sim's --calibration:
+                           per size the out-of-place time per collective (in-place in a
+                           comment), as nccl-tests -G measures it: --warmup calls, then
+                           --iters calls in one CUDA graph (--graph off: eager), replayed
+                           10 times per trial, median of 5 trials. One NCCL setting per
+                           run; concatenate the files of several settings (cat a b > cal).
+                           e.g. NCCL_PROTO=LL tpverify --measure-collectives --tp 8 > ll.txt
 Output
   --json                   one JSON event per line on stdout: start, capture (begin/end),
                            ready, result. Without it: a readable summary.
   --help                   this text
   --describe --json        the flags and metrics as JSON (what ncclsweep checks specs against)
+  --validate ARGS [-- ARGS]...
+                           judge argument lists as a run would (flags, values, flags that
+                           exclude each other, a model that must split over --tp ranks)
+                           and run nothing: one JSON line per list, {"valid":true} or
+                           {"valid":false,"error":...,"parameters":[...]}; exit 0 once
+                           judged. e.g. tpverify --validate --tp 3 -- --tp 8
 
 The NCCL environment (NCCL_ALGO, NCCL_PROTO, NCCL_MIN/MAX_CTAS, NCCL_NTHREADS, ...) is taken
 as inherited and never overridden; the sim backend models how NCCL would react to it.

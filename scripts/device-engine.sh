@@ -12,12 +12,7 @@ echo "== machine"; nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,clo
 nvcc --version | tail -1
 gpus=$(nvidia-smi -L | grep -c '^GPU ')
 [ "$gpus" -ge 2 ] && export NCCL_NVLS_ENABLE=0  # the machine's rule: NVLink multicast stays off
-echo "== build (engine only)"
-t0=$(date +%s)
-cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DNCCLSWEEP_ENGINE_ONLY=ON \
-  -DNCCLSWEEP_TESTS=OFF -DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCH:-90} | grep tpverify || exit 1
-ninja -C build-device tpverify >/dev/null || { ninja -C build-device tpverify | tail -30; exit 1; }
-echo "build seconds: $(( $(date +%s) - t0 ))"
+bash scripts/device-build-engine.sh || exit 1
 tpv=build-device/engine/tpverify
 echo "== gpu test"
 tests/engine/gpu_tpverify.sh $tpv; rc=$?

@@ -5,6 +5,7 @@
 // whose every experiment failed.
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <string>
 
 #include "tests/e2e/e2e_support.hpp"
@@ -37,7 +38,8 @@ std::string best_bar_title(const std::string& html) {
 
 }  // namespace
 
-TEST_CASE("answers: a lower-is-better metric picks the same point in run - results best - export and report") {
+TEST_CASE(
+    "answers: a lower-is-better metric picks the same point in run - results best - export and report") {
     TempDir dir;
     auto spec = dir.write("warm.yaml", k_warm_spec);
     const std::string db = (dir.path() / "w.db").string();
@@ -56,7 +58,8 @@ TEST_CASE("answers: a lower-is-better metric picks the same point in run - resul
     CHECK(j["best"]["id"] == 2);
     CHECK(j["metric"]["direction"] == "lower_is_better");
 
-    auto env = run_ncclsweep({"export", "latest", "--db", db, "--format", "env", "--best", "--metric", "warm_s"});
+    auto env =
+        run_ncclsweep({"export", "latest", "--db", db, "--format", "env", "--best", "--metric", "warm_s"});
     INFO(env.err);
     REQUIRE(env.exit_code == 0);
     CHECK(env.out.find("NCCL_PROTO='LL'") != std::string::npos);
@@ -134,11 +137,43 @@ TEST_CASE("answers: plan checks engine parameters against tpverify's own schema"
     CHECK(m.exit_code == 2);
     CHECK(m.err.find("fusion: 'maybe' is not one of") != std::string::npos);
 
-    auto good = dir.write("g.yaml", "sweep: g\ntarget: local\nworkload:\n  engine: tpverify\naxes:\n  fusion: ['off', 'on']\n");
+    auto good = dir.write(
+        "g.yaml", "sweep: g\ntarget: local\nworkload:\n  engine: tpverify\naxes:\n  fusion: ['off', 'on']\n");
     CHECK(run_ncclsweep({"plan", good.string()}).exit_code == 0);
     auto axis = run_ncclsweep({"plan", good.string(), "--axis", "fusoin=on,off"});
     CHECK(axis.exit_code == 2);
     CHECK(axis.err.find("did you mean 'fusion'?") != std::string::npos);
+}
+
+TEST_CASE("answers: plan and run refuse a tp the model does not split over before anything runs") {
+    TempDir dir;
+    // kimi-k2.5 (the default model): 64 attention heads do not split over 3 ranks.
+    auto fixed = dir.write("tp3.yaml",
+                           "sweep: tp3\ntarget: local\nworkload:\n  engine: tpverify\n  args:\n"
+                           "    backend: sim\n    tp: 3\naxes:\n  NCCL_PROTO: [LL]\n");
+    auto r = run_ncclsweep({"plan", fixed.string()});
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("tp3.yaml:7:") != std::string::npos);
+    CHECK(r.err.find(": tp: 3: tpverify cannot run experiment 1 (") != std::string::npos);
+    CHECK(r.err.find("the attention heads (64) does not split evenly over 3 ranks") != std::string::npos);
+    CHECK(r.out.empty());
+    // The same through --axis: the flag is named, and the other value is fine.
+    auto good = dir.write("tp.yaml",
+                          "sweep: tp\ntarget: local\nworkload:\n  engine: tpverify\n  args:\n"
+                          "    backend: sim\naxes:\n  tp: [1, 8]\n");
+    CHECK(run_ncclsweep({"plan", good.string()}).exit_code == 0);
+    auto axis = run_ncclsweep({"plan", good.string(), "--axis", "tp=8,3"});
+    INFO(axis.err);
+    CHECK(axis.exit_code == 2);
+    CHECK(axis.err.find("--axis: tp: 3: tpverify cannot run experiment 2") != std::string::npos);
+    // run refuses it too, and leaves no sweep behind.
+    const std::string db = (dir.path() / "tp.db").string();
+    auto run = run_ncclsweep({"run", fixed.string(), "--db", db});
+    INFO(run.err);
+    CHECK(run.exit_code == 2);
+    CHECK(run.err.find("tpverify cannot run experiment 1") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(db));
 }
 
 TEST_CASE("answers: --set repeats=2 sets the sweep's repeats - not an engine flag") {

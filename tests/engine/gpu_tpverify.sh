@@ -60,4 +60,14 @@ if [ "$n" -ge 2 ]; then
   [ "$ms" -le 2000 ] || fail "the run took $ms ms to end after rank 1 was killed (limit 2000)"
   echo "killed rank 1: run ended in $ms ms"
 fi
+# --measure-collectives: a calibration file the sim reads and prices every collective from.
+cal=$(mktemp)
+out=$("$tpv" --backend cuda --measure-collectives --tp "$n" --iters 5 --warmup 1 2>&1 >"$cal"); rc=$?
+[ $rc -eq 0 ] || { rm -f "$cal"; fail "--measure-collectives exited $rc"; }
+grep -q "^table all_reduce $n " "$cal" || { out=$(cat "$cal"); rm -f "$cal"; fail "no all_reduce table for $n ranks"; }
+grep -q "^57344 " "$cal" || { out=$(cat "$cal"); rm -f "$cal"; fail "the pass's all-reduce size (57344 B) was not measured"; }
+out=$("$tpv" --backend sim --json --tp "$n" --iters 3 --warmup 0 --calibration "$cal" 2>&1); rc=$?
+rm -f "$cal"
+[ $rc -eq 0 ] || fail "the sim refused the measured calibration (exit $rc)"
+grep -q '"collective_times":"calibration"' <<<"$out" || fail "the sim did not price every collective from the measurement"
 echo "gpu tpverify: ok (N=$n)"
