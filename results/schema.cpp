@@ -9,7 +9,7 @@ namespace {
 
 // Forward migrations. Step i (0-based) takes the file from version i to version i + 1.
 // Never edit a released step: append a new one. Each runs inside one transaction.
-constexpr std::array<const char*, 3> k_migrations = {
+constexpr std::array<const char*, 4> k_migrations = {
     // v1: sweeps, experiments, samples.
     R"sql(
 CREATE TABLE sweeps (
@@ -96,6 +96,12 @@ CREATE INDEX events_by_sweep ON events(sweep_id, exp_id);
 ALTER TABLE sweeps ADD COLUMN plan_fingerprint TEXT NOT NULL DEFAULT '';
 ALTER TABLE sweeps ADD COLUMN metrics TEXT NOT NULL DEFAULT '';
 ALTER TABLE sweeps ADD COLUMN backend TEXT NOT NULL DEFAULT '';
+)sql",
+    // v4: the scheduler tasks a batch target (Slurm) gave an experiment, one per repeat,
+    // space-separated ("4242_0 4242_1"); NULL on targets that start commands themselves. A
+    // resume re-attaches to them instead of running the experiment again.
+    R"sql(
+ALTER TABLE experiments ADD COLUMN scheduler_task TEXT;
 )sql",
 };
 

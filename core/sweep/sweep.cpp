@@ -1,35 +1,21 @@
 #include "core/sweep/sweep.hpp"
 
-#include "core/stats/stats.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "core/plan/render.hpp"
 #include "core/stats/stats.hpp"
+#include "core/sweep/sweep_detail.hpp"
 #include "core/watch/supervise.hpp"
 
 namespace ncclsweep::inline sweep {
-namespace {
-using Clock = std::chrono::steady_clock;
-
-enum class RepeatEnd { ok, failed, timed_out, lost, interrupted };
-
-struct RepeatOutcome {
-    RepeatEnd end = RepeatEnd::ok;
-    std::string lost_reason;
-    std::unique_ptr<Watcher> watcher;
-    std::optional<ExitInfo> exit;
-    std::vector<long> process_groups;  ///< of the server (and client) it started
-    double seconds = 0;
-};
+namespace detail {
 
 std::string experiment_dir(const SweepRunOptions& options, const Experiment& experiment) {
     return fmt::format("{}/exp-{}", options.workdir, experiment.id);
 }
 
-/// Writes the experiment's sitecustomize.py and env file into its directory on the host.
 Result<std::string> deliver(Target& target, const Experiment& experiment, const SweepRunOptions& options) {
     std::string dir = experiment_dir(options, experiment);
     render::Provenance provenance{options.sweep_name, experiment.id, experiment.key};
@@ -43,8 +29,10 @@ Result<std::string> deliver(Target& target, const Experiment& experiment, const 
     return dir;
 }
 
+std::string batch_key(int exp_id, int repeat) { return fmt::format("exp-{}/rep-{}", exp_id, repeat); }
+
 Command command_for(const std::vector<std::string>& argv, const Experiment& experiment, const std::string& dir,
-                    EnvDelivery delivery, int repeat) {
+                    EnvDelivery delivery, int repeat, Batched batched) {
     Command command;
     command.argv = argv;
     command.workdir = dir;
@@ -53,8 +41,27 @@ Command command_for(const std::vector<std::string>& argv, const Experiment& expe
     command.env.emplace_back("NCCLSWEEP_EXPERIMENT_ID", std::to_string(experiment.id));
     command.env.emplace_back("NCCLSWEEP_EXPERIMENT_KEY", experiment.key);
     command.env.emplace_back("NCCLSWEEP_REPEAT", std::to_string(repeat));
+    if (batched == Batched::yes) command.batch_key = batch_key(experiment.id, repeat);
     return command;
 }
+
+}  // namespace detail
+
+namespace {
+using Clock = std::chrono::steady_clock;
+using detail::Batched;
+
+enum class RepeatEnd { ok, failed, timed_out, lost, interrupted };
+
+struct RepeatOutcome {
+    RepeatEnd end = RepeatEnd::ok;
+    std::string lost_reason;
+    std::unique_ptr<Watcher> watcher;
+    std::optional<ExitInfo> exit;
+    std::vector<long> process_groups;  ///< of the server (and client) it started
+    double seconds = 0;
+    std::optional<SchedulerEnd> scheduler_end;  ///< a batch scheduler ended it (time limit, memory)
+};
 
 /// The client command (workload.client) rendered for this experiment, if there is one.
 Result<std::vector<std::string>> client_argv(const SweepRunOptions& options, const Experiment& experiment) {
@@ -68,7 +75,7 @@ Result<std::vector<std::string>> client_argv(const SweepRunOptions& options, con
 
 RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std::string& dir, int repeat,
                          const std::vector<std::string>& client_args, const SweepRunOptions& options,
-                         const std::atomic<bool>& stop) {
+                         const std::atomic<bool>& stop, Batched batched) {
     RepeatOutcome outcome;
     auto start_time = Clock::now();
     auto finish = [&](RepeatEnd end) {
@@ -76,8 +83,12 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
         outcome.seconds = std::chrono::duration<double>(Clock::now() - start_time).count();
         return std::move(outcome);
     };
-    auto process = target.start(command_for(experiment.argv, experiment, dir, options.delivery, repeat));
+    auto process = target.start(detail::command_for(experiment.argv, experiment, dir, options.delivery, repeat, batched));
+    // A batch target returns once the task runs: the time it waited in the queue is not the
+    // experiment's (its timeouts start now).
+    start_time = Clock::now();
     if (!process) {
+        if (stop.load()) return finish(RepeatEnd::interrupted);
         outcome.lost_reason = process.error().message;
         if (process.error().kind == ErrorKind::infrastructure) return finish(RepeatEnd::lost);
         // The command itself cannot start (not found, bad argv): a failure of this experiment.
@@ -101,7 +112,7 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
         supervise_options.stop_when = [&]() {
             if (client_done) return true;
             if (!client && (watcher.state() == WatchState::ready)) {
-                auto started = target.start(command_for(client_args, experiment, dir, options.delivery, repeat));
+                auto started = target.start(detail::command_for(client_args, experiment, dir, options.delivery, repeat, Batched::no));
                 if (!started) {
                     watcher.feed(OutputLine{Stream::err, "client: " + started.error().message, Clock::now(), false});
                     client_done = true;
@@ -135,6 +146,7 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
     outcome.exit = supervision.exit;
     switch (supervision.end) {
         case SupervisionEnd::lost:
+            if (stop.load()) return finish(RepeatEnd::interrupted);
             outcome.lost_reason = supervision.lost_reason;
             return finish(RepeatEnd::lost);
         case SupervisionEnd::interrupted:
@@ -149,6 +161,10 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
             }
             break;
         case SupervisionEnd::exited:
+            if (auto ended = (*process)->scheduler_end()) {
+                outcome.scheduler_end = std::move(ended);
+                return finish(RepeatEnd::failed);
+            }
             break;
     }
     switch (watcher.state()) {
@@ -198,110 +214,105 @@ std::optional<double> ExperimentReport::median(const std::string& name) const {
     return stats::median(values);
 }
 
-Result<SweepRunSummary> run_experiments(Target& target, const std::vector<Experiment>& experiments,
-                                        ResultSink& sink, SweepObserver& observer,
-                                        const SweepRunOptions& options, const std::atomic<bool>& stop) {
-    SweepRunSummary summary;
-    const int total = static_cast<int>(experiments.size());
-    std::vector<long> previous_groups;
-    for (int index = 0; index < total; ++index) {
-        const Experiment& experiment = experiments[static_cast<std::size_t>(index)];
-        if (stop.load()) {
-            summary.interrupted = true;
-            return summary;
-        }
-        if (options.before_experiment)
-            if (auto ready = options.before_experiment(previous_groups); !ready) return ready.error();
-        previous_groups.clear();
-        ExperimentReport report;
+namespace detail {
+
+Result<ExperimentRun> run_experiment(Target& target, const Experiment& experiment, int index, int total,
+                                     ResultSink& sink, SweepObserver& observer, const SweepRunOptions& options,
+                                     const std::atomic<bool>& stop, std::vector<long>& previous_groups,
+                                     Batched batched) {
+    ExperimentRun run;
+    ExperimentReport& report = run.report;
+    report.exp_id = experiment.id;
+    for (int attempt = 1; attempt <= options.max_attempts; ++attempt) {
+        if (auto begun = sink.experiment_started(experiment.id, attempt); !begun) return begun.error();
+        report = ExperimentReport{};
         report.exp_id = experiment.id;
-        bool recorded = false;
-        for (int attempt = 1; attempt <= options.max_attempts && !recorded; ++attempt) {
-            if (auto begun = sink.experiment_started(experiment.id, attempt); !begun) return begun.error();
-            report = ExperimentReport{};
-            report.exp_id = experiment.id;
-            report.attempts = attempt;
-            double total_s = 0;
-            bool lost = false;
-            std::string lost_reason;
-            // The client command and the environment files are prepared once per attempt; every
-            // repeat uses them. One that cannot be rendered is a failure of this point, not of the host.
-            auto client_args = client_argv(options, experiment);
-            auto dir = client_args ? deliver(target, experiment, options) : Result<std::string>(client_args.error());
-            if (!dir && dir.error().kind != ErrorKind::infrastructure) {
-                report.status = RunStatus::failed;
-                report.failure_class = "config";
-                report.diagnosis = client_args ? dir.error().message : "client: " + dir.error().message;
-                if (auto done = sink.experiment_finished(report); !done) return done.error();
-                recorded = true;
+        report.attempts = attempt;
+        double total_s = 0;
+        bool lost = false;
+        std::string lost_reason;
+        // The client command and the environment files are prepared once per attempt; every
+        // repeat uses them. One that cannot be rendered is a failure of this point, not of the host.
+        auto client_args = client_argv(options, experiment);
+        auto dir = client_args ? deliver(target, experiment, options) : Result<std::string>(client_args.error());
+        if (!dir && dir.error().kind != ErrorKind::infrastructure) {
+            report.status = RunStatus::failed;
+            report.failure_class = "config";
+            report.diagnosis = client_args ? dir.error().message : "client: " + dir.error().message;
+            if (auto done = sink.experiment_finished(report); !done) return done.error();
+            return run;
+        }
+        if (!dir) {
+            lost = true;
+            lost_reason = dir.error().message;
+        }
+        for (int repeat = 0; !lost && repeat < std::max(1, options.repeats); ++repeat) {
+            observer.started(experiment, index, total, repeat);
+            RepeatOutcome outcome = run_repeat(target, experiment, *dir, repeat, *client_args, options, stop, batched);
+            total_s += outcome.seconds;
+            previous_groups.insert(previous_groups.end(), outcome.process_groups.begin(), outcome.process_groups.end());
+            if (outcome.end == RepeatEnd::interrupted) {
+                run.end = ExperimentEnd::interrupted;
+                return run;
+            }
+            if (outcome.end == RepeatEnd::lost) {
+                lost = true;
+                lost_reason = outcome.lost_reason;
                 break;
             }
-            if (!dir) {
-                lost = true;
-                lost_reason = dir.error().message;
+            const Watcher& watcher = *outcome.watcher;
+            fill_from_watcher(report, watcher, repeat);
+            if (outcome.exit) {
+                report.exit_code = outcome.exit->exit_code;
+                if (outcome.exit->signal) report.exit_signal = outcome.exit->signal;
             }
-            for (int repeat = 0; !lost && repeat < std::max(1, options.repeats); ++repeat) {
-                observer.started(experiment, index + 1, total, repeat);
-                RepeatOutcome outcome = run_repeat(target, experiment, *dir, repeat, *client_args, options, stop);
-                total_s += outcome.seconds;
-                previous_groups.insert(previous_groups.end(), outcome.process_groups.begin(), outcome.process_groups.end());
-                if (outcome.end == RepeatEnd::interrupted) {
-                    summary.interrupted = true;
-                    return summary;
-                }
-                if (outcome.end == RepeatEnd::lost) {
-                    lost = true;
-                    lost_reason = outcome.lost_reason;
-                    break;
-                }
-                const Watcher& watcher = *outcome.watcher;
-                fill_from_watcher(report, watcher, repeat);
-                if (outcome.exit) {
-                    report.exit_code = outcome.exit->exit_code;
-                    if (outcome.exit->signal) report.exit_signal = outcome.exit->signal;
-                }
-                if (outcome.end != RepeatEnd::ok) {
-                    report.status = outcome.end == RepeatEnd::timed_out ? RunStatus::timed_out : RunStatus::failed;
-                    report.failure_class = watcher.failure_class();
-                    report.diagnosis = watcher.diagnosis().text();
-                    report.detected_after_s = watcher.seconds_to_detection();
-                    break;
-                }
+            if (outcome.scheduler_end) {
+                // Ended by the scheduler, not by the setting: its time limit is a timeout.
+                const bool time_limit = outcome.scheduler_end->state == "TIMEOUT" || outcome.scheduler_end->state == "DEADLINE";
+                report.status = time_limit ? RunStatus::timed_out : RunStatus::failed;
+                report.failure_class = time_limit ? "scheduler_time_limit" : "scheduler_memory";
+                const std::string lines = watcher.diagnosis().text();
+                report.diagnosis = outcome.scheduler_end->message + (lines.empty() ? "" : "\n" + lines);
+                report.detected_after_s = outcome.seconds;
+                break;
             }
-            report.total_s = total_s;
-            if (lost) {
-                if (attempt < options.max_attempts) {
-                    observer.notice(fmt::format("experiment {}: connection to {} lost ({}); reconnecting and retrying (attempt {} of {})",
-                                                experiment.id, target.describe(), lost_reason, attempt + 1, options.max_attempts));
-                    if (auto again = target.reconnect(); !again) {
-                        report.status = RunStatus::infra_error;
-                        report.failure_class = "infrastructure";
-                        report.diagnosis = lost_reason + "\nreconnect failed: " + again.error().message;
-                        (void)sink.experiment_finished(report);
-                        return Error::infrastructure(fmt::format(
-                            "lost the connection to {} during experiment {} and could not reconnect: {}",
-                            target.describe(), experiment.id, again.error().message));
-                    }
-                    continue;
-                }
+            if (outcome.end != RepeatEnd::ok) {
+                report.status = outcome.end == RepeatEnd::timed_out ? RunStatus::timed_out : RunStatus::failed;
+                report.failure_class = watcher.failure_class();
+                report.diagnosis = watcher.diagnosis().text();
+                report.detected_after_s = watcher.seconds_to_detection();
+                break;
+            }
+        }
+        report.total_s = total_s;
+        if (!lost) {
+            if (auto done = sink.experiment_finished(report); !done) return done.error();
+            return run;
+        }
+        if (attempt < options.max_attempts) {
+            observer.notice(fmt::format("experiment {}: connection to {} lost ({}); reconnecting and retrying (attempt {} of {})",
+                                        experiment.id, target.describe(), lost_reason, attempt + 1, options.max_attempts));
+            if (auto again = target.reconnect(); !again) {
                 report.status = RunStatus::infra_error;
                 report.failure_class = "infrastructure";
-                report.diagnosis = lost_reason;
+                report.diagnosis = lost_reason + "\nreconnect failed: " + again.error().message;
                 (void)sink.experiment_finished(report);
-                return Error::infrastructure(fmt::format("lost the connection to {} during experiment {} ({} attempts): {}",
-                                                         target.describe(), experiment.id, attempt, lost_reason));
+                return Error::infrastructure(fmt::format(
+                    "lost the connection to {} during experiment {} and could not reconnect: {}",
+                    target.describe(), experiment.id, again.error().message));
             }
-            if (auto done = sink.experiment_finished(report); !done) return done.error();
-            recorded = true;
+            continue;
         }
-        ++summary.ran;
-        if (report.status == RunStatus::ok)
-            ++summary.ok;
-        else
-            ++summary.failed;
-        observer.finished(experiment, report, index + 1, total);
+        report.status = RunStatus::infra_error;
+        report.failure_class = "infrastructure";
+        report.diagnosis = lost_reason;
+        (void)sink.experiment_finished(report);
+        return Error::infrastructure(fmt::format("lost the connection to {} during experiment {} ({} attempts): {}",
+                                                 target.describe(), experiment.id, attempt, lost_reason));
     }
-    return summary;
+    return run;
 }
+
+}  // namespace detail
 
 }  // namespace ncclsweep::sweep

@@ -58,6 +58,9 @@ public:
     virtual Result<void> experiment_started(int exp_id, int attempt) = 0;
     /// Experiment finished (committed before the next starts).
     virtual Result<void> experiment_finished(const ExperimentReport& report) = 0;
+    /// A batch target (Slurm) gave experiment `exp_id` its scheduler tasks, one per repeat,
+    /// space-separated ("4242_0 4242_1"), so a resume can find them again.
+    virtual Result<void> experiment_scheduled(int /*exp_id*/, const std::string& /*tasks*/) { return success(); }
 };
 
 /// Progress for people or machines (cli/ implements it).
@@ -86,6 +89,9 @@ struct SweepRunOptions {
     /// Checked before each experiment with the process groups the previous one started (e.g.
     /// none of them still holds a GPU); an error stops the sweep as an infrastructure failure.
     std::function<Result<void>(const std::vector<long>& previous_groups)> before_experiment;
+    /// Scheduler tasks an earlier run of this sweep gave its experiments (a resume), by
+    /// experiment id, as ResultSink::experiment_scheduled wrote them.
+    std::map<int, std::string> previous_tasks;
 };
 
 /// What a run of the loop did.
@@ -94,9 +100,12 @@ struct SweepRunSummary {
     bool interrupted = false;
 };
 
-/// Runs `experiments` in order. Returns an infrastructure Error when the host stays
+/// Runs `experiments` in order, up to target.slots() at once (each on its slot's target; the
+/// sink and observer are called from one thread at a time). A batch target first gets every
+/// experiment x repeat in one Target::submit. Returns an infrastructure Error when a host stays
 /// unreachable or the sink fails (everything finished before is recorded); `interrupted` when
-/// `stop` was raised (the running experiment's group is killed and it is not recorded).
+/// `stop` was raised (running experiments are killed and not recorded; Target::cancel_all ends
+/// what a batch target still has queued).
 Result<SweepRunSummary> run_experiments(Target& target, const std::vector<Experiment>& experiments,
                                         ResultSink& sink, SweepObserver& observer,
                                         const SweepRunOptions& options, const std::atomic<bool>& stop);

@@ -45,6 +45,9 @@ Result<SweepOutcome> run_sweep(const SweepRequest& request, Target& target, Swee
             if (!done.count(experiment.id)) todo.push_back(experiment);
         outcome.sweep_id = *request.resume_id;
         outcome.skipped_finished = static_cast<int>(done.size());
+        auto tasks = store.scheduled_tasks();
+        if (!tasks) return tasks.error();
+        options.previous_tasks = std::move(*tasks);
     } else {
         auto id = store.create(request.sweep, request.experiments);
         if (!id) return id.error();
