@@ -1,7 +1,5 @@
 #include "remote/slurm_process.hpp"
 
-#include <sys/stat.h>
-
 #include <fmt/format.h>
 
 #include <fstream>
@@ -10,11 +8,6 @@
 namespace ncclsweep::remote {
 namespace {
 using Clock = std::chrono::steady_clock;
-
-bool file_exists(const std::string& path) {
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0;
-}
 
 /// The exit status a task's status file holds; a shell reports a command killed by signal N
 /// as 128 + N, read back as that signal.
@@ -32,11 +25,11 @@ SlurmTaskProcess::SlurmTaskProcess(SlurmTarget& target, std::string task)
     : m_target(target), m_task(std::move(task)), m_files(target.files_of(m_task)) {}
 
 void SlurmTaskProcess::open_followers() {
-    if (!m_out && !m_out_done && file_exists(m_files.out)) {
+    if (!m_out && !m_out_done && task_file_exists(m_files.out)) {
         auto opened = LogFollower::open(m_files.out, Follow::yes);
         if (opened) m_out = std::move(*opened);
     }
-    if (!m_err && !m_err_done && file_exists(m_files.err)) {
+    if (!m_err && !m_err_done && task_file_exists(m_files.err)) {
         auto opened = LogFollower::open(m_files.err, Follow::yes);
         if (opened) m_err = std::move(*opened);
     }
@@ -65,7 +58,7 @@ bool SlurmTaskProcess::read_output(OutputLine& line, bool to_end) {
 }
 
 void SlurmTaskProcess::check_end() {
-    if (file_exists(m_files.status)) {
+    if (task_file_exists(m_files.status)) {
         if (auto status = read_status(m_files.status)) {
             m_pending_exit = *status;
             m_ending = true;

@@ -14,11 +14,6 @@ namespace ncclsweep::remote {
 namespace {
 using Clock = std::chrono::steady_clock;
 
-bool file_exists(const std::string& path) {
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0;
-}
-
 std::string join(const std::set<std::string>& words, char separator) {
     std::string out;
     for (const auto& w : words) out += (out.empty() ? "" : std::string(1, separator)) + w;
@@ -31,6 +26,11 @@ std::string first_line(const std::string& text) {
 }
 
 }  // namespace
+
+bool task_file_exists(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0;
+}
 
 std::string job_of(const std::string& task) { return task.substr(0, task.find('_')); }
 
@@ -145,7 +145,7 @@ Result<std::vector<std::string>> SlurmTarget::submit(const std::vector<BatchItem
     std::vector<std::size_t> fresh_index;
     for (std::size_t i = 0; i < items.size(); ++i) {
         const std::string& previous = items[i].previous_task;
-        if (!previous.empty() && (file_exists(files_of(previous).status) || m_queue.count(previous))) {
+        if (!previous.empty() && (task_file_exists(files_of(previous).status) || m_queue.count(previous))) {
             tasks[i] = previous;
             continue;
         }
@@ -180,7 +180,7 @@ Result<std::unique_ptr<Process>> SlurmTarget::start(const Command& command) {
     // appears when Slurm starts it).
     const SlurmTaskFiles files = files_of(task);
     for (;;) {
-        if (file_exists(files.out) || file_exists(files.status)) break;
+        if (task_file_exists(files.out) || task_file_exists(files.status)) break;
         TaskObservation seen = observe(task);
         if (!seen.live || (seen.state != "PENDING" && !seen.state.empty())) break;
         if (stopping())

@@ -132,6 +132,9 @@ private:
     std::atomic<bool> m_cancelled{false};
 };
 
+/// True when `path` exists (a task's output or status file on the shared filesystem).
+[[nodiscard]] bool task_file_exists(const std::string& path);
+
 /// The id of the job array a task belongs to ("4242_3" -> "4242").
 [[nodiscard]] std::string job_of(const std::string& task);
 
