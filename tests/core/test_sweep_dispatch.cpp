@@ -27,9 +27,9 @@ namespace {
 
 struct QuietObserver final : SweepObserver {
     std::vector<std::string> notices;
-    int finished = 0;
+    int finished_count = 0;
     void started(const Experiment&, int, int, int) override {}
-    void finished(const Experiment&, const ExperimentReport&, int, int) override { ++finished; }
+    void finished(const Experiment&, const ExperimentReport&, int, int) override { ++finished_count; }
     void notice(const std::string& message) override { notices.push_back(message); }
 };
 
@@ -116,7 +116,7 @@ TEST_CASE("sweep loop: a target with two slots runs experiments on both and reco
     REQUIRE(outcome);
     CHECK(outcome->summary.ran == 6);
     CHECK(outcome->summary.ok == 6);
-    CHECK(observer.finished == 6);
+    CHECK(observer.finished_count == 6);
     CHECK(store.current().finished.size() == 6);
     // Each experiment started once, and both hosts took some.
     std::set<std::string> started;
