@@ -58,12 +58,14 @@ bool SlurmTaskProcess::read_output(OutputLine& line, bool to_end) {
 }
 
 void SlurmTaskProcess::check_end() {
-    if (task_file_exists(m_files.status)) {
-        if (auto status = read_status(m_files.status)) {
-            m_pending_exit = *status;
-            m_ending = true;
-            return;
-        }
+    std::optional<ExitInfo> status;
+    if (task_file_exists(m_files.status)) status = read_status(m_files.status);
+    // An exit status is the command's own end, unless a signal ended it: that may have been
+    // Slurm (a node failure, the time limit, a cancel), so Slurm's word on the task is awaited.
+    if (status && (status->signal == 0 || m_killed)) {
+        m_pending_exit = *status;
+        m_ending = true;
+        return;
     }
     TaskObservation seen = m_target.observe(m_task);
     if (seen.live) return;
@@ -72,6 +74,11 @@ void SlurmTaskProcess::check_end() {
     // Not every end writes a status (a kill by Slurm does not); a shared filesystem may show
     // the one written a little late.
     if (now - *m_gone_since < m_target.options().status_grace) return;
+    if (status && (!seen.final || verdict_of(*seen.final) == TaskVerdict::exited)) {
+        m_pending_exit = *status;  // the command's own signal (a crash), Slurm says it just ended
+        m_ending = true;
+        return;
+    }
     if (!seen.final) {
         if (m_killed) {
             m_pending_exit = ExitInfo{0, 15};

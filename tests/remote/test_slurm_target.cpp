@@ -234,6 +234,7 @@ TEST_CASE("slurm task: a status of 128+N is read as signal N") {
     REQUIRE(f.target->submit(items));
     f.write("100_0", ".out", "");
     f.write("100_0", ".status", "139\n");
+    f.slurm->end("100_0", "FAILED 139:0");
     auto process = f.target->start(items[0].command);
     REQUIRE(process);
     auto [lines, state] = drain(**process);
@@ -328,4 +329,21 @@ TEST_CASE("slurm target: cancel_all cancels every array of the run") {
     f.target->cancel_all();
     CHECK(f.slurm->calls.back() == std::vector<std::string>{"scancel", "100"});
     CHECK(f.slurm->live.empty());
+}
+
+TEST_CASE("slurm task: a status written as Slurm's node failure killed the command is still lost") {
+    // The task's shell may outlive the SIGTERM Slurm sends its command and write 143: Slurm's
+    // NODE_FAIL, not the signal, says what happened.
+    Fixture f;
+    auto items = f.items(1);
+    REQUIRE(f.target->submit(items));
+    f.slurm->live["100_0"] = "RUNNING";
+    f.write("100_0", ".out", "");
+    auto process = f.target->start(items[0].command);
+    REQUIRE(process);
+    f.write("100_0", ".status", "143\n");
+    f.slurm->end("100_0", "NODE_FAIL 0:15");
+    auto [lines, end] = drain(**process);
+    CHECK(end == PollState::lost);
+    CHECK((*process)->lost_reason().find("NODE_FAIL") != std::string::npos);
 }
