@@ -8,4 +8,7 @@ namespace ncclsweep::cli {
 /// Installs SIGINT/SIGTERM handlers (once) and returns the flag they raise.
 const std::atomic<bool>& install_interrupt_handler();
 
+/// The flag install_interrupt_handler() raises, without installing the handler yet.
+const std::atomic<bool>& interrupt_flag();
+
 }  // namespace ncclsweep::cli

@@ -211,7 +211,12 @@ ExitStatus run_run(const RunOptions& options) {
     if (auto runnable = check_local_programs(*spec, plan_options.engine_path, request.experiments, std::getenv("PATH") ? std::getenv("PATH") : ""); !runnable)
         return report_error(runnable.error());
 
+    if (spec->target.url.rfind("slurm://", 0) == 0 && !spec->workload.client.empty())
+        return report_error(Error::bad_input(
+            "workload.client is not supported on a Slurm target (a client must run next to its server, in the same "
+            "allocation); wrap server and client in one workload.command script"));
     remote::TargetOverrides target_overrides;
+    target_overrides.stop = &interrupt_flag();
     target_overrides.accept_new_host_key = options.accept_new_host_key;
     if (!options.known_hosts.empty()) target_overrides.known_hosts = options.known_hosts;
     if (!options.identity.empty()) target_overrides.identity_file = options.identity;
@@ -220,8 +225,11 @@ ExitStatus run_run(const RunOptions& options) {
 
     auto preflight = remote::run_preflight(**target);
     if (!preflight) return report_error(preflight.error());
-    if (auto idle = remote::check_gpus_idle(*preflight, options.force ? remote::BusyPolicy::force : remote::BusyPolicy::refuse); !idle)
-        return report_error(idle.error());
+    // A batch scheduler's preflight runs on the login node, whose GPUs (if any) are not the ones used.
+    const bool scheduled = (*target)->schedules_batches();
+    if (!scheduled)
+        if (auto idle = remote::check_gpus_idle(*preflight, options.force ? remote::BusyPolicy::force : remote::BusyPolicy::refuse); !idle)
+            return report_error(idle.error());
     auto metrics = check_engine_spec(*spec, plan_options, **target);
     if (!metrics) return report_error(metrics.error());
     for (const auto& note : preflight->notes) NCCLSWEEP_LOG(info, "preflight: {}", note);
@@ -250,7 +258,9 @@ ExitStatus run_run(const RunOptions& options) {
     run_options.catalog = *catalog;
     run_options.workload = spec->workload;
     run_options.kill_grace = std::chrono::milliseconds(static_cast<long>(options.kill_grace * 1000));
-    run_options.before_experiment = remote::gpu_release_check(**target, *preflight);
+    // Between experiments on one host, nothing of the last one may still hold a GPU; a pool
+    // or a scheduler's nodes are not checked (docs/targets.md).
+    if (!scheduled && (*target)->slots() == 1) run_options.before_experiment = remote::gpu_release_check(**target, *preflight);
     auto settings = search_settings(*spec, options, metrics->metrics);
     if (!settings) return report_error(settings.error());
     run_options.search = *settings;
@@ -342,6 +352,7 @@ Command setup_run(CLI::App& app) {
         "live and recording it in SQLite as soon as it ends.\n"
         "  ncclsweep run experiments/quickstart.yaml\n"
         "  ncclsweep run study.yaml --target ssh://me@gpu-host --tag nightly\n"
+        "  ncclsweep run study.yaml --target slurm://gpu  # one Slurm job array, followed live from here\n"
         "  ncclsweep run study.yaml --resume            # continue an interrupted sweep\n"
         "  ncclsweep run study.yaml --budget 2h         # a search: prune, race, stop at 2 h (docs/search.md)\n"
         "With `search:` in the spec (prune: {after: 2}, race: {min_repeats: 2, max_repeats: 8}, budget),\n"
@@ -352,7 +363,8 @@ Command setup_run(CLI::App& app) {
         "is written), 3 host/ssh/database failure or interrupted (resumable with the printed command).\n"
         "Failed experiments are results, not errors.");
     add_spec_flags(*sub, options->spec);
-    sub->add_option("--target", options->target, "Where to run: local or ssh://user@host[:port] (overrides the spec)");
+    sub->add_option("--target", options->target, "Where to run: local, ssh://user@host[:port] or slurm://PARTITION (overrides the spec; "
+                    "target.hosts in the spec runs on several ssh hosts at once; docs/targets.md)");
     add_db_flag(*sub, options->db);
     sub->add_option("--tag", options->tag, "Tag the sweep (e.g. nightly) for `latest:TAG` references");
     sub->add_option("--resume", options->resume,

@@ -40,6 +40,12 @@ enum class PollState {
     lost,        ///< the connection to the host was lost (infrastructure failure)
 };
 
+/// Why a batch scheduler ended a task itself (the command did not end on its own).
+struct SchedulerEnd {
+    std::string state;    ///< the scheduler's word: TIMEOUT, OUT_OF_MEMORY
+    std::string message;  ///< for people: what happened and what to change
+};
+
 /// A started command (its whole process group).
 class Process {
 public:
@@ -56,6 +62,11 @@ public:
     /// Process group id of the command on its host (for checking that nothing of it still
     /// holds a GPU); nullopt when unknown.
     [[nodiscard]] virtual std::optional<long> process_group() const { return std::nullopt; }
+    /// Set when a batch scheduler ended the task (time limit, memory) after poll() returned
+    /// `exited`: the experiment then did not fail on its own.
+    [[nodiscard]] virtual std::optional<SchedulerEnd> scheduler_end() const { return std::nullopt; }
+    /// The scheduler's id of the task ("4242_3"), "" when not run by a scheduler.
+    [[nodiscard]] virtual std::string scheduler_task() const { return {}; }
 };
 
 /// What to start.
@@ -66,6 +77,16 @@ struct Command {
     /// Directory put first on PYTHONPATH for this command (env_delivery sitecustomize/both);
     /// the PYTHONPATH it would otherwise have is kept after it. "" = leave PYTHONPATH alone.
     std::string pythonpath_prepend;
+    /// The key it was handed to Target::submit under ("" when it was not): a batch target
+    /// attaches start() to the scheduler task it submitted for that key.
+    std::string batch_key;
+};
+
+/// One command of a batch (Target::submit).
+struct BatchItem {
+    std::string key;            ///< unique within the run; Command::batch_key of the later start()
+    Command command;
+    std::string previous_task;  ///< the scheduler task it was given by an earlier run (a resume), or ""
 };
 
 /// A host that runs experiments.
@@ -85,6 +106,26 @@ public:
     /// After a Process reported `lost`: drops the connection and opens a new one, so the sweep
     /// can retry that experiment. Fails (infrastructure) when the host is still unreachable.
     virtual Result<void> reconnect() { return success(); }
+
+    /// How many experiments may run at once (the sweep loop runs up to this many concurrently,
+    /// each on slot_target(i)). A target with more than one slot serves its slots from several
+    /// threads at once.
+    [[nodiscard]] virtual int slots() const { return 1; }
+    /// The target that slot `slot` (0 <= slot < slots()) runs its experiments on: a pool's host,
+    /// otherwise this target itself.
+    virtual Target& slot_target(int /*slot*/) { return *this; }
+    /// True for a batch scheduler (Slurm): the sweep loop then calls submit() once first.
+    [[nodiscard]] virtual bool schedules_batches() const { return false; }
+    /// A batch scheduler (Slurm) takes every command of a run at once, before any start(), and
+    /// returns the scheduler task of each (same order); start() of a command with that
+    /// batch_key then follows its task. A target that starts commands one by one returns an
+    /// empty vector. Errors: bad_input for a command it cannot express, infrastructure when the
+    /// scheduler refuses.
+    virtual Result<std::vector<std::string>> submit(const std::vector<BatchItem>& /*items*/) {
+        return std::vector<std::string>{};
+    }
+    /// Ends every submitted task that has not ended (Ctrl-C, or the sweep stopped on an error).
+    virtual void cancel_all() {}
 };
 
 }  // namespace ncclsweep

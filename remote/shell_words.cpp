@@ -18,14 +18,15 @@ bool has_nul(const std::string& text) { return text.find('\0') != std::string::n
 
 }  // namespace
 
-Result<std::string> remote_command_line(const Command& command, const std::string& default_workdir) {
-    if (command.argv.empty() || command.argv[0].empty()) return Error::bad_input("ssh: empty command: nothing to run");
+Result<std::string> command_script(const Command& command, const std::string& default_workdir, ExecLast exec,
+                                   std::string_view who) {
+    if (command.argv.empty() || command.argv[0].empty()) return Error::bad_input(fmt::format("{}: empty command: nothing to run", who));
     std::string env_words;
     bool env_has_pythonpath = false;
     std::string env_pythonpath;
     for (const auto& [name, value] : command.env) {
-        if (!valid_name(name)) return Error::bad_input(fmt::format("ssh: '{}' is not a valid environment variable name (letters, digits, '_')", name));
-        if (has_nul(value)) return Error::bad_input(fmt::format("ssh: the value of {} contains a NUL byte, which no environment can carry", name));
+        if (!valid_name(name)) return Error::bad_input(fmt::format("{}: '{}' is not a valid environment variable name (letters, digits, '_')", who, name));
+        if (has_nul(value)) return Error::bad_input(fmt::format("{}: the value of {} contains a NUL byte, which no environment can carry", who, name));
         if (name == "PYTHONPATH" && !command.pythonpath_prepend.empty()) {
             env_has_pythonpath = true;
             env_pythonpath = value;
@@ -33,9 +34,9 @@ Result<std::string> remote_command_line(const Command& command, const std::strin
         }
         env_words += ' ' + shell_quote(name + "=" + value);
     }
-    std::string script = fmt::format("echo \"{}$$\" >&2 || exit 126; ", k_pgid_marker);
+    std::string script;
     const std::string workdir = command.workdir.empty() ? default_workdir : command.workdir;
-    if (has_nul(workdir) || has_nul(command.pythonpath_prepend)) return Error::bad_input("ssh: a path contains a NUL byte");
+    if (has_nul(workdir) || has_nul(command.pythonpath_prepend)) return Error::bad_input(fmt::format("{}: a path contains a NUL byte", who));
     if (!workdir.empty()) script += "cd " + shell_quote(workdir) + " || exit 126; ";
     if (!command.pythonpath_prepend.empty()) {
         if (env_has_pythonpath) {
@@ -46,12 +47,18 @@ Result<std::string> remote_command_line(const Command& command, const std::strin
         }
         script += "export PYTHONPATH; ";
     }
-    script += "exec env --" + env_words;
+    script += (exec == ExecLast::yes ? "exec env --" : "env --") + env_words;
     for (const auto& word : command.argv) {
-        if (has_nul(word)) return Error::bad_input("ssh: a command argument contains a NUL byte");
+        if (has_nul(word)) return Error::bad_input(fmt::format("{}: a command argument contains a NUL byte", who));
         script += ' ' + shell_quote(word);
     }
-    return "exec /bin/sh -c " + shell_quote(script);
+    return script;
+}
+
+Result<std::string> remote_command_line(const Command& command, const std::string& default_workdir) {
+    auto body = command_script(command, default_workdir, ExecLast::yes, "ssh");
+    if (!body) return body.error();
+    return "exec /bin/sh -c " + shell_quote(fmt::format("echo \"{}$$\" >&2 || exit 126; ", k_pgid_marker) + *body);
 }
 
 }  // namespace ncclsweep::remote

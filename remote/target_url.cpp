@@ -10,7 +10,7 @@ namespace ncclsweep::remote {
 namespace {
 
 Error bad_url(const std::string& url, const std::string& why) {
-    return Error::bad_input(fmt::format("target '{}': {}; use 'local' or 'ssh://user@host[:port]'", url, why));
+    return Error::bad_input(fmt::format("target '{}': {}; use 'local', 'ssh://user@host[:port]' or 'slurm://PARTITION'", url, why));
 }
 
 bool valid_host(const std::string& host, bool bracketed) {
@@ -29,6 +29,7 @@ bool valid_user(const std::string& user) {
 
 std::string TargetUrl::to_string() const {
     if (kind == Kind::local) return "local";
+    if (kind == Kind::slurm) return "slurm://" + host;
     const std::string shown_host = host.find(':') != std::string::npos ? "[" + host + "]" : host;
     return fmt::format("ssh://{}{}:{}", user.empty() ? "" : user + "@", shown_host, port);
 }
@@ -36,6 +37,13 @@ std::string TargetUrl::to_string() const {
 Result<TargetUrl> parse_target_url(const std::string& url) {
     TargetUrl out;
     if (url.empty() || url == "local") return out;
+    if (url.compare(0, 8, "slurm://") == 0) {
+        out.kind = TargetUrl::Kind::slurm;
+        out.host = url.substr(8);
+        if (!valid_host(out.host, false))
+            return bad_url(url, fmt::format("'{}' is not a Slurm partition name (letters, digits, '.', '-', '_')", out.host));
+        return out;
+    }
     const std::string scheme = "ssh://";
     if (url.compare(0, scheme.size(), scheme) != 0) return bad_url(url, "unknown scheme");
     std::string rest = url.substr(scheme.size());

@@ -1,5 +1,6 @@
 #pragma once
-// Parses target URLs: "local" or "ssh://[user@]host[:port]" (IPv6 hosts in brackets).
+// Parses target URLs: "local", "ssh://[user@]host[:port]" (IPv6 hosts in brackets) or
+// "slurm://PARTITION".
 #include <string>
 
 #include "core/result.hpp"
@@ -8,12 +9,12 @@ namespace ncclsweep::remote {
 
 /// A parsed target URL.
 struct TargetUrl {
-    enum class Kind { local, ssh };
+    enum class Kind { local, ssh, slurm };
     Kind kind = Kind::local;
     std::string user;  ///< "" = the local user name (ssh only)
-    std::string host;  ///< without brackets
+    std::string host;  ///< without brackets; the partition for slurm
     int port = 22;
-    /// Canonical text: "local" or "ssh://user@host:port".
+    /// Canonical text: "local", "ssh://user@host:port" or "slurm://PARTITION".
     [[nodiscard]] std::string to_string() const;
 };
 

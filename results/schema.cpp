@@ -9,7 +9,7 @@ namespace {
 
 // Forward migrations. Step i (0-based) takes the file from version i to version i + 1.
 // Never edit a released step: append a new one. Each runs inside one transaction.
-constexpr std::array<const char*, 4> k_migrations = {
+constexpr std::array<const char*, 5> k_migrations = {
     // v1: sweeps, experiments, samples.
     R"sql(
 CREATE TABLE sweeps (
@@ -152,6 +152,12 @@ CREATE TABLE samples (
 ) WITHOUT ROWID;
 INSERT INTO samples SELECT sweep_id, exp_id, repeat, metric, value FROM samples_v3;
 DROP TABLE samples_v3;
+)sql",
+    // v5: the scheduler tasks a batch target (Slurm) gave an experiment, one per repeat,
+    // space-separated ("4242_0 4242_1"); NULL on targets that start commands themselves. A
+    // resume re-attaches to them instead of running the experiment again.
+    R"sql(
+ALTER TABLE experiments ADD COLUMN scheduler_task TEXT;
 )sql",
 };
 

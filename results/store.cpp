@@ -257,6 +257,34 @@ Result<void> Store::finish_sweep(std::int64_t sweep, SweepState state, std::stri
     return success();
 }
 
+Result<void> Store::set_scheduler_task(std::int64_t sweep, int exp_id, const std::string& tasks) {
+    const std::string what = fmt::format("recording the scheduler tasks of experiment {} of sweep {}", exp_id, sweep);
+    Result<sqlite::Statement*> stmt =
+        m_db.cached("UPDATE experiments SET scheduler_task = ?3 WHERE sweep_id = ?1 AND exp_id = ?2", what);
+    if (!stmt) return stmt.error();
+    (*stmt)->bind(1, sweep).bind(2, std::int64_t{exp_id}).bind_text_or_null(3, tasks);
+    if (auto done = (*stmt)->run(what); !done) return done.error();
+    if (m_db.changes() != 1)
+        return Error::internal(fmt::format("experiment {} of sweep {} is not in database {}", exp_id, sweep, path()));
+    return success();
+}
+
+Result<std::map<int, std::string>> Store::scheduler_tasks(std::int64_t sweep) {
+    const std::string what = fmt::format("reading the scheduler tasks of sweep {}", sweep);
+    Result<sqlite::Statement*> stmt = m_db.cached(
+        "SELECT exp_id, scheduler_task FROM experiments WHERE sweep_id = ?1 AND scheduler_task IS NOT NULL", what);
+    if (!stmt) return stmt.error();
+    (*stmt)->bind(1, sweep);
+    std::map<int, std::string> tasks;
+    for (;;) {
+        Result<bool> row = (*stmt)->step(what);
+        if (!row) return row.error();
+        if (!*row) break;
+        tasks[static_cast<int>((*stmt)->column_int64(0))] = (*stmt)->column_text(1);
+    }
+    return tasks;
+}
+
 Result<std::vector<int>> Store::finished_experiment_ids(std::int64_t sweep) {
     const std::string what = fmt::format("reading finished experiments of sweep {}", sweep);
     if (auto found = require_sweep(sweep, what); !found) return found.error();

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -79,6 +80,12 @@ public:
 
     /// Ids of experiments a resume must not run again (is_finished(status)), ascending.
     [[nodiscard]] Result<std::vector<int>> finished_experiment_ids(std::int64_t sweep);
+    /// Stores the scheduler tasks a batch target gave experiment `exp_id` (space-separated, one
+    /// per repeat); committed at once.
+    [[nodiscard]] Result<void> set_scheduler_task(std::int64_t sweep, int exp_id, const std::string& tasks);
+    /// The scheduler tasks stored for the sweep's experiments, by experiment id (those with none
+    /// are absent).
+    [[nodiscard]] Result<std::map<int, std::string>> scheduler_tasks(std::int64_t sweep);
     /// Puts experiments left `running` by a killed sweep back to `pending`; returns how many.
     [[nodiscard]] Result<int> reset_unfinished(std::int64_t sweep);
     /// Marks the sweep running again (started_at = now, resumes + 1, this process as runner)

@@ -136,4 +136,10 @@ Result<void> SweepWriter::experiment_finished(const ExperimentReport& report) {
     return m_store.record_experiment(m_sweep, report.exp_id, to_outcome(report));
 }
 
+Result<void> SweepWriter::experiment_scheduled(int exp_id, const std::string& tasks) {
+    return m_store.set_scheduler_task(m_sweep, exp_id, tasks);
+}
+
+Result<std::map<int, std::string>> SweepWriter::scheduled_tasks() { return m_store.scheduler_tasks(m_sweep); }
+
 }  // namespace ncclsweep::results

@@ -23,6 +23,8 @@ public:
     Result<void> finish(SweepEnd end, const std::string& reason) override;
     Result<void> experiment_started(int exp_id, int attempt) override;
     Result<void> experiment_finished(const ExperimentReport& report) override;
+    Result<void> experiment_scheduled(int exp_id, const std::string& tasks) override;
+    Result<std::map<int, std::string>> scheduled_tasks() override;
 
     /// The sweep being written (0 before create/resume).
     [[nodiscard]] std::int64_t sweep_id() const { return m_sweep; }

@@ -6,7 +6,7 @@ packages=(
   cmake ninja-build g++ pkg-config git python3
   libcli11-dev libyaml-cpp-dev libfmt-dev libsqlite3-dev libssh-dev catch2
   nlohmann-json3-dev libre2-dev ccache openssh-server openssh-client sqlite3
-  chromium
+  chromium slurmctld slurmd slurm-client munge
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -10,14 +10,15 @@
 # A test that cannot run on this machine is reported by CTest as skipped (never as passed),
 # and scripts/check-skips.py then fails the run unless what it lacked is something this
 # script cannot provide: a GPU (or, on a GPU host, a host without nvidia-smi), and tmpfs
-# mounts when not run as root. CHECK_SKIPS=0 turns that check off.
+# mounts and a one-node Slurm when not run as root. CHECK_SKIPS=0 turns that check off.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh
 build_dir=${BUILD_DIR:-build}
 allowed=(gpu no-nvidia-smi)
-[ "$(id -u)" -eq 0 ] || allowed+=(mount)
+# Not root: no tmpfs mounts, and slurmd may refuse to run as an ordinary user.
+[ "$(id -u)" -eq 0 ] || allowed+=(mount slurm)
 junit="$PWD/$build_dir/ctest-junit.xml"
 (cd "$build_dir" && ctest --output-on-failure -j "$(nproc)" --timeout 600 --output-junit "$junit")
 if [ "${CHECK_SKIPS:-1}" != 0 ]; then

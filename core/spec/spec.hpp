@@ -51,9 +51,23 @@ struct IncludePoint {
 /// How the environment reaches the workload (target.env_delivery).
 enum class EnvDelivery { sitecustomize, env, both };
 
+/// `target.slurm:` — how a `slurm://PARTITION` target submits its job arrays.
+struct SlurmSpec {
+    std::optional<int> array_limit;    ///< tasks of the array running at once (`--array=...%N`)
+    std::string gres;                  ///< `--gres` ("" = none)
+    std::string time = "00:30:00";     ///< `--time` of each task
+    std::string account;               ///< `--account` ("" = the user's default)
+    std::vector<std::string> sbatch;   ///< more sbatch options, each one word
+    double poll_seconds = 2;           ///< seconds between squeue calls
+};
+
 /// `target:` — where experiments run.
 struct TargetSpec {
-    std::string url = "local";  ///< "local" or "ssh://user@host[:port]"
+    std::string url = "local";  ///< "local", "ssh://user@host[:port]" or "slurm://PARTITION"
+    /// A pool of ssh:// hosts (instead of url), one experiment each at a time; `url` then reads
+    /// "hosts:ssh://a,ssh://b" (shown by plan, part of the fingerprint).
+    std::vector<std::string> hosts;
+    SlurmSpec slurm;
     EnvDelivery env_delivery = EnvDelivery::both;
     std::string workdir;        ///< per-sweep work directory root on the host ("" = default)
     std::optional<std::string> identity_file;

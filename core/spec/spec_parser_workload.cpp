@@ -15,10 +15,18 @@ Where inner(const Where& where, const YAML::Node& key_node) {
 
 Result<void> check_url(const SpecValue& url) {
     if (url.text == "local") return success();
+    if (url.text.rfind("slurm://", 0) == 0) {
+        const std::string partition = url.text.substr(8);
+        if (partition.empty() || partition.find_first_of("/ \t\n?#:@,") != std::string::npos)
+            return error_at(url.mark, fmt::format("target '{}' does not name one Slurm partition; write "
+                                                  "`slurm://PARTITION` (e.g. slurm://gpu)",
+                                                  url.text));
+        return success();
+    }
     const std::string_view prefix = "ssh://";
     std::string_view rest = url.text;
     auto bad = [&](std::string_view why) {
-        return error_at(url.mark, fmt::format("target '{}' {}; write `local` or `ssh://user@host[:port]`",
+        return error_at(url.mark, fmt::format("target '{}' {}; write `local`, `ssh://user@host[:port]` or `slurm://PARTITION`",
                                               url.text, why));
     };
     if (rest.substr(0, prefix.size()) != prefix) return bad("is neither local nor an ssh:// URL");
@@ -42,6 +50,69 @@ Result<void> check_url(const SpecValue& url) {
     if (host.find_first_of("/ \t\n?#") != std::string_view::npos)
         return bad("has a host name with '/', spaces or '?'");
     return success();
+}
+
+Result<SlurmSpec> parse_slurm(const YAML::Node& node, const Where& where) {
+    SlurmSpec slurm;
+    if (auto ok = check_map(node, where, "target.slurm", {"array_limit", "gres", "time", "account", "sbatch", "poll"}); !ok)
+        return ok.error();
+    for (const auto& entry : node) {
+        const std::string& key = entry.first.Scalar();
+        Where at = inner(where, entry.first);
+        std::string what = "target.slurm." + key;
+        if (entry.second.IsNull()) continue;  // `account: null` = Slurm's default
+        if (key == "array_limit") {
+            auto value = read_int(entry.second, at, what, 1, 100000);
+            if (!value) return value.error();
+            slurm.array_limit = static_cast<int>(*value);
+        } else if (key == "poll") {
+            auto value = read_seconds(entry.second, at, what);
+            if (!value) return value.error();
+            if (*value < 0.1) return error_at(mark_of(entry.second, at), "target.slurm.poll must be at least 0.1 s");
+            slurm.poll_seconds = *value;
+        } else if (key == "sbatch") {
+            if (!entry.second.IsSequence())
+                return error_at(mark_of(entry.second, at),
+                                "target.slurm.sbatch must be a list of sbatch options, e.g. [\"--exclusive\", \"--qos=high\"]");
+            for (std::size_t i = 0; i < entry.second.size(); ++i) {
+                auto word = read_scalar(entry.second[i], at, fmt::format("{}[{}]", what, i));
+                if (!word) return word.error();
+                if (word->text.rfind("--", 0) != 0 || word->text.find_first_of(" \t\n") != std::string::npos)
+                    return error_at(word->mark, fmt::format("{}[{}] '{}' is not one long sbatch option (--name or "
+                                                            "--name=value, no spaces)",
+                                                            what, i, word->text));
+                if (word->text.rfind("--array", 0) == 0 || word->text.rfind("--output", 0) == 0 ||
+                    word->text.rfind("--error", 0) == 0 || word->text.rfind("--partition", 0) == 0)
+                    return error_at(word->mark, fmt::format("{}[{}] '{}' is set by ncclsweep itself (the partition is "
+                                                            "the URL's, the array its experiments)",
+                                                            what, i, word->text));
+                slurm.sbatch.push_back(word->text);
+            }
+        } else {
+            auto value = read_scalar(entry.second, at, what);
+            if (!value) return value.error();
+            if (key == "gres") slurm.gres = value->text;
+            if (key == "time") slurm.time = value->text;
+            if (key == "account") slurm.account = value->text;
+        }
+    }
+    return slurm;
+}
+
+Result<std::vector<std::string>> parse_hosts(const YAML::Node& node, const Where& where) {
+    if (!node.IsSequence() || node.size() == 0)
+        return error_at(mark_of(node, where), "target.hosts must be a non-empty list of ssh:// URLs, e.g. [ssh://a, ssh://b]");
+    std::vector<std::string> hosts;
+    for (std::size_t i = 0; i < node.size(); ++i) {
+        auto url = read_scalar(node[i], where, fmt::format("target.hosts[{}]", i));
+        if (!url) return url.error();
+        if (url->text.rfind("ssh://", 0) != 0)
+            return error_at(url->mark, fmt::format("target.hosts[{}] '{}' is not an ssh:// URL; a pool runs over ssh",
+                                                   i, url->text));
+        if (auto ok = check_url(*url); !ok) return ok.error();
+        hosts.push_back(url->text);
+    }
+    return hosts;
 }
 
 Result<RuleSpec> parse_rule(const YAML::Node& node, const Where& where, std::size_t index) {
@@ -114,7 +185,7 @@ Result<TargetSpec> parse_target(const YAML::Node& node, const Where& where) {
         return target;
     }
     if (auto ok = check_map(node, where, "target",
-                            {"url", "env_delivery", "workdir", "identity_file", "accept_new_host_key"});
+                            {"url", "hosts", "slurm", "env_delivery", "workdir", "identity_file", "accept_new_host_key"});
         !ok)
         return ok.error();
     for (const auto& entry : node) {
@@ -125,6 +196,18 @@ Result<TargetSpec> parse_target(const YAML::Node& node, const Where& where) {
             auto value = read_bool(entry.second, at, what);
             if (!value) return value.error();
             target.accept_new_host_key = *value;
+            continue;
+        }
+        if (key == "slurm") {
+            auto slurm = parse_slurm(entry.second, at);
+            if (!slurm) return slurm.error();
+            target.slurm = std::move(*slurm);
+            continue;
+        }
+        if (key == "hosts") {
+            auto hosts = parse_hosts(entry.second, at);
+            if (!hosts) return hosts.error();
+            target.hosts = std::move(*hosts);
             continue;
         }
         auto value = read_scalar(entry.second, at, what);
@@ -150,6 +233,15 @@ Result<TargetSpec> parse_target(const YAML::Node& node, const Where& where) {
             target.identity_file = value->text;
         }
     }
+    if (!target.hosts.empty()) {
+        if (node["url"])
+            return error_at(target.mark, "target has both `url` and `hosts`; a pool is `hosts: [ssh://a, ssh://b]` alone");
+        // What the plan, the fingerprint and the sweep record show for a pool.
+        target.url = "hosts:";
+        for (const auto& host : target.hosts) target.url += (target.url.size() > 6 ? "," : "") + host;
+    }
+    if (node["slurm"] && target.url.rfind("slurm://", 0) != 0)
+        return error_at(target.mark, "target.slurm is given but target.url is not slurm://PARTITION");
     return target;
 }
 

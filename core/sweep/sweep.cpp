@@ -7,28 +7,16 @@
 
 #include "core/plan/render.hpp"
 #include "core/stats/stats.hpp"
+#include "core/sweep/sweep_detail.hpp"
 #include "core/watch/supervise.hpp"
 
 namespace ncclsweep::inline sweep {
-namespace {
-using Clock = std::chrono::steady_clock;
-
-enum class RepeatEnd { ok, failed, timed_out, lost, interrupted };
-
-struct RepeatOutcome {
-    RepeatEnd end = RepeatEnd::ok;
-    std::string lost_reason;
-    std::unique_ptr<Watcher> watcher;
-    std::optional<ExitInfo> exit;
-    std::vector<long> process_groups;  ///< of the server (and client) it started
-    double seconds = 0;
-};
+namespace detail {
 
 std::string experiment_dir(const SweepRunOptions& options, const Experiment& experiment) {
     return fmt::format("{}/exp-{}", options.workdir, experiment.id);
 }
 
-/// Writes the experiment's sitecustomize.py and env file into its directory on the host.
 Result<std::string> deliver(Target& target, const Experiment& experiment, const SweepRunOptions& options) {
     std::string dir = experiment_dir(options, experiment);
     render::Provenance provenance{options.sweep_name, experiment.id, experiment.key};
@@ -42,8 +30,10 @@ Result<std::string> deliver(Target& target, const Experiment& experiment, const 
     return dir;
 }
 
+std::string batch_key(int exp_id, int repeat) { return fmt::format("exp-{}/rep-{}", exp_id, repeat); }
+
 Command command_for(const std::vector<std::string>& argv, const Experiment& experiment, const std::string& dir,
-                    EnvDelivery delivery, int repeat, const std::vector<Assignment>& extra_env) {
+                    EnvDelivery delivery, int repeat, Batched batched, const std::vector<Assignment>& extra_env) {
     Command command;
     command.argv = argv;
     command.workdir = dir;
@@ -55,8 +45,27 @@ Command command_for(const std::vector<std::string>& argv, const Experiment& expe
     command.env.emplace_back("NCCLSWEEP_EXPERIMENT_ID", std::to_string(experiment.id));
     command.env.emplace_back("NCCLSWEEP_EXPERIMENT_KEY", experiment.key);
     command.env.emplace_back("NCCLSWEEP_REPEAT", std::to_string(repeat));
+    if (batched == Batched::yes) command.batch_key = batch_key(experiment.id, repeat);
     return command;
 }
+
+}  // namespace detail
+
+namespace {
+using Clock = std::chrono::steady_clock;
+using detail::Batched;
+
+enum class RepeatEnd { ok, failed, timed_out, lost, interrupted };
+
+struct RepeatOutcome {
+    RepeatEnd end = RepeatEnd::ok;
+    std::string lost_reason;
+    std::unique_ptr<Watcher> watcher;
+    std::optional<ExitInfo> exit;
+    std::vector<long> process_groups;  ///< of the server (and client) it started
+    double seconds = 0;
+    std::optional<SchedulerEnd> scheduler_end;  ///< a batch scheduler ended it (time limit, memory)
+};
 
 /// The client command (workload.client) rendered for this experiment, if there is one.
 Result<std::vector<std::string>> client_argv(const SweepRunOptions& options, const Experiment& experiment) {
@@ -70,7 +79,7 @@ Result<std::vector<std::string>> client_argv(const SweepRunOptions& options, con
 
 RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std::string& dir, int repeat,
                          const std::vector<std::string>& client_args, const SweepRunOptions& options,
-                         const std::atomic<bool>& stop) {
+                         const std::atomic<bool>& stop, Batched batched) {
     RepeatOutcome outcome;
     auto start_time = Clock::now();
     auto finish = [&](RepeatEnd end) {
@@ -78,8 +87,13 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
         outcome.seconds = std::chrono::duration<double>(Clock::now() - start_time).count();
         return std::move(outcome);
     };
-    auto process = target.start(command_for(experiment.argv, experiment, dir, options.delivery, repeat, options.extra_env));
+    auto process = target.start(detail::command_for(experiment.argv, experiment, dir, options.delivery, repeat, batched,
+                                                                options.extra_env));
+    // A batch target returns once the task runs: the time it waited in the queue is not the
+    // experiment's (its timeouts start now).
+    start_time = Clock::now();
     if (!process) {
+        if (stop.load()) return finish(RepeatEnd::interrupted);
         outcome.lost_reason = process.error().message;
         if (process.error().kind == ErrorKind::infrastructure) return finish(RepeatEnd::lost);
         // The command itself cannot start (not found, bad argv): a failure of this experiment.
@@ -103,7 +117,7 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
         supervise_options.stop_when = [&]() {
             if (client_done) return true;
             if (!client && (watcher.state() == WatchState::ready)) {
-                auto started = target.start(command_for(client_args, experiment, dir, options.delivery, repeat, {}));
+                auto started = target.start(detail::command_for(client_args, experiment, dir, options.delivery, repeat, Batched::no, {}));
                 if (!started) {
                     watcher.feed(OutputLine{Stream::err, "client: " + started.error().message, Clock::now(), false});
                     client_done = true;
@@ -137,6 +151,7 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
     outcome.exit = supervision.exit;
     switch (supervision.end) {
         case SupervisionEnd::lost:
+            if (stop.load()) return finish(RepeatEnd::interrupted);
             outcome.lost_reason = supervision.lost_reason;
             return finish(RepeatEnd::lost);
         case SupervisionEnd::interrupted:
@@ -151,6 +166,10 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
             }
             break;
         case SupervisionEnd::exited:
+            if (auto ended = (*process)->scheduler_end()) {
+                outcome.scheduler_end = std::move(ended);
+                return finish(RepeatEnd::failed);
+            }
             break;
     }
     switch (watcher.state()) {
@@ -202,30 +221,21 @@ std::optional<double> ExperimentReport::median(const std::string& name) const {
     return stats::median(values);
 }
 
-namespace {
+namespace detail {
 
-/// One dispatch of the loop: repeats [first_repeat, first_repeat + repeats) of a point.
-struct Dispatch {
-    const Experiment& experiment;
-    int first_repeat = 0;
-    int repeats = 1;
-    int index = 0, total = 0;  ///< for the observer
-};
-
-enum class PointEnd { recorded, interrupted };
-
-/// Runs one dispatch with its retries after a lost connection, adds its samples to `report`
-/// (the point's earlier rounds, or empty) and records the point. `runs` counts the workload
-/// runs started. Infrastructure errors as run_experiments.
-Result<PointEnd> run_point(Target& target, const Dispatch& dispatch, ExperimentReport& report, int& runs,
-                           std::vector<long>& previous_groups, ResultSink& sink, SweepObserver& observer,
-                           const SweepRunOptions& options, const std::atomic<bool>& stop) {
-    const Experiment& experiment = dispatch.experiment;
-    const ExperimentReport before = report;
+Result<ExperimentRun> run_experiment(Target& target, const Experiment& experiment, int index, int total,
+                                     ResultSink& sink, SweepObserver& observer, const SweepRunOptions& options,
+                                     const std::atomic<bool>& stop, std::vector<long>& previous_groups,
+                                     Batched batched, const Rounds& rounds) {
+    ExperimentRun run;
+    ExperimentReport& report = run.report;
+    const ExperimentReport before = rounds.before != nullptr ? *rounds.before : ExperimentReport{};
+    const int first_repeat = rounds.first_repeat;
+    const int repeats = rounds.repeats > 0 ? rounds.repeats : std::max(1, options.repeats);
     for (int attempt = 1; attempt <= options.max_attempts; ++attempt) {
         // A later round adds to a recorded point: the point stays recorded (with its earlier
         // samples) until the new ones are committed with them, so a kill loses only this round.
-        if (dispatch.first_repeat == 0)
+        if (first_repeat == 0)
             if (auto begun = sink.experiment_started(experiment.id, attempt); !begun) return begun.error();
         report = before;
         report.warnings.clear();  // an earlier round's warnings are recorded already
@@ -244,19 +254,22 @@ Result<PointEnd> run_point(Target& target, const Dispatch& dispatch, ExperimentR
             report.failure_class = "config";
             report.diagnosis = client_args ? dir.error().message : "client: " + dir.error().message;
             if (auto done = sink.experiment_finished(report); !done) return done.error();
-            return PointEnd::recorded;
+            return run;
         }
         if (!dir) {
             lost = true;
             lost_reason = dir.error().message;
         }
-        for (int repeat = dispatch.first_repeat; !lost && repeat < dispatch.first_repeat + dispatch.repeats; ++repeat) {
-            observer.started(experiment, dispatch.index, dispatch.total, repeat);
-            ++runs;
-            RepeatOutcome outcome = run_repeat(target, experiment, *dir, repeat, *client_args, options, stop);
+        for (int repeat = first_repeat; !lost && repeat < first_repeat + repeats; ++repeat) {
+            observer.started(experiment, index, total, repeat);
+            ++run.runs;
+            RepeatOutcome outcome = run_repeat(target, experiment, *dir, repeat, *client_args, options, stop, batched);
             total_s += outcome.seconds;
             previous_groups.insert(previous_groups.end(), outcome.process_groups.begin(), outcome.process_groups.end());
-            if (outcome.end == RepeatEnd::interrupted) return PointEnd::interrupted;
+            if (outcome.end == RepeatEnd::interrupted) {
+                run.end = ExperimentEnd::interrupted;
+                return run;
+            }
             if (outcome.end == RepeatEnd::lost) {
                 lost = true;
                 lost_reason = outcome.lost_reason;
@@ -267,6 +280,16 @@ Result<PointEnd> run_point(Target& target, const Dispatch& dispatch, ExperimentR
             if (outcome.exit) {
                 report.exit_code = outcome.exit->exit_code;
                 if (outcome.exit->signal) report.exit_signal = outcome.exit->signal;
+            }
+            if (outcome.scheduler_end) {
+                // Ended by the scheduler, not by the setting: its time limit is a timeout.
+                const bool time_limit = outcome.scheduler_end->state == "TIMEOUT" || outcome.scheduler_end->state == "DEADLINE";
+                report.status = time_limit ? RunStatus::timed_out : RunStatus::failed;
+                report.failure_class = time_limit ? "scheduler_time_limit" : "scheduler_memory";
+                const std::string lines = watcher.diagnosis().text();
+                report.diagnosis = outcome.scheduler_end->message + (lines.empty() ? "" : "\n" + lines);
+                report.detected_after_s = outcome.seconds;
+                break;
             }
             if (outcome.end != RepeatEnd::ok) {
                 report.status = outcome.end == RepeatEnd::timed_out ? RunStatus::timed_out : RunStatus::failed;
@@ -279,7 +302,7 @@ Result<PointEnd> run_point(Target& target, const Dispatch& dispatch, ExperimentR
         report.total_s = before.total_s.value_or(0) + total_s;
         if (!lost) {
             if (auto done = sink.experiment_finished(report); !done) return done.error();
-            return PointEnd::recorded;
+            return run;
         }
         if (attempt < options.max_attempts) {
             observer.notice(fmt::format("experiment {}: connection to {} lost ({}); reconnecting and retrying (attempt {} of {})",
@@ -302,9 +325,12 @@ Result<PointEnd> run_point(Target& target, const Dispatch& dispatch, ExperimentR
         return Error::infrastructure(fmt::format("lost the connection to {} during experiment {} ({} attempts): {}",
                                                  target.describe(), experiment.id, attempt, lost_reason));
     }
-    return Error::internal(fmt::format("experiment {}: no attempt was made (max_attempts {})", experiment.id,
-                                       options.max_attempts));
+    return run;
 }
+
+}  // namespace detail
+
+namespace {
 
 std::vector<double> values_of(const ExperimentReport& report, const std::string& metric, int from_repeat) {
     std::vector<double> values;
@@ -399,18 +425,19 @@ Result<SweepRunSummary> run_search(Target& target, const std::vector<Experiment>
         ExperimentReport& report = recorded[experiment.id];
         if (step.first_repeat == 0) report = ExperimentReport{};
         const double seconds_before = report.total_s.value_or(0);
-        int runs = 0;
-        auto ended = run_point(target, Dispatch{experiment, step.first_repeat, step.repeats, index, total}, report, runs,
-                               previous_groups, sink, observer, options, stop);
-        summary.runs += runs;
+        auto ended = detail::run_experiment(target.slot_target(0), experiment, index, total, sink, observer, options,
+                                            stop, previous_groups, detail::Batched::no,
+                                            detail::Rounds{step.first_repeat, step.repeats, &report});
         if (!ended) return ended.error();
-        if (*ended == PointEnd::interrupted) {
+        summary.runs += ended->runs;
+        if (ended->end == detail::ExperimentEnd::interrupted) {
             summary.interrupted = true;
             break;
         }
+        report = std::move(ended->report);
         search::Observation observation = observation_of(report, settings.metric);
         observation.values = values_of(report, settings.metric, step.first_repeat);
-        observation.runs = runs;
+        observation.runs = ended->runs;
         observation.seconds = report.total_s.value_or(0) - seconds_before;
         search.record(step.point, observation);
         if (step.first_repeat == 0) {
@@ -424,12 +451,6 @@ Result<SweepRunSummary> run_search(Target& target, const std::vector<Experiment>
         observer.finished(experiment, report, index, total);
     }
     return summary;
-}
-
-Result<SweepRunSummary> run_experiments(Target& target, const std::vector<Experiment>& experiments,
-                                        ResultSink& sink, SweepObserver& observer,
-                                        const SweepRunOptions& options, const std::atomic<bool>& stop) {
-    return run_search(target, experiments, {}, sink, observer, options, stop);
 }
 
 }  // namespace ncclsweep::sweep

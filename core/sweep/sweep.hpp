@@ -60,6 +60,9 @@ public:
     virtual Result<void> experiment_started(int exp_id, int attempt) = 0;
     /// Experiment finished (committed before the next starts).
     virtual Result<void> experiment_finished(const ExperimentReport& report) = 0;
+    /// A batch target (Slurm) gave experiment `exp_id` its scheduler tasks, one per repeat,
+    /// space-separated ("4242_0 4242_1"), so a resume can find them again.
+    virtual Result<void> experiment_scheduled(int /*exp_id*/, const std::string& /*tasks*/) { return success(); }
 };
 
 /// Progress for people or machines (cli/ implements it).
@@ -94,6 +97,9 @@ struct SweepRunOptions {
     /// What runs next (docs/search.md); the default runs every experiment with `repeats`, in order.
     /// Its `repeats` is overwritten by `repeats` above when no search is configured.
     std::optional<search::Settings> search;
+    /// Scheduler tasks an earlier run of this sweep gave its experiments (a resume), by
+    /// experiment id, as ResultSink::experiment_scheduled wrote them.
+    std::map<int, std::string> previous_tasks;
 };
 
 /// What a run of the loop did.
@@ -107,7 +113,9 @@ struct SweepRunSummary {
     std::string search_end;       ///< how the search ended ("" for the full product)
 };
 
-/// Runs what `search` decides among `experiments` (the sweep's points, id order): each run step
+/// Runs what `search` decides among `experiments` (the sweep's points, id order), one point at a
+/// time on slot 0 (each decision waits for the result before it; on a batch target each run is
+/// a task of its own): each run step
 /// dispatches some repeats of one point (a later round's repeats are added to the point's
 /// earlier samples and the point is recorded again, with all of them), each skip step records
 /// a point as pruned or dropped with the reason, and a stop step ends the loop. `history` holds
@@ -122,9 +130,12 @@ Result<SweepRunSummary> run_search(Target& target, const std::vector<Experiment>
 /// setting, the samples of `metric`, and the runs it took (highest repeat + 1).
 [[nodiscard]] search::Observation observation_of(const ExperimentReport& report, const std::string& metric);
 
-/// Runs `experiments` in order. Returns an infrastructure Error when the host stays
+/// Runs `experiments` in order, up to target.slots() at once (each on its slot's target; the
+/// sink and observer are called from one thread at a time). A batch target first gets every
+/// experiment x repeat in one Target::submit. Returns an infrastructure Error when a host stays
 /// unreachable or the sink fails (everything finished before is recorded); `interrupted` when
-/// `stop` was raised (the running experiment's group is killed and it is not recorded).
+/// `stop` was raised (running experiments are killed and not recorded; Target::cancel_all ends
+/// what a batch target still has queued).
 Result<SweepRunSummary> run_experiments(Target& target, const std::vector<Experiment>& experiments,
                                         ResultSink& sink, SweepObserver& observer,
                                         const SweepRunOptions& options, const std::atomic<bool>& stop);

@@ -55,6 +55,9 @@ Result<SweepOutcome> run_sweep(const SweepRequest& request, Target& target, Swee
         }
         outcome.sweep_id = *request.resume_id;
         outcome.skipped_finished = static_cast<int>(done.size());
+        auto tasks = store.scheduled_tasks();
+        if (!tasks) return tasks.error();
+        options.previous_tasks = std::move(*tasks);
     } else {
         auto id = store.create(request.sweep, request.experiments);
         if (!id) return id.error();
@@ -70,7 +73,10 @@ Result<SweepOutcome> run_sweep(const SweepRequest& request, Target& target, Swee
         return workdir.error();
     }
     options.workdir = *workdir;
-    auto ran = run_search(target, todo, history, store, observer, options, stop);
+    // A search decides each run from the results before it; the full product may run points at
+    // once (a pool, a batch scheduler).
+    auto ran = options.search ? run_search(target, todo, history, store, observer, options, stop)
+                              : run_experiments(target, todo, store, observer, options, stop);
     if (!ran) {
         (void)store.finish(SweepEnd::failed, ran.error().message);
         return ran.error();

@@ -4,6 +4,7 @@
 // (results/ and remote/ implement them), so this is tested with fakes.
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,6 +53,9 @@ public:
     virtual Result<void> note(const std::string& code, const std::string& message) = 0;
     /// Ends the current sweep.
     virtual Result<void> finish(SweepEnd end, const std::string& reason) = 0;
+    /// Scheduler tasks recorded for the current sweep's experiments (experiment_scheduled), by
+    /// experiment id; empty when none were.
+    virtual Result<std::map<int, std::string>> scheduled_tasks() { return std::map<int, std::string>{}; }
 };
 
 /// What to run.

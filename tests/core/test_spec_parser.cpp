@@ -146,11 +146,11 @@ TEST_CASE("parser errors name file, line and column") {
 
 TEST_CASE("target and workload errors are located") {
     CHECK(error_of("target: sshh://box\nworkload: {engine: tpverify}\n") ==
-          "spec.yaml:1:9: target 'sshh://box' is neither local nor an ssh:// URL; write `local` or "
-          "`ssh://user@host[:port]`");
+          "spec.yaml:1:9: target 'sshh://box' is neither local nor an ssh:// URL; write `local`, "
+          "`ssh://user@host[:port]` or `slurm://PARTITION`");
     CHECK(error_of("target: {url: 'ssh://u@box:99999'}\nworkload: {engine: tpverify}\n") ==
           "spec.yaml:1:15: target 'ssh://u@box:99999' has a port that is not a number from 1 to 65535; write "
-          "`local` or `ssh://user@host[:port]`");
+          "`local`, `ssh://user@host[:port]` or `slurm://PARTITION`");
     CHECK(error_of("target: {url: local, env_delivery: file}\nworkload: {engine: tpverify}\n") ==
           "spec.yaml:1:36: target.env_delivery 'file' is not known; use sitecustomize, env or both");
     CHECK(error_of("workload:\n  engine: tpverify\n  command: [x]\n") ==
@@ -245,4 +245,45 @@ TEST_CASE("names are classified as environment variables or workload parameters"
     CHECK(classify_name("1a") == NameKind::invalid);
     CHECK(classify_name("___") == NameKind::invalid);
     CHECK(name_problem("tokens").empty());
+}
+
+TEST_CASE("parser reads a Slurm target and a pool of hosts") {
+    auto spec = parse_spec(R"(target:
+  url: slurm://gpu
+  slurm: {array_limit: 2, gres: "gpu:8", time: "00:20:00", account: null, sbatch: ["--exclusive"], poll: 3s}
+workload: {engine: tpverify}
+)",
+                           "spec.yaml");
+    REQUIRE(spec);
+    CHECK(spec->target.url == "slurm://gpu");
+    CHECK(spec->target.slurm.array_limit == 2);
+    CHECK(spec->target.slurm.gres == "gpu:8");
+    CHECK(spec->target.slurm.time == "00:20:00");
+    CHECK(spec->target.slurm.account.empty());
+    CHECK(spec->target.slurm.sbatch == std::vector<std::string>{"--exclusive"});
+    CHECK(spec->target.slurm.poll_seconds == 3);
+    auto pool = parse_spec("target: {hosts: [ssh://a, 'ssh://me@b:2222']}\nworkload: {engine: tpverify}\n", "spec.yaml");
+    REQUIRE(pool);
+    CHECK(pool->target.hosts == std::vector<std::string>{"ssh://a", "ssh://me@b:2222"});
+    CHECK(pool->target.url == "hosts:ssh://a,ssh://me@b:2222");
+}
+
+TEST_CASE("Slurm and pool target errors are located") {
+    CHECK(error_of("target: slurm://\nworkload: {engine: tpverify}\n") ==
+          "spec.yaml:1:9: target 'slurm://' does not name one Slurm partition; write `slurm://PARTITION` (e.g. "
+          "slurm://gpu)");
+    CHECK(error_of("target: {url: slurm://gpu, slurm: {array_limt: 2}}\nworkload: {engine: tpverify}\n") ==
+          "spec.yaml:1:36: unknown key 'array_limt' in target.slurm; did you mean 'array_limit'?");
+    CHECK(error_of("target: {url: slurm://gpu, slurm: {sbatch: [--array=1-3]}}\nworkload: {engine: tpverify}\n")
+              .find("is set by ncclsweep itself") != std::string::npos);
+    CHECK(error_of("target: {url: slurm://gpu, slurm: {sbatch: '--exclusive'}}\nworkload: {engine: tpverify}\n")
+              .find("must be a list of sbatch options") != std::string::npos);
+    CHECK(error_of("target: {url: slurm://gpu, slurm: {array_limit: 0}}\nworkload: {engine: tpverify}\n")
+              .rfind("spec.yaml:1:49: target.slurm.array_limit", 0) == 0);
+    CHECK(error_of("target: {url: local, slurm: {time: '1'}}\nworkload: {engine: tpverify}\n") ==
+          "spec.yaml:1:9: target.slurm is given but target.url is not slurm://PARTITION");
+    CHECK(error_of("target: {hosts: [local]}\nworkload: {engine: tpverify}\n") ==
+          "spec.yaml:1:18: target.hosts[0] 'local' is not an ssh:// URL; a pool runs over ssh");
+    CHECK(error_of("target: {url: local, hosts: [ssh://a]}\nworkload: {engine: tpverify}\n") ==
+          "spec.yaml:1:9: target has both `url` and `hosts`; a pool is `hosts: [ssh://a, ssh://b]` alone");
 }

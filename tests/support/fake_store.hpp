@@ -21,6 +21,7 @@ struct FakeSweep {
     std::string reason;
     int resumes = 0;
     std::vector<std::pair<std::string, std::string>> notes;
+    std::map<int, std::string> scheduled;  ///< scheduler tasks by exp_id (batch targets)
 };
 
 class FakeStore final : public SweepStore {
@@ -39,7 +40,7 @@ public:
 
     Result<std::int64_t> create(const NewSweep& sweep, const std::vector<Experiment>& experiments) override {
         const std::int64_t id = static_cast<std::int64_t>(sweeps.size()) + 1;
-        sweeps[id] = FakeSweep{sweep, experiments, {}, {}, "running", "", 0, {}};
+        sweeps[id] = FakeSweep{sweep, experiments, {}, {}, "running", "", 0, {}, {}};
         m_current = id;
         writes.push_back("create " + std::to_string(id));
         return id;
@@ -98,6 +99,13 @@ public:
         sweeps.at(m_current).finished[report.exp_id] = report;
         return success();
     }
+
+    Result<void> experiment_scheduled(int exp_id, const std::string& tasks) override {
+        sweeps.at(m_current).scheduled[exp_id] = tasks;
+        writes.push_back("scheduled " + std::to_string(exp_id) + " " + tasks);
+        return success();
+    }
+    Result<std::map<int, std::string>> scheduled_tasks() override { return sweeps.at(m_current).scheduled; }
 
     /// The sweep being written.
     [[nodiscard]] FakeSweep& current() { return sweeps.at(m_current); }

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# A throwaway one-node Slurm cluster on this machine, for tests (like scripts/test-sshd.sh).
+#
+#   scripts/test-slurm.sh start DIR   munge key + slurm.conf in DIR, start munged, slurmctld and
+#                                     slurmd, wait until partition `debug` has an idle node,
+#                                     print the path of slurm.conf (export it as SLURM_CONF)
+#   scripts/test-slurm.sh stop DIR    kill those daemons (SIGKILL) and every job step below them
+#
+# Everything lives in DIR: munge.key, munge.socket, slurm.conf, state/, spool/, *.log, *.pid.
+# Ports are picked free at random; nothing in /etc is read or written, so it runs next to a real
+# Slurm and next to other instances of itself. Root runs the daemons as root (SlurmUser=root);
+# an ordinary user runs them as that user (slurmd then runs only that user's jobs). No
+# accounting daemon: `sacct` has nothing, state comes from squeue and `scontrol show job`.
+# Exit 77 when Slurm or munge is not installed or cannot start here, so callers can skip
+# (scripts/install-deps.sh installs slurmctld slurmd slurm-client munge).
+set -euo pipefail
+
+die() { echo "test-slurm: $*" >&2; exit 1; }
+skip() { echo "test-slurm: $*" >&2; exit 77; }
+
+free_port() {
+  python3 - <<'PY'
+import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()
+PY
+}
+
+start() {
+  local dir=$1
+  for tool in munged slurmctld slurmd sbatch squeue scontrol; do
+    command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] ||
+      skip "$tool not found (install munge slurmctld slurmd slurm-client)"
+  done
+  mkdir -p "$dir"
+  dir=$(cd "$dir" && pwd)
+  mkdir -p "$dir/state" "$dir/spool"
+  local user node cpus memory ctl_port d_port
+  user=$(id -un)
+  node=$(hostname -s)
+  cpus=$(nproc)
+  memory=$(awk '/MemTotal/ {print int($2 / 1024 / 2)}' /proc/meminfo)
+  ctl_port=$(free_port)
+  d_port=$(free_port)
+  [ -f "$dir/munge.key" ] || head -c 1024 /dev/urandom >"$dir/munge.key"
+  chmod 600 "$dir/munge.key"
+  /usr/sbin/munged --force --socket="$dir/munge.socket" --key-file="$dir/munge.key" \
+    --pid-file="$dir/munged.pid" --log-file="$dir/munged.log" --seed-file="$dir/munged.seed" ||
+    skip "munged did not start; see $dir/munged.log"
+  cat >"$dir/slurm.conf" <<CONF
+ClusterName=ncclsweep-test
+SlurmctldHost=$node(127.0.0.1)
+SlurmctldPort=$ctl_port
+SlurmdPort=$d_port
+SlurmUser=$user
+SlurmdUser=$user
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$dir/munge.socket
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool/%n
+SlurmctldPidFile=$dir/slurmctld.pid
+SlurmdPidFile=$dir/slurmd.pid
+SlurmctldLogFile=$dir/slurmctld.log
+SlurmdLogFile=$dir/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SwitchType=switch/none
+MpiDefault=none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SchedulerType=sched/builtin
+ReturnToService=2
+MinJobAge=600
+KillWait=2
+InactiveLimit=0
+OverTimeLimit=0
+SlurmdTimeout=30
+MessageTimeout=10
+PrologFlags=NoHold
+NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$memory State=UNKNOWN
+PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:8
+CONF
+  export SLURM_CONF=$dir/slurm.conf
+  /usr/sbin/slurmctld -i -f "$dir/slurm.conf" >"$dir/slurmctld.out" 2>&1 ||
+    skip "slurmctld did not start; see $dir/slurmctld.log"
+  /usr/sbin/slurmd -f "$dir/slurm.conf" -N "$node" >"$dir/slurmd.out" 2>&1 ||
+    skip "slurmd did not start; see $dir/slurmd.log"
+  for _ in $(seq 100); do
+    if [ "$(sinfo -h -p debug -o %t 2>/dev/null | head -1)" = idle ]; then
+      echo "$dir/slurm.conf"
+      return 0
+    fi
+    sleep 0.1
+  done
+  sinfo >&2 || true
+  stop "$dir"
+  skip "the node of partition debug did not become idle within 10 s; see $dir/slurmctld.log and $dir/slurmd.log"
+}
+
+stop() {
+  local dir=$1
+  [ -d "$dir" ] || return 0
+  dir=$(cd "$dir" && pwd)
+  # slurmstepd processes of running jobs go first, so no job outlives its cluster.
+  if [ -f "$dir/slurm.conf" ]; then
+    SLURM_CONF=$dir/slurm.conf scancel --quiet --full --signal=KILL --user="$(id -un)" 2>/dev/null || true
+  fi
+  for name in slurmd slurmctld munged; do
+    if [ -s "$dir/$name.pid" ]; then
+      local pid
+      pid=$(cat "$dir/$name.pid")
+      # Only a process whose command line names this DIR (a stale pid may have been reused).
+      if grep -q -- "$dir" "/proc/$pid/cmdline" 2>/dev/null; then
+        kill -9 "$pid" 2>/dev/null || true
+      fi
+      rm -f "$dir/$name.pid"
+    fi
+  done
+}
+
+case "${1:-}" in
+  start) [ $# -eq 2 ] || die "usage: $0 start DIR"; start "$2" ;;
+  stop) [ $# -eq 2 ] || die "usage: $0 stop DIR"; stop "$2" ;;
+  *) die "usage: $0 start DIR | stop DIR" ;;
+esac

@@ -1,0 +1,68 @@
+// A pool of ssh hosts (`target.hosts`): two real sshds on 127.0.0.1, each one host of the
+// pool; the sweep runs one experiment per host at a time, both hosts at once, and records
+// every experiment once through the one store writer.
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "tests/e2e/e2e_support.hpp"
+#include "tests/support/catch.hpp"
+
+using namespace ncclsweep;
+using namespace ncclsweep::test;
+
+TEST_CASE("pool: two ssh hosts run experiments in parallel and each experiment is recorded once") {
+    TestSshd first;
+    if (!first.available) return;
+    TestSshd second;
+    if (!second.available) return;
+    TempDir dir;
+    // One client key for both hosts, one known_hosts file with both host keys.
+    {
+        std::ofstream keys(second.dir.path() / "authorized_keys", std::ios::app);
+        keys << read_file(first.dir.path() / "user_key.pub");
+    }
+    auto known = dir.write("known_hosts", read_file(first.dir.path() / "known_hosts") +
+                                              read_file(second.dir.path() / "known_hosts"));
+    auto task = dir.write("task.sh",
+                          "echo \"$(date +%s.%N)\" > " + (dir.path() / "start-").string() + "\"$1\"\n"
+                          "sleep 4\n"
+                          "echo \"$(date +%s.%N)\" > " + (dir.path() / "end-").string() + "\"$1\"\n"
+                          "echo tok_s=1\n");
+    auto spec = dir.write("s.yaml", "sweep: pool\n"
+                                    "target:\n"
+                                    "  hosts: [" + first.url() + ", " + second.url() + "]\n"
+                                    "  workdir: " + (dir.path() / "remote").string() + "\n"
+                                    "workload:\n"
+                                    "  command: [/bin/sh, " + task.string() + ", \"{mode}\"]\n"
+                                    "  metrics:\n"
+                                    "    tok_s: 'tok_s=([0-9.]+)'\n"
+                                    "axes:\n"
+                                    "  mode: [a, b, c, d]\n");
+    std::string db = (dir.path() / "r.db").string();
+    auto run = run_ncclsweep({"run", spec.string(), "--db", db, "--known-hosts", known.string(), "--identity",
+                              (first.dir.path() / "user_key").string()});
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    auto experiments = latest_experiments(db);
+    REQUIRE(experiments.size() == 4);
+    for (const auto& e : experiments) {
+        INFO(e.experiment.canonical << ": " << e.outcome.diagnosis);
+        CHECK(e.outcome.status == results::ExperimentStatus::ok);
+        CHECK(e.attempts == 1);
+        CHECK(e.outcome.samples.size() == 1);
+    }
+    // Two at once: some experiment started before another one ended, on the other host (each
+    // sleeps 4 s, longer than an ssh command start on a loaded machine).
+    auto time_of = [&](const std::string& name) { return std::stod(read_file(dir.path() / name)); };
+    int overlapping = 0;
+    const std::vector<std::string> modes{"a", "b", "c", "d"};
+    for (const auto& x : modes)
+        for (const auto& y : modes)
+            if (x < y && time_of("start-" + x) < time_of("end-" + y) && time_of("start-" + y) < time_of("end-" + x))
+                ++overlapping;
+    CHECK(overlapping >= 1);
+    // Both hosts took a connection.
+    CHECK(read_file(first.dir.path() / "sshd.log").find("Accepted publickey") != std::string::npos);
+    CHECK(read_file(second.dir.path() / "sshd.log").find("Accepted publickey") != std::string::npos);
+}

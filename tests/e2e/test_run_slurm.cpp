@@ -1,0 +1,250 @@
+// End to end on a real Slurm: each test starts a one-node cluster (scripts/test-slurm.sh) and
+// runs the real ncclsweep with `target: slurm://debug` against it: one job array with its
+// throttle, each task's own environment, a crash, Slurm's time limit, a node failure, Ctrl-C,
+// and kill -9 followed by --resume.
+#include <signal.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "tests/e2e/e2e_support.hpp"
+#include "tests/support/catch.hpp"
+#include "tests/support/test_slurm.hpp"
+
+using namespace ncclsweep;
+using namespace ncclsweep::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// A spec on slurm://debug running `sh TASK {mode}` per experiment, its files under DIR/work.
+std::string slurm_spec(const std::string& name, const TempDir& dir, const fs::path& task, const std::string& slurm,
+                       const std::string& axes) {
+    return "sweep: " + name + "\n" +
+           "target:\n"
+           "  url: slurm://debug\n"
+           "  workdir: " + (dir.path() / "work").string() + "\n" +
+           "  slurm: " + slurm + "\n" +
+           "workload:\n"
+           "  command: [/bin/sh, " + task.string() + ", \"{mode}\"]\n"
+           "  metrics:\n"
+           "    tok_s: 'tok_s=([0-9.]+)'\n"
+           "axes:\n" + axes +
+           "timeouts:\n"
+           "  stall: 200\n"
+           "  total: 300\n";
+}
+
+/// Points this test process (and the ncclsweep it starts) at the test cluster.
+void use_cluster(const TestSlurm& slurm) { ::setenv("SLURM_CONF", slurm.conf.c_str(), 1); }
+
+fs::path slurm_dir(const TempDir& dir) { return dir.path() / "work" / "sweep-1" / "slurm"; }
+
+int count_files(const fs::path& dir, const std::string& extension) {
+    int n = 0;
+    if (!fs::exists(dir)) return 0;
+    for (const auto& entry : fs::directory_iterator(dir)) n += entry.path().extension() == extension ? 1 : 0;
+    return n;
+}
+
+/// Waits up to `limit` for `ready`; false when it never became true.
+template <typename F>
+bool wait_for(F ready, std::chrono::seconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (ready()) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+}
+
+std::string scalar(const std::string& db, const std::string& sql) {
+    auto rows = sqlite_rows(db, sql);
+    return rows.empty() || rows[0].empty() ? "" : rows[0][0];
+}
+
+}  // namespace
+
+TEST_CASE("slurm: six experiments go out as one throttled job array and each task sees its own NCCL values") {
+    TestSlurm slurm;
+    if (!slurm.available) return;
+    use_cluster(slurm);
+    TempDir dir;
+    auto task = dir.write("task.sh",
+                          "echo \"start $(date +%s.%N)\"\n"
+                          "echo \"proto=$NCCL_PROTO algo=$NCCL_ALGO job=$SLURM_JOB_ID array=$SLURM_ARRAY_JOB_ID "
+                          "pythonpath=$PYTHONPATH\"\n"
+                          "sleep 1\n"
+                          "echo \"end $(date +%s.%N)\"\n"
+                          "echo tok_s=1\n");
+    auto spec = dir.write("s.yaml", slurm_spec("slurm-array", dir, task, "{array_limit: 2, time: \"00:02:00\"}",
+                                               "  mode: [run]\n  NCCL_PROTO: [LL, LL128, Simple]\n  NCCL_ALGO: [Ring, Tree]\n"));
+    std::string db = (dir.path() / "r.db").string();
+    auto run = run_ncclsweep({"run", spec.string(), "--db", db});
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    auto experiments = latest_experiments(db);
+    REQUIRE(experiments.size() == 6);
+    // One array: every experiment's task is JOB_INDEX of the same job.
+    auto rows = sqlite_rows(db, "SELECT exp_id, scheduler_task FROM experiments ORDER BY exp_id");
+    REQUIRE(rows.size() == 6);
+    const std::string job = rows[0][1].substr(0, rows[0][1].find('_'));
+    std::set<std::string> tasks;
+    for (const auto& row : rows) {
+        CHECK(row[1].substr(0, row[1].find('_')) == job);
+        tasks.insert(row[1]);
+    }
+    CHECK(tasks.size() == 6);
+    std::vector<std::pair<double, double>> spans;
+    for (const auto& e : experiments) {
+        INFO(e.experiment.canonical << ": " << e.outcome.diagnosis);
+        CHECK(e.outcome.status == results::ExperimentStatus::ok);
+        CHECK(e.outcome.samples.size() == 1);
+        const std::string task_id = rows[static_cast<std::size_t>(e.experiment.id - 1)][1];
+        const std::string out = read_file(slurm_dir(dir) / (task_id + ".out"));
+        INFO(out);
+        for (const auto& [name, value] : e.experiment.env)
+            CHECK(out.find((name == "NCCL_PROTO" ? "proto=" : "algo=") + value + " ") != std::string::npos);
+        CHECK(out.find("job= ") == std::string::npos);
+        CHECK(out.find("array=" + job + " ") != std::string::npos);
+        // sitecustomize.py delivery: the experiment's directory first on PYTHONPATH.
+        CHECK(out.find("pythonpath=" + (dir.path() / "work" / "sweep-1").string() + "/exp-" +
+                       std::to_string(e.experiment.id)) != std::string::npos);
+        std::smatch m;
+        const std::regex times("start ([0-9.]+)[\\s\\S]*end ([0-9.]+)");
+        REQUIRE(std::regex_search(out, m, times));
+        spans.emplace_back(std::stod(m[1]), std::stod(m[2]));
+    }
+    // The throttle (%2): never more than two tasks at once.
+    for (const auto& [start, end] : spans) {
+        const double mid = (start + end) / 2;
+        int running = 0;
+        for (const auto& [s, e] : spans) running += s <= mid && mid <= e ? 1 : 0;
+        CHECK(running <= 2);
+    }
+    CHECK(slurm.queue().empty());
+}
+
+TEST_CASE("slurm: a crash is a failed experiment and Slurm's time limit a timeout not a crash") {
+    TestSlurm slurm;
+    if (!slurm.available) return;
+    use_cluster(slurm);
+    TempDir dir;
+    auto task = dir.write("task.sh",
+                          "case \"$1\" in\n"
+                          "ok) echo tok_s=2 ;;\n"
+                          "crash) echo 'Segmentation fault in the workload' >&2; exit 3 ;;\n"
+                          "hang) echo started; sleep 300 ;;\n"
+                          "esac\n");
+    // Slurm's smallest time limit is one minute, enforced every 30 s or so: this test takes ~90 s.
+    auto spec = dir.write("s.yaml", slurm_spec("slurm-ends", dir, task, "{array_limit: 3, time: \"1\", poll: 1}",
+                                               "  mode: [ok, crash, hang]\n"));
+    std::string db = (dir.path() / "r.db").string();
+    auto run = run_ncclsweep({"run", spec.string(), "--db", db});
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    auto experiments = latest_experiments(db);
+    REQUIRE(experiments.size() == 3);
+    CHECK(experiments[0].outcome.status == results::ExperimentStatus::ok);
+    CHECK(experiments[1].outcome.status == results::ExperimentStatus::failed);
+    CHECK(experiments[1].outcome.exit_code == 3);
+    CHECK(experiments[1].outcome.diagnosis.find("Segmentation fault in the workload") != std::string::npos);
+    INFO(experiments[2].outcome.diagnosis);
+    CHECK(experiments[2].outcome.status == results::ExperimentStatus::timed_out);
+    CHECK(experiments[2].outcome.failure_class == "scheduler_time_limit");
+    CHECK(experiments[2].outcome.diagnosis.find("time limit") != std::string::npos);
+    CHECK(slurm.queue().empty());
+}
+
+TEST_CASE("slurm: a node failure under a task is retried as infrastructure and the experiment still succeeds") {
+    TestSlurm slurm;
+    if (!slurm.available) return;
+    use_cluster(slurm);
+    TempDir dir;
+    auto task = dir.write("task.sh", "echo started; sleep 4; echo tok_s=3\n");
+    auto spec = dir.write("s.yaml", slurm_spec("slurm-node", dir, task, "{time: \"00:02:00\", poll: 0.5}", "  mode: [run]\n"));
+    std::string db = (dir.path() / "r.db").string();
+    auto run = spawn_ncclsweep(dir.path(), {"run", spec.string(), "--db", db});
+    REQUIRE(run.pid > 0);
+    // Once the first task runs, its node goes down (Slurm ends the task NODE_FAIL) and comes back.
+    REQUIRE(wait_for([&] { return count_files(slurm_dir(dir), ".out") >= 1; }, std::chrono::seconds(30)));
+    const std::string node = slurm.run({"sinfo", "--noheader", "--format=%n"}).out;
+    auto down = slurm.run({"scontrol", "update", "NodeName=" + node.substr(0, node.find('\n')), "State=DOWN",
+                           "Reason=ncclsweep-test"});
+    INFO(down.err);
+    REQUIRE(down.exit_code == 0);
+    auto done = finish(run);
+    INFO(done.err);
+    REQUIRE(done.exit_code == 0);
+    auto experiments = latest_experiments(db);
+    REQUIRE(experiments.size() == 1);
+    CHECK(experiments[0].outcome.status == results::ExperimentStatus::ok);
+    CHECK(experiments[0].attempts == 2);
+    CHECK(done.err.find("NODE_FAIL") != std::string::npos);
+    CHECK(slurm.queue().empty());
+}
+
+TEST_CASE("slurm: Ctrl-C cancels the array's unfinished tasks and the sweep can be resumed") {
+    TestSlurm slurm;
+    if (!slurm.available) return;
+    use_cluster(slurm);
+    TempDir dir;
+    auto task = dir.write("task.sh", "echo started; sleep 60; echo tok_s=1\n");
+    auto spec = dir.write("s.yaml", slurm_spec("slurm-int", dir, task, "{array_limit: 1, time: \"00:02:00\", poll: 0.5}",
+                                               "  mode: [a, b, c, d]\n"));
+    std::string db = (dir.path() / "r.db").string();
+    auto run = spawn_ncclsweep(dir.path(), {"run", spec.string(), "--db", db});
+    REQUIRE(run.pid > 0);
+    REQUIRE(wait_for([&] { return count_files(slurm_dir(dir), ".out") >= 1; }, std::chrono::seconds(30)));
+    REQUIRE(wait_for([&] { return !slurm.queue().empty(); }, std::chrono::seconds(10)));
+    ::kill(run.pid, SIGINT);
+    auto done = finish(run);
+    INFO(done.err);
+    CHECK(done.exit_code == 3);
+    CHECK(done.err.find("--resume") != std::string::npos);
+    CHECK(scalar(db, "SELECT state FROM sweeps") == "interrupted");
+    CHECK(wait_for([&] { return slurm.queue().empty(); }, std::chrono::seconds(15)));
+    CHECK(scalar(db, "SELECT count(*) FROM experiments WHERE status = 'ok'") == "0");
+}
+
+TEST_CASE("slurm: kill -9 mid-sweep then --resume re-attaches and records each experiment once") {
+    TestSlurm slurm;
+    if (!slurm.available) return;
+    use_cluster(slurm);
+    TempDir dir;
+    auto task = dir.write("task.sh", "echo started; sleep 2; echo tok_s=1\n");
+    auto spec = dir.write("s.yaml", slurm_spec("slurm-kill9", dir, task, "{array_limit: 2, time: \"00:02:00\", poll: 0.5}",
+                                               "  mode: [a, b, c, d, e, f]\n"));
+    std::string db = (dir.path() / "r.db").string();
+    auto run = spawn_ncclsweep(dir.path(), {"run", spec.string(), "--db", db});
+    REQUIRE(run.pid > 0);
+    // (A query that fails, the database not there yet, reads "ERROR ...": atoi makes it 0.)
+    REQUIRE(wait_for([&] { return std::atoi(scalar(db, "SELECT count(*) FROM experiments WHERE status = 'ok'").c_str()) >= 1; },
+                     std::chrono::seconds(40)));
+    ::kill(run.pid, SIGKILL);
+    auto killed = finish(run);
+    REQUIRE(killed.exit_code == 128 + SIGKILL);
+    const std::string first_job = scalar(db, "SELECT scheduler_task FROM experiments WHERE exp_id = 1");
+    auto resumed = run_ncclsweep({"run", spec.string(), "--db", db, "--resume"});
+    INFO(killed.err << "\n--- resume:\n" << resumed.err);
+    REQUIRE(resumed.exit_code == 0);
+    auto experiments = latest_experiments(db);
+    REQUIRE(experiments.size() == 6);
+    for (const auto& e : experiments) {
+        INFO(e.experiment.canonical << ": " << e.outcome.diagnosis);
+        CHECK(e.outcome.status == results::ExperimentStatus::ok);
+        CHECK(e.outcome.samples.size() == 1);
+    }
+    // Every task ran once: the tasks of the first array were followed again, not run again.
+    CHECK(count_files(slurm_dir(dir), ".status") == 6);
+    CHECK(scalar(db, "SELECT count(DISTINCT scheduler_task) FROM experiments") == "6");
+    CHECK(scalar(db, "SELECT count(*) FROM experiments WHERE scheduler_task LIKE '" +
+                         first_job.substr(0, first_job.find('_')) + "\\_%' ESCAPE '\\'") == "6");
+    CHECK(integrity_check(db) == "ok");
+    CHECK(slurm.queue().empty());
+}
