@@ -6,7 +6,7 @@
 #   measure.tar.gz                   tpverify-<setting>.txt (calibration files, one per setting),
 #                                    nccl-tests/<coll>_<setting>.log (sweep 1K..1M),
 #                                    nccl-tests-pass/<coll>_<bytes>.log (the pass's sizes)
-# Needs nccl-tests' source in .device/nccl-tests (a copy of /work/shared/third_party/nccl-tests;
+# Needs nccl-tests' source in .device/nccl-tests (nccl-tests 2.19.6 from github.com/NVIDIA/nccl-tests;
 # .device/ is ignored, so name it in the device call's `carry`). TP=N picks the rank count
 # (default: every visible GPU, at most 8). Never sets NCCL_* itself except NCCL_NVLS_ENABLE=0
 # where the machine requires it (several GPUs) and the settings it measures.
