@@ -1,4 +1,6 @@
 // ncclsweep diff BASE NEW: a statistical comparison of two sweeps, and the CI regression gate.
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include <charconv>
@@ -6,6 +8,7 @@
 #include <cstdio>
 
 #include "cli/commands.hpp"
+#include "cli/terminal.hpp"
 #include "core/text.hpp"
 #include "cli/spec_flags.hpp"
 #include "core/log.hpp"
@@ -78,7 +81,7 @@ ExitStatus run_diff(const DiffCliOptions& options) {
 
     std::string text;
     results::Output out(text);
-    results::make_printer(*format, out)->print_diff(*diff);
+    results::make_printer(*format, out, terminal_columns(STDOUT_FILENO))->print_diff(*diff);
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
     if (diff->has_regression() && options.fail_on_regression) {

@@ -1,7 +1,10 @@
 // ncclsweep results list|show|best|log: read sweeps back from the database (log: cli/results_log.cpp).
+#include <unistd.h>
+
 #include <cstdio>
 
 #include "cli/commands.hpp"
+#include "cli/terminal.hpp"
 #include "cli/results_log.hpp"
 #include "cli/spec_flags.hpp"
 #include "results/printers.hpp"
@@ -35,7 +38,7 @@ ExitStatus run_results(const ResultsOptions& options, ResultsAction action) {
     if (!store) return report_error(store.error());
     std::string text;
     results::Output out(text);
-    auto printer = results::make_printer(*format, out);
+    auto printer = results::make_printer(*format, out, terminal_columns(STDOUT_FILENO));
 
     if (action == ResultsAction::list) {
         auto sweeps = store->list_sweeps(options.tag, options.limit);

@@ -1,5 +1,4 @@
 // ncclsweep run: plan, preflight, run every experiment x repeat, record as it goes.
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -14,6 +13,7 @@
 #include "cli/commands.hpp"
 #include "cli/interrupt.hpp"
 #include "cli/spec_flags.hpp"
+#include "cli/terminal.hpp"
 #include "core/search/search.hpp"
 #include "core/spec/spec_parser.hpp"
 #include "core/sweep/engine_locator.hpp"
@@ -53,15 +53,6 @@ struct RunOptions {
     std::string budget;  ///< --budget: "" = the spec's search.budget
 };
 
-
-/// Width of the terminal on `fd`, or 0 when it is not one (then nothing is cut).
-int terminal_columns(int fd) {
-    if (!isatty(fd)) return 0;
-    winsize size{};
-    if (ioctl(fd, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
-    if (const char* columns = std::getenv("COLUMNS")) return std::max(0, std::atoi(columns));
-    return 80;
-}
 
 /// The facts of the run header: the spec, the target, what preflight found, the engine.
 RunHeader run_header(const Spec& spec, const remote::HostPreflight& preflight, const std::string& target,

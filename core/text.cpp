@@ -107,4 +107,20 @@ std::string first_line(std::string_view text, std::size_t max_bytes) {
     return out;
 }
 
+std::string fit_width(const std::string& line, int columns) {
+    if (columns <= 0) return line;
+    // Display columns: one per code point (the lines printed here hold no wide characters).
+    const auto limit = static_cast<std::size_t>(columns);
+    const std::size_t kept = limit > 3 ? limit - 3 : 0;  // code points before "..."
+    std::size_t count = 0, keep_bytes = 0;
+    for (std::size_t i = 0; i < line.size(); ++count) {
+        if (count == kept) keep_bytes = i;
+        const std::size_t length = utf8_sequence(line, i);
+        i += length == 0 ? 1 : length;
+    }
+    if (count <= limit) return line;
+    if (limit <= 3) return std::string(limit, '.');
+    return line.substr(0, keep_bytes) + "...";
+}
+
 }  // namespace ncclsweep

@@ -32,6 +32,10 @@ namespace ncclsweep {
 /// sequence in two.
 [[nodiscard]] std::string_view utf8_prefix(std::string_view text, std::size_t max_bytes);
 
+/// `line` cut to `columns` display columns (one per code point) (UTF-8 aware, "..." marks the cut); as is when it
+/// fits or `columns` is 0.
+[[nodiscard]] std::string fit_width(const std::string& line, int columns);
+
 /// The first line of `text` that is not blank, as one line for a table or a progress line:
 /// control characters become spaces, trailing spaces go, and a line longer than `max_bytes`
 /// is cut at a UTF-8 boundary with "..." (the result is then at most max_bytes + 3 bytes).

@@ -22,10 +22,10 @@ Result<Format> parse_format(std::string_view text) {
     return Error::bad_input(fmt::format("unknown format '{}'; use table, markdown or json", text));
 }
 
-std::unique_ptr<Printer> make_printer(Format format, Output& out) {
+std::unique_ptr<Printer> make_printer(Format format, Output& out, int columns) {
     switch (format) {
         case Format::table:
-            return std::make_unique<detail::TextPrinter>(detail::Style::table, out);
+            return std::make_unique<detail::TextPrinter>(detail::Style::table, out, columns);
         case Format::markdown:
             return std::make_unique<detail::TextPrinter>(detail::Style::markdown, out);
         case Format::json:

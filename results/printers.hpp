@@ -56,7 +56,9 @@ public:
     virtual void print_diff(const SweepDiff& diff) = 0;
 };
 
-/// A printer of `format` writing to `out` (which must outlive it).
-[[nodiscard]] std::unique_ptr<Printer> make_printer(Format format, Output& out);
+/// A printer of `format` writing to `out` (which must outlive it). `columns` > 0: the width of
+/// the terminal the table goes to; tables then narrow their free-text columns (parameter values,
+/// diagnoses) to fit it. 0 (output not to a terminal, markdown, JSON): nothing is cut.
+[[nodiscard]] std::unique_ptr<Printer> make_printer(Format format, Output& out, int columns = 0);
 
 }  // namespace ncclsweep::results

@@ -16,21 +16,31 @@ enum class Style { table, markdown };
 /// Column alignment.
 enum class Align { left, right };
 
+/// Whether a column's cells may be cut to make a table fit the terminal: free text (parameter
+/// values, diagnoses) may, numbers, statuses and verdicts never.
+enum class Cut { never, to_fit };
+
 /// A table: header cells, alignment per column, rows of cells (short rows are padded).
 struct Grid {
     std::vector<std::string> header;
     std::vector<Align> align;
+    std::vector<Cut> cut;
     std::vector<std::vector<std::string>> rows;
     /// Adds a column.
-    void column(std::string name, Align a = Align::left) {
+    void column(std::string name, Align a = Align::left, Cut c = Cut::never) {
         header.push_back(std::move(name));
         align.push_back(a);
+        cut.push_back(c);
     }
 };
 
 /// Renders `grid`: aligned with two spaces between columns (table), or a pipe table with
-/// `|` escaped (markdown). Control characters in cells become spaces.
-[[nodiscard]] std::string render_grid(const Grid& grid, Style style);
+/// `|` escaped (markdown). Control characters in cells become spaces. With `max_width` > 0
+/// (a terminal's width; table layout only) a table wider than that has its `Cut::to_fit`
+/// columns narrowed, the last one first, each to no less than 12 columns, and their longer
+/// cells (header included) cut with "..."; what cannot be narrowed stays whole (the terminal
+/// wraps it) rather than hide a number. Markdown and `max_width` 0 are never cut.
+[[nodiscard]] std::string render_grid(const Grid& grid, Style style, int max_width = 0);
 
 /// Number for people: 4 significant digits below 1000, whole numbers above; "-" for NaN.
 [[nodiscard]] std::string format_value(double value);
@@ -58,7 +68,8 @@ struct Grid {
 /// Table and markdown printer (one code path, two layouts).
 class TextPrinter final : public Printer {
 public:
-    TextPrinter(Style style, Output& out) : m_style(style), m_out(out) {}
+    /// `columns`: the terminal's width, tables are fitted to it (0 = not a terminal: never cut).
+    TextPrinter(Style style, Output& out, int columns = 0) : m_style(style), m_out(out), m_columns(columns) {}
     void print_sweeps(std::span<const SweepInfo> sweeps) override;
     void print_table(const SweepTable& table) override;
     void print_best(const BestExperiment& best) override;
@@ -75,6 +86,7 @@ private:
 
     Style m_style;
     Output& m_out;
+    int m_columns = 0;
 };
 
 /// JSON printer: one object per call, pretty-printed, with a "schema" field.

@@ -1,6 +1,7 @@
 // The grid both text layouts share: aligned columns for a terminal, pipe tables for markdown.
 #include <algorithm>
 
+#include "core/text.hpp"
 #include "results/printers_detail.hpp"
 
 namespace ncclsweep::results::detail {
@@ -42,7 +43,7 @@ void pad(std::string& out, std::string_view cell, std::size_t to, Align align) {
 
 }  // namespace
 
-std::string render_grid(const Grid& grid, Style style) {
+std::string render_grid(const Grid& grid, Style style, int max_width) {
     const std::size_t columns = grid.header.size();
     std::vector<std::vector<std::string>> cells;
     cells.reserve(grid.rows.size() + 1);
@@ -72,6 +73,22 @@ std::string render_grid(const Grid& grid, Style style) {
     std::vector<std::size_t> widths(columns, 0);
     for (const auto& row : cells)
         for (std::size_t c = 0; c < columns; ++c) widths[c] = std::max(widths[c], width(row[c]));
+    if (max_width > 0 && columns > 0) {
+        std::size_t total = 2 * (columns - 1);
+        for (auto w : widths) total += w;
+        const auto limit = static_cast<std::size_t>(max_width);
+        // Narrow the cuttable columns, the last first (the free-text diagnosis), then leftwards.
+        for (std::size_t c = columns; c-- > 0 && total > limit;) {
+            if (c >= grid.cut.size() || grid.cut[c] != Cut::to_fit) continue;
+            const std::size_t floor = 12;  // enough to recognise a value or a failure's class
+            if (widths[c] <= floor) continue;
+            const std::size_t narrower = std::max(floor, widths[c] - std::min(widths[c], total - limit));
+            total -= widths[c] - narrower;
+            widths[c] = narrower;
+            for (auto& row : cells)
+                if (width(row[c]) > narrower) row[c] = fit_width(row[c], static_cast<int>(narrower));
+        }
+    }
     for (const auto& row : cells) {
         std::string line;
         for (std::size_t c = 0; c < columns; ++c) {

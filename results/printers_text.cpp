@@ -53,7 +53,7 @@ void TextPrinter::line(std::string_view text) {
 }
 
 void TextPrinter::grid(const Grid& g) {
-    m_out.write(render_grid(g, m_style));
+    m_out.write(render_grid(g, m_style, m_columns));
     m_out.write("\n");
 }
 
@@ -64,7 +64,8 @@ void TextPrinter::print_sweeps(std::span<const SweepInfo> sweeps) {
     }
     Grid g;
     g.column("id", Align::right);
-    for (const char* h : {"name", "tag", "target", "created", "state"}) g.column(h);
+    for (const char* h : {"name", "tag", "target"}) g.column(h, Align::left, Cut::to_fit);
+    for (const char* h : {"created", "state"}) g.column(h);
     for (const char* h : {"ok", "failed", "other", "total"}) g.column(h, Align::right);
     for (const auto& s : sweeps) {
         const StatusCounts& c = s.counts;
@@ -90,14 +91,14 @@ void TextPrinter::print_table(const SweepTable& table) {
     Grid g;
     g.column("exp", Align::right);
     g.column("status");
-    for (const auto& name : table.varying) g.column(name);
+    for (const auto& name : table.varying) g.column(name, Align::left, Cut::to_fit);
     for (const auto& metric : table.columns) {
         g.column(metric_header(metric, s.record), Align::right);
         g.column("±", Align::right);
         g.column("95% CI", Align::right);
     }
     g.column("n", Align::right);
-    g.column("effective NCCL | diagnosis");
+    g.column("effective NCCL | diagnosis", Align::left, Cut::to_fit);
     bool few = false;
     for (const auto& row : table.rows) {
         std::vector<std::string> cells{std::to_string(row.exp_id), status_cell(row)};

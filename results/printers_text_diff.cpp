@@ -16,7 +16,7 @@ std::string exp_cell(const ExperimentDiff& e) {
 
 void add_key_columns(Grid& g, const SweepDiff& diff) {
     g.column("exp", Align::right);
-    for (const auto& name : diff.varying) g.column(name);
+    for (const auto& name : diff.varying) g.column(name, Align::left, Cut::to_fit);
 }
 
 std::vector<std::string> key_cells(const ExperimentDiff& e) {
@@ -132,7 +132,7 @@ void TextPrinter::diff_status(const SweepDiff& diff) {
     g.column("base");
     g.column("new");
     g.column("verdict");
-    g.column("diagnosis (new)");
+    g.column("diagnosis (new)", Align::left, Cut::to_fit);
     for (const auto& e : diff.experiments) {
         if (e.status_note.empty()) continue;
         auto cells = key_cells(e);
@@ -157,7 +157,7 @@ void TextPrinter::diff_one_side(const SweepDiff& diff) {
         Grid g;
         g.column("exp", Align::right);
         g.column("status");
-        g.column("point");
+        g.column("point", Align::left, Cut::to_fit);
         for (const auto& p : points)
             g.rows.push_back({std::to_string(p.exp_id), std::string(to_string(p.status)), p.canonical});
         grid(g);

@@ -54,22 +54,6 @@ std::string pick_metric(const ExperimentReport& report, const std::string& prefe
     return report.samples.empty() ? std::string{} : report.samples.front().metric;
 }
 
-std::string fit_width(const std::string& line, int columns) {
-    if (columns <= 0) return line;
-    // Display columns: one per code point (the lines printed here hold no wide characters).
-    const auto limit = static_cast<std::size_t>(columns);
-    const std::size_t kept = limit > 3 ? limit - 3 : 0;  // code points before "..."
-    std::size_t count = 0, keep_bytes = 0;
-    for (std::size_t i = 0; i < line.size(); ++count) {
-        if (count == kept) keep_bytes = i;
-        const std::size_t length = utf8_sequence(line, i);
-        i += length == 0 ? 1 : length;
-    }
-    if (count <= limit) return line;
-    if (limit <= 3) return std::string(limit, '.');
-    return line.substr(0, keep_bytes) + "...";
-}
-
 ProgressPrinter::ProgressPrinter(ProgressStyle style, std::FILE* human, std::FILE* machine, int columns)
     : m_style(style), m_columns(columns), m_human(human), m_machine(machine), m_start(Clock::now()) {}
 

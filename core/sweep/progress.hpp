@@ -85,9 +85,6 @@ private:
 [[nodiscard]] std::string describe_params(const Experiment& experiment);
 /// The metric shown for an experiment: `preferred` when present, else tok_s, else the first.
 [[nodiscard]] std::string pick_metric(const ExperimentReport& report, const std::string& preferred);
-/// `line` cut to `columns` display columns (UTF-8 aware, "..." marks the cut); as is when it
-/// fits or `columns` is 0.
-[[nodiscard]] std::string fit_width(const std::string& line, int columns);
 /// "1.62 ± 0.03": the ratio of two medians (`better` over `worse`, each > 0) and its
 /// uncertainty, propagating each side's relative standard deviation as hyperfine does.
 struct Ratio {

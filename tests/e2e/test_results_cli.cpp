@@ -112,3 +112,38 @@ TEST_CASE("results cli: a sweep diffed with itself shows no change and passes th
     CHECK(r.out.find("summary: 0 regressed, 0 improved, 4 unchanged (~)") != std::string::npos);
     CHECK(r.out.find("|delta| > 5.0%") != std::string::npos);
 }
+
+TEST_CASE("results cli: on a terminal show's table fits its width; piped it is whole") {
+    TempDir dir;
+    const std::string db = recorded_sweep(dir);
+    // A real pseudo-terminal: script(1) runs the command on one; its size is 0x0, so ncclsweep
+    // takes $COLUMNS as a terminal program does. The paths travel as environment variables.
+    auto on_terminal = run_command({"script", "-qec", "\"$NS\" results show --db \"$DB\"", "/dev/null"}, {},
+                                   {"NS=" + binary_path("cli/ncclsweep").string(), "DB=" + db, "COLUMNS=150",
+                                    "NO_COLOR=1", "NCCLSWEEP_DB="});
+    INFO(on_terminal.out << on_terminal.err);
+    REQUIRE(on_terminal.exit_code == 0);
+    auto piped = test::run_ncclsweep({"results", "show", "--db", db});
+    REQUIRE(piped.exit_code == 0);
+    // Piped: the failures' diagnosis is whole (it runs past 150 columns).
+    CHECK(piped.out.find("capture") != std::string::npos);
+    bool long_line = false;
+    std::size_t rows = 0;
+    std::string text = on_terminal.out;
+    for (std::size_t start = 0, nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) {
+        std::string line = text.substr(start, nl - start);
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        std::size_t width = 0;
+        for (char c : line) width += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+        if (line.find("failed (graph_capture)") != std::string::npos || line.find("  ok  ") != std::string::npos) {
+            ++rows;
+            INFO(line);
+            CHECK(width <= 150);
+            CHECK(line.find("...") != std::string::npos);  // the diagnosis / effective NCCL was cut, visibly
+        }
+    }
+    CHECK(rows == 4);
+    for (std::size_t start = 0, nl; (nl = piped.out.find('\n', start)) != std::string::npos; start = nl + 1)
+        long_line = long_line || nl - start > 150;
+    CHECK(long_line);
+}

@@ -152,3 +152,85 @@ TEST_CASE("printers: json documents parse, carry their schema and write NaN as n
     auto shown = render(results::Format::json, [&](results::Printer& p) { p.print_table(t); });
     CHECK(nlohmann::json::parse(shown)["experiments"][2]["diagnosis"] == "nccl: bad byte \xef\xbf\xbd here");
 }
+
+namespace {
+
+// Display width of a line: one column per code point (the tables hold no wide characters).
+std::size_t columns_of(std::string_view line) {
+    std::size_t n = 0;
+    for (char c : line) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    return n;
+}
+
+std::string render_fitted(int columns, const std::function<void(results::Printer&)>& print) {
+    std::string text;
+    results::Output out(text);
+    auto printer = results::make_printer(results::Format::table, out, columns);
+    print(*printer);
+    return text;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::size_t start = 0;
+    for (std::size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1)
+        lines.push_back(text.substr(start, nl - start));
+    return lines;
+}
+
+}  // namespace
+
+TEST_CASE("printers: on a terminal, show and diff tables narrow free text to its width, never numbers") {
+    auto experiments = base_sweep();
+    experiments[3].outcome.diagnosis =
+        "graph_capture: operation not permitted when stream is capturing (cudaErrorStreamCaptureUnsupported) "
+        "in ncclAllReduce during torch.cuda.graph capture of the verify step";
+    experiments[0].experiment.params[1].second = "on-with-a-very-long-value-nobody-reads-whole";
+    auto t = table(1, experiments);
+    const auto whole = render(results::Format::table, [&](results::Printer& p) { p.print_table(t); });
+    // Not a terminal (columns 0): nothing is cut, whatever the length.
+    CHECK(render_fitted(0, [&](results::Printer& p) { p.print_table(t); }) == whole);
+    CHECK(whole.find("(cudaErrorStreamCaptureUnsupported)") != std::string::npos);
+
+    const auto fitted = render_fitted(140, [&](results::Printer& p) { p.print_table(t); });
+    check_golden("show-140-columns.txt", fitted);
+    const auto lines = lines_of(fitted);
+    REQUIRE(lines.size() > 6);
+    // Every table line (header and rows; not the sweep's heading sentence) fits in 140 columns.
+    for (std::size_t i = 1; i < 7; ++i) {
+        INFO(lines[i]);
+        CHECK(columns_of(lines[i]) <= 140);
+    }
+    // The numbers and statuses are whole; the diagnosis and the long value are cut, visibly.
+    for (const char* kept : {"811.6", "[809.5, 815.8]", "4098", "failed (graph_capture)", "±0.5%"})
+        CHECK(fitted.find(kept) != std::string::npos);
+    CHECK(fitted.find("cudaErrorStreamCaptureUnsupported") == std::string::npos);
+    CHECK(fitted.find("graph_cap...") != std::string::npos);
+    CHECK(fitted.find("on-with-a-very-long-value-nobody-reads-whole") == std::string::npos);
+
+    // Too narrow for the numbers: free text stops at 12 columns and the rest stays whole
+    // (the terminal wraps it) rather than hide a value.
+    const auto narrow = render_fitted(100, [&](results::Printer& p) { p.print_table(t); });
+    CHECK(narrow.find("on-with-a...  ") != std::string::npos);  // cut to its 12-column floor
+    CHECK(narrow.find("[809.5, 815.8]") != std::string::npos);
+    CHECK(narrow.find("failed (graph_capture)") != std::string::npos);
+
+    // diff: the status table's diagnosis is cut the same way; markdown never is.
+    auto diff = fixture_diff();
+    bool changed = false;
+    for (auto& e : diff.experiments)
+        if (e.new_id == 3) e.new_diagnosis = experiments[3].outcome.diagnosis, changed = true;
+    REQUIRE(changed);
+    const auto fitted_diff = render_fitted(100, [&](results::Printer& p) { p.print_diff(diff); });
+    bool seen = false;
+    for (const auto& line : lines_of(fitted_diff))
+        if (line.rfind("  3  Simple", 0) == 0 && line.find("failed (nccl)") != std::string::npos) {
+            INFO(line);
+            CHECK(columns_of(line) <= 100);
+            CHECK(line.find("regression") != std::string::npos);
+            seen = true;
+        }
+    CHECK(seen);
+    const auto md = render(results::Format::markdown, [&](results::Printer& p) { p.print_diff(diff); });
+    CHECK(md.find("(cudaErrorStreamCaptureUnsupported)") != std::string::npos);
+}
