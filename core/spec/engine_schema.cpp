@@ -15,13 +15,6 @@ namespace {
 
 using yaml::did_you_mean;
 
-/// The engine spells flags with '-'; a spec may write '_' (tpverify accepts both).
-std::string flag_name(std::string_view name) {
-    std::string out(name);
-    std::replace(out.begin(), out.end(), '_', '-');
-    return out;
-}
-
 std::string joined(const std::vector<std::string>& values) {
     std::string out;
     for (const auto& v : values) out += (out.empty() ? "" : ", ") + v;
@@ -74,6 +67,12 @@ Result<void> check_one(const EngineSchema& schema, const std::string& name, cons
 }
 
 }  // namespace
+
+std::string flag_name(std::string_view name) {
+    std::string out(name);
+    std::replace(out.begin(), out.end(), '_', '-');
+    return out;
+}
 
 Result<EngineSchema> parse_engine_schema(std::string_view json, std::string_view source) {
     auto fail = [&](std::string_view what) {

@@ -13,6 +13,10 @@
 
 namespace ncclsweep::inline spec {
 
+/// The engine's spelling of a parameter: '-' where a spec may write '_' (tpverify accepts
+/// both), so `draft_us` and `draft-us` name the same flag.
+[[nodiscard]] std::string flag_name(std::string_view name);
+
 /// One engine flag.
 struct EngineParameter {
     std::string name;                 ///< without "--", e.g. "topology"

@@ -1,5 +1,6 @@
 // Asking the engine which points of a plan it cannot run (core/spec/engine_validate.hpp).
 #include "core/spec/engine_validate.hpp"
+#include "core/spec/engine_schema.hpp"
 
 #include <fmt/format.h>
 
@@ -11,13 +12,6 @@ namespace ncclsweep::inline spec {
 namespace {
 
 constexpr std::size_t k_batch = 64;
-
-/// The engine spells flags with '-'; a spec may write '_'.
-std::string flag_name(std::string_view name) {
-    std::string out(name);
-    std::replace(out.begin(), out.end(), '_', '-');
-    return out;
-}
 
 /// Where the spec (or a --set/--axis flag) gave parameter `flag` the value `value`; nullptr when
 /// it did not set it (the engine's default).
