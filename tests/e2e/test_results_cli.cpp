@@ -113,7 +113,7 @@ TEST_CASE("results cli: a sweep diffed with itself shows no change and passes th
     CHECK(r.out.find("|delta| > 5.0%") != std::string::npos);
 }
 
-TEST_CASE("results cli: on a terminal show's table fits its width; piped it is whole") {
+TEST_CASE("results cli: on a terminal show's table fits its width, piped it is whole") {
     TempDir dir;
     const std::string db = recorded_sweep(dir);
     // A real pseudo-terminal: script(1) runs the command on one; its size is 0x0, so ncclsweep
