@@ -1,7 +1,7 @@
 // End to end on a real Slurm: each test starts a one-node cluster (scripts/test-slurm.sh) and
 // runs the real ncclsweep with `target: slurm://debug` against it: one job array with its
 // throttle, each task's own environment, a crash, Slurm's time limit, a node failure, Ctrl-C,
-// and kill -9 followed by --resume.
+// kill -9 followed by --resume, and a work directory the node does not share.
 #include <signal.h>
 #include <stdlib.h>
 
@@ -247,4 +247,28 @@ TEST_CASE("slurm: kill -9 mid-sweep then --resume re-attaches and records each e
                          first_job.substr(0, first_job.find('_')) + "\\_%' ESCAPE '\\'") == "6");
     CHECK(integrity_check(db) == "ok");
     CHECK(slurm.queue().empty());
+}
+
+TEST_CASE("slurm: a work directory the nodes do not share stops the sweep at the first task, resumable") {
+    TempDir dir;
+    // slurmd, and so every task, sees an empty tmpfs at DIR/work: a compute node that does not
+    // share the work directory with the login node.
+    TestSlurm slurm((dir.path() / "work").string());
+    if (!slurm.available) return;
+    use_cluster(slurm);
+    auto task = dir.write("task.sh", "echo tok_s=1\n");
+    auto spec = dir.write("s.yaml", slurm_spec("slurm-unshared", dir, task, "{array_limit: 2, time: \"00:02:00\", poll: 0.5}",
+                                               "  mode: [a, b, c]\n"));
+    std::string db = (dir.path() / "r.db").string();
+    auto run = run_ncclsweep({"run", spec.string(), "--db", db});
+    INFO(run.err);
+    CHECK(run.exit_code == 3);
+    const std::string workdir = (dir.path() / "work" / "sweep-1").string();
+    CHECK(run.err.find("The work directory " + workdir + " is not on a filesystem that node shares") != std::string::npos);
+    CHECK(run.err.find("Set target.workdir") != std::string::npos);
+    CHECK(run.err.find("--resume") != std::string::npos);
+    // Stopped at once: no retry of the experiment as a lost task, nothing recorded for it.
+    CHECK(run.err.find("retrying") == std::string::npos);
+    CHECK(scalar(db, "SELECT count(*) FROM experiments WHERE status IN ('ok', 'failed', 'timed_out', 'infra_error')") == "0");
+    CHECK(wait_for([&] { return slurm.queue().empty(); }, std::chrono::seconds(15)));
 }
