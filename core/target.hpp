@@ -137,7 +137,7 @@ public:
     /// infrastructure when it cannot be checked.
     virtual Result<TargetFindings> check_before_sweep() { return TargetFindings{}; }
     /// Set once the target found something no retry gets past (Slurm: the work directory is
-    /// not shared with the nodes): the
+    /// not shared with the nodes; tasks left pending past target.slurm.pending_timeout): the
     /// sweep loop then stops with this error (infrastructure, resumable) instead of retrying
     /// the experiment, and records nothing for it.
     [[nodiscard]] virtual std::optional<Error> halt_reason() const { return std::nullopt; }

@@ -41,6 +41,11 @@ std::string job_of(const std::string& task) { return task.substr(0, task.find('_
 
 namespace {
 
+std::optional<std::chrono::milliseconds> pending_timeout_of(const SlurmSpec& spec) {
+    if (!spec.pending_timeout_seconds) return std::nullopt;
+    return std::chrono::milliseconds(static_cast<long>(*spec.pending_timeout_seconds * 1000));
+}
+
 std::string short_host_name() {
     char name[256] = {};
     if (::gethostname(name, sizeof name - 1) != 0) return {};
@@ -53,7 +58,8 @@ std::string short_host_name() {
 SlurmTarget::SlurmTarget(std::unique_ptr<Target> login, std::unique_ptr<SlurmCommands> commands, SlurmOptions options)
     : m_login(std::move(login)),
       m_commands(std::move(commands)),
-      m_options(std::move(options)) {
+      m_options(std::move(options)),
+      m_pending(m_options.partition, pending_timeout_of(m_options.spec)) {
     if (!m_options.filesystem_of) m_options.filesystem_of = filesystem_of;
     if (!m_options.this_host) m_options.this_host = short_host_name;
     if (!m_options.warn) m_options.warn = [](const std::string& message) { NCCLSWEEP_LOG(warning, "{}", message); };
@@ -287,6 +293,17 @@ void SlurmTarget::refresh_locked(bool force) {
         m_queue.clear();
     } else {
         m_queue = parse_squeue(ran->out);
+    }
+    // Tasks no node starts: said once per new reason, and given up on after pending_timeout.
+    PendingNews news = m_pending.update(m_queue, now);
+    for (const auto& warning : news.warnings) m_options.warn(warning);
+    if (news.expired && !m_halt) {
+        std::vector<std::string> argv{"scancel"};
+        argv.insert(argv.end(), news.stuck.begin(), news.stuck.end());
+        ++m_counters.scancel_calls;
+        (void)m_commands->run(argv);
+        m_halt = Error::infrastructure(*news.expired);
+        m_halted = true;
     }
     // Jobs with no task left in the queue need no more squeue.
     std::set<std::string> live;

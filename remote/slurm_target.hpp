@@ -18,6 +18,7 @@
 #include "core/result.hpp"
 #include "core/spec/spec.hpp"
 #include "core/target.hpp"
+#include "remote/slurm_pending.hpp"
 #include "remote/slurm_state.hpp"
 #include "remote/slurm_workdir.hpp"
 
@@ -153,6 +154,7 @@ private:
     std::map<std::string, std::chrono::steady_clock::time_point> m_submitted_at;  ///< by job id
     std::map<std::string, TaskFinal> m_finals;          ///< final states by task id
     std::map<std::string, std::chrono::steady_clock::time_point> m_final_asked;  ///< by job id
+    PendingWatch m_pending;
     std::optional<Error> m_halt;  ///< guarded by m_mutex
     std::atomic<bool> m_halted{false};
     bool m_have_sacct = true;

@@ -163,7 +163,7 @@ TEST_CASE(
 }
 
 TEST_CASE("sweep session: a lost run on a target that halted stops the sweep at once and records nothing for it") {
-    // Slurm's shared-work-directory check: no retry can get past them, and
+    // Slurm's shared-work-directory check and pending_timeout: no retry can get past them, and
     // the experiment must stay unrecorded so that --resume runs it again.
     FakeTarget target;
     FakeRun lost;

@@ -438,6 +438,35 @@ TEST_CASE("slurm task: output here but no status is Slurm's exit, and files that
     }
 }
 
+TEST_CASE("slurm target: tasks no node starts are warned about once and cancelled at pending_timeout") {
+    Fixture f(2, 0.05, [](SlurmOptions& o) { o.spec.pending_timeout_seconds = 0.4; });
+    auto items = f.items(3);
+    REQUIRE(f.target->submit(items));
+    for (const auto& task : {"100_0", "100_1", "100_2"}) f.slurm->reasons[task] = "ReqNodeNotAvail, UnavailableNodes:node3";
+    const auto began = std::chrono::steady_clock::now();
+    auto started = f.target->start(items[0].command);
+    REQUIRE_FALSE(started);
+    CHECK(std::chrono::steady_clock::now() - began >= std::chrono::milliseconds(400));
+    CHECK(started.error().kind == ErrorKind::infrastructure);
+    CHECK(started.error().message.find("for 0.4 s (target.slurm.pending_timeout) no node of partition debug started") !=
+          std::string::npos);
+    CHECK(started.error().message.find("100_[0-2] waited (ReqNodeNotAvail, UnavailableNodes:node3)") != std::string::npos);
+    // Warned once (not once per squeue round), naming the tasks and Slurm's reason.
+    REQUIRE(f.warnings.size() == 1);
+    CHECK(f.warnings[0].find("tasks 100_[0-2] of partition debug pending: ReqNodeNotAvail") != std::string::npos);
+    CHECK(f.warnings[0].find("gives up if none of the sweep's tasks runs for 0.4 s") != std::string::npos);
+    CHECK(f.slurm->count("squeue") >= 3);
+    // The unstarted tasks were cancelled, and the target halts the sweep.
+    CHECK(f.slurm->live.empty());
+    CHECK(std::find(f.slurm->calls.begin(), f.slurm->calls.end(),
+                    std::vector<std::string>{"scancel", "100_0", "100_1", "100_2"}) != f.slurm->calls.end());
+    REQUIRE(f.target->halt_reason());
+    CHECK(f.target->halt_reason()->message == started.error().message);
+    auto next = f.target->start(items[1].command);
+    REQUIRE_FALSE(next);
+    CHECK(f.slurm->count("sbatch") == 1);
+}
+
 TEST_CASE("slurm target: preflight refuses a work directory in this node's memory unless it is the only node") {
     auto on_tmpfs = [](SlurmOptions& o) {
         o.filesystem_of = [](const std::string&) -> Result<FilesystemInfo> {
