@@ -18,7 +18,9 @@ std::string_view code_of(std::string_view reason) {
     return reason.substr(0, end);
 }
 
-bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
+bool contains(std::string_view text, std::string_view part) {
+    return text.find(part) != std::string_view::npos;
+}
 
 std::optional<long> number(std::string_view text) {
     long value = 0;
@@ -47,14 +49,15 @@ bool pending_reason_clears_itself(std::string_view reason) {
     // DOWN, ...") starts with an ordinary word.
     if (code.size() != reason.size() && reason.substr(code.size(), 1) != ",") return false;
     static constexpr std::array<std::string_view, 10> k_queue_moves = {
-        "None", "Priority", "Resources", "JobArrayTaskLimit", "BeginTime", "Dependency",
-        "Prolog", "Licenses", "Reservation", "Cleaning"};
+        "None",       "Priority", "Resources", "JobArrayTaskLimit", "BeginTime",
+        "Dependency", "Prolog",   "Licenses",  "Reservation",       "Cleaning"};
     if (std::find(k_queue_moves.begin(), k_queue_moves.end(), code) != k_queue_moves.end()) return true;
     // Aggregate limits of an association or QOS (what its other jobs use) clear when they end.
     if (code.rfind("AssocGrp", 0) == 0 || code.rfind("QOSGrp", 0) == 0) return true;
     // Limits on how many jobs, or how much per user or account, run at once clear the same way;
     // a limit per job (AssocMaxWallDurationPerJobLimit, QOSMaxNodePerJobLimit, ...) never does.
-    const bool limit = code.rfind("AssocMax", 0) == 0 || code.rfind("QOSMax", 0) == 0 || code.rfind("Max", 0) == 0;
+    const bool limit =
+        code.rfind("AssocMax", 0) == 0 || code.rfind("QOSMax", 0) == 0 || code.rfind("Max", 0) == 0;
     if (limit && !contains(code, "PerJob") &&
         (contains(code, "PerUser") || contains(code, "PerAccount") || contains(code, "MaxJobs")))
         return true;
@@ -66,7 +69,8 @@ std::string compact_tasks(const std::vector<std::string>& tasks) {
     std::vector<std::string> odd;  // not JOB_INDEX
     for (const auto& task : tasks) {
         const auto underscore = task.find('_');
-        auto index = underscore == std::string::npos ? std::nullopt : number(std::string_view(task).substr(underscore + 1));
+        auto index = underscore == std::string::npos ? std::nullopt
+                                                     : number(std::string_view(task).substr(underscore + 1));
         if (!index) {
             odd.push_back(task);
             continue;
@@ -84,7 +88,8 @@ std::string compact_tasks(const std::vector<std::string>& tasks) {
         for (auto it = indices.begin(); it != indices.end();) {
             long first = *it, last = *it;
             for (++it; it != indices.end() && *it == last + 1; ++it) last = *it;
-            ranges += (ranges.empty() ? "" : ",") + (first == last ? fmt::format("{}", first) : fmt::format("{}-{}", first, last));
+            ranges += (ranges.empty() ? "" : ",") +
+                      (first == last ? fmt::format("{}", first) : fmt::format("{}-{}", first, last));
         }
         add(fmt::format("{}_[{}]", job, ranges));
     }
@@ -115,17 +120,21 @@ PendingNews PendingWatch::update(const std::map<std::string, QueuedTask>& queue,
     }
     m_reason_of = std::move(reasons);
     const std::string what_then =
-        m_timeout ? fmt::format("ncclsweep gives up if none of the sweep's tasks runs for {} s "
-                                "(target.slurm.pending_timeout)",
-                                m_timeout->count() / 1000.0)
+        m_timeout ? fmt::format(
+                        "ncclsweep gives up if none of the sweep's tasks runs for {} s "
+                        "(target.slurm.pending_timeout)",
+                        m_timeout->count() / 1000.0)
                   : "ncclsweep keeps waiting (set target.slurm.pending_timeout to give up after a while)";
     for (const auto& [reason, tasks] : newly_stuck)
-        news.warnings.push_back(fmt::format(
-            "slurm: task{} {} of partition {} pending: {}. Slurm does not start {} until that changes (a drained or "
-            "down node, a partition's state or limits, an account or QOS it does not allow, a request no node "
-            "meets: `scontrol show job {}` and `sinfo -p {}` say more); {}",
-            tasks.size() == 1 ? "" : "s", compact_tasks(tasks), m_partition, reason, tasks.size() == 1 ? "it" : "them",
-            tasks.front().substr(0, tasks.front().find('_')), m_partition, what_then));
+        news.warnings.push_back(
+            fmt::format("slurm: task{} {} of partition {} pending: {}. Slurm does not start {} until that "
+                        "changes (a drained or "
+                        "down node, a partition's state or limits, an account or QOS it does not allow, a "
+                        "request no node "
+                        "meets: `scontrol show job {}` and `sinfo -p {}` say more); {}",
+                        tasks.size() == 1 ? "" : "s", compact_tasks(tasks), m_partition, reason,
+                        tasks.size() == 1 ? "it" : "them", tasks.front().substr(0, tasks.front().find('_')),
+                        m_partition, what_then));
 
     if (running || pending.empty()) {
         m_idle_since.reset();
@@ -140,8 +149,10 @@ PendingNews PendingWatch::update(const std::map<std::string, QueuedTask>& queue,
         for (const auto& reason : why) reasons_text += (reasons_text.empty() ? "" : "; ") + reason;
         news.stuck = pending;
         news.expired = fmt::format(
-            "slurm: for {} s (target.slurm.pending_timeout) no node of partition {} started any of the sweep's tasks; "
-            "{} waited ({}) and were cancelled. Once Slurm can start them (`scontrol show job {}`), continue the sweep "
+            "slurm: for {} s (target.slurm.pending_timeout) no node of partition {} started any of the "
+            "sweep's tasks; "
+            "{} waited ({}) and were cancelled. Once Slurm can start them (`scontrol show job {}`), continue "
+            "the sweep "
             "with --resume",
             m_timeout->count() / 1000.0, m_partition, compact_tasks(pending), reasons_text,
             pending.front().substr(0, pending.front().find('_')));

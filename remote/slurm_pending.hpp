@@ -28,9 +28,9 @@ namespace ncclsweep::remote {
 
 /// What one squeue round told PendingWatch.
 struct PendingNews {
-    std::vector<std::string> warnings;  ///< one per reason newly given to some tasks
-    std::optional<std::string> expired; ///< set once tasks waited past the timeout with none running
-    std::vector<std::string> stuck;     ///< the pending tasks when it expired
+    std::vector<std::string> warnings;   ///< one per reason newly given to some tasks
+    std::optional<std::string> expired;  ///< set once tasks waited past the timeout with none running
+    std::vector<std::string> stuck;      ///< the pending tasks when it expired
 };
 
 /// Follows the sweep's pending tasks across squeue rounds. A reason reworded is not a change:

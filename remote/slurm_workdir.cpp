@@ -55,7 +55,8 @@ FilesystemInfo classify_filesystem(unsigned long magic) {
 Result<FilesystemInfo> filesystem_of(const std::string& path) {
     struct statfs info {};
     if (::statfs(path.c_str(), &info) != 0)
-        return Error::infrastructure(fmt::format("slurm: cannot read the filesystem of '{}': {}", path, std::strerror(errno)));
+        return Error::infrastructure(
+            fmt::format("slurm: cannot read the filesystem of '{}': {}", path, std::strerror(errno)));
     return classify_filesystem(static_cast<unsigned long>(info.f_type));
 }
 
@@ -64,33 +65,41 @@ Result<TargetFindings> judge_workdir(const WorkdirFacts& facts) {
     const FilesystemInfo& fs = facts.filesystem;
     const std::string where = fmt::format("the work directory root {} ({})", facts.root, facts.origin);
     const std::string fix =
-        "set target.workdir to a directory on a filesystem the login and compute nodes share (under your home "
-        "or a /shared, /scratch or /lustre mount; `df -T DIR` shows its type: nfs, lustre, gpfs, cephfs, beegfs, ...)";
+        "set target.workdir to a directory on a filesystem the login and compute nodes share (under your "
+        "home "
+        "or a /shared, /scratch or /lustre mount; `df -T DIR` shows its type: nfs, lustre, gpfs, cephfs, "
+        "beegfs, ...)";
     if (facts.only_this_node && fs.reach != FilesystemReach::shared) {
-        findings.notes.push_back(fmt::format("slurm: {} is on {}; the only node of partition {} is this host, so its "
-                                             "tasks see it",
-                                             where, fs.type, facts.partition));
+        findings.notes.push_back(
+            fmt::format("slurm: {} is on {}; the only node of partition {} is this host, so its "
+                        "tasks see it",
+                        where, fs.type, facts.partition));
         return findings;
     }
     switch (fs.reach) {
         case FilesystemReach::shared:
-            findings.notes.push_back(fmt::format("slurm: {} is on {}, a filesystem nodes share", where, fs.type));
+            findings.notes.push_back(
+                fmt::format("slurm: {} is on {}, a filesystem nodes share", where, fs.type));
             break;
         case FilesystemReach::node_memory:
-            return Error::bad_input(fmt::format(
-                "slurm: {} is on {}, which lives in this node's memory: the nodes of partition {} cannot see the task "
-                "scripts written there, nor this node the output their tasks write. Nothing was submitted; {}",
-                where, fs.type, facts.partition, fix));
+            return Error::bad_input(
+                fmt::format("slurm: {} is on {}, which lives in this node's memory: the nodes of partition "
+                            "{} cannot see the task "
+                            "scripts written there, nor this node the output their tasks write. Nothing was "
+                            "submitted; {}",
+                            where, fs.type, facts.partition, fix));
         case FilesystemReach::local_disk:
             findings.warnings.push_back(fmt::format(
-                "slurm: {} is on {}, a disk of this node: unless it is exported to the nodes of partition {}, their "
+                "slurm: {} is on {}, a disk of this node: unless it is exported to the nodes of partition "
+                "{}, their "
                 "tasks cannot see it, and the first task that ends stops the sweep. If it is not shared, {}",
                 where, fs.type, facts.partition, fix));
             break;
         case FilesystemReach::unknown:
-            findings.notes.push_back(fmt::format("slurm: {} is on {}; whether the nodes share it shows when the first "
-                                                 "task ends",
-                                                 where, fs.type));
+            findings.notes.push_back(
+                fmt::format("slurm: {} is on {}; whether the nodes share it shows when the first "
+                            "task ends",
+                            where, fs.type));
             break;
     }
     return findings;

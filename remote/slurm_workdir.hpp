@@ -33,8 +33,8 @@ Result<FilesystemInfo> filesystem_of(const std::string& path);
 
 /// What judge_workdir needs to know.
 struct WorkdirFacts {
-    std::string root;          ///< absolute path of the work directory root
-    std::string origin;        ///< how it was chosen: "target.workdir" or "the default ./.ncclsweep/work"
+    std::string root;    ///< absolute path of the work directory root
+    std::string origin;  ///< how it was chosen: "target.workdir" or "the default ./.ncclsweep/work"
     std::string partition;
     FilesystemInfo filesystem;
     bool only_this_node = false;  ///< the partition's only node is the host ncclsweep runs on

@@ -24,20 +24,20 @@ const QueuedTask k_running{"RUNNING", "None"};
 }  // namespace
 
 TEST_CASE("slurm pending: reasons of a queue that moves are quiet, reasons that need a person are not") {
-    for (const char* moves : {"None", "Priority", "Resources", "JobArrayTaskLimit", "BeginTime", "Dependency",
-                              "AssocGrpGRES", "QOSGrpCpuLimit", "QOSMaxJobsPerUserLimit", "AssocMaxJobsLimit",
-                              "MaxCpuPerAccount", ""}) {
+    for (const char* moves :
+         {"None", "Priority", "Resources", "JobArrayTaskLimit", "BeginTime", "Dependency", "AssocGrpGRES",
+          "QOSGrpCpuLimit", "QOSMaxJobsPerUserLimit", "AssocMaxJobsLimit", "MaxCpuPerAccount", ""}) {
         INFO(moves);
         CHECK(pending_reason_clears_itself(moves));
     }
-    for (const char* stuck : {"ReqNodeNotAvail", "ReqNodeNotAvail, UnavailableNodes:node[1-4]", "PartitionNodeLimit",
-                              "PartitionTimeLimit", "BadConstraints", "PartitionDown", "PartitionInactive",
-                              "InvalidAccount", "InvalidQOS", "AccountNotAllowed", "QOSNotAllowed", "JobHeldAdmin",
-                              "JobHeldUser", "DependencyNeverSatisfied", "QOSMaxWallDurationPerJobLimit",
-                              "AssocMaxNodesPerJobLimit",
-                              // Slurm 22.05 prints this description for ReqNodeNotAvail (recorded on a drained node)
-                              "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions",
-                              "Resources are odd"}) {
+    for (const char* stuck :
+         {"ReqNodeNotAvail", "ReqNodeNotAvail, UnavailableNodes:node[1-4]", "PartitionNodeLimit",
+          "PartitionTimeLimit", "BadConstraints", "PartitionDown", "PartitionInactive", "InvalidAccount",
+          "InvalidQOS", "AccountNotAllowed", "QOSNotAllowed", "JobHeldAdmin", "JobHeldUser",
+          "DependencyNeverSatisfied", "QOSMaxWallDurationPerJobLimit", "AssocMaxNodesPerJobLimit",
+          // Slurm 22.05 prints this description for ReqNodeNotAvail (recorded on a drained node)
+          "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions",
+          "Resources are odd"}) {
         INFO(stuck);
         CHECK_FALSE(pending_reason_clears_itself(stuck));
     }
@@ -53,27 +53,37 @@ TEST_CASE("slurm pending: task ids are grouped by job and range as Slurm writes 
 TEST_CASE("slurm pending: a reason that needs a person is warned about once per change, naming the tasks") {
     PendingWatch watch("gpu", std::nullopt);
     const auto t0 = PendingWatch::Clock::time_point{} + 1h;
-    auto first = watch.update(queue_of({{"7_0", k_drained}, {"7_1", k_drained}, {"7_2", k_drained}, {"7_3", k_busy}}), t0);
+    auto first = watch.update(
+        queue_of({{"7_0", k_drained}, {"7_1", k_drained}, {"7_2", k_drained}, {"7_3", k_busy}}), t0);
     REQUIRE(first.warnings.size() == 1);
-    CHECK(first.warnings[0].find("tasks 7_[0-2] of partition gpu pending: ReqNodeNotAvail, UnavailableNodes:node7") !=
+    CHECK(first.warnings[0].find(
+              "tasks 7_[0-2] of partition gpu pending: ReqNodeNotAvail, UnavailableNodes:node7") !=
           std::string::npos);
     CHECK(first.warnings[0].find("keeps waiting") != std::string::npos);
     CHECK(first.warnings[0].find("scontrol show job 7") != std::string::npos);
     CHECK(!first.expired);
     // The same reasons again: nothing new to say.
-    CHECK(watch.update(queue_of({{"7_0", k_drained}, {"7_1", k_drained}, {"7_2", k_drained}, {"7_3", k_busy}}), t0 + 2s)
+    CHECK(watch
+              .update(queue_of({{"7_0", k_drained}, {"7_1", k_drained}, {"7_2", k_drained}, {"7_3", k_busy}}),
+                      t0 + 2s)
               .warnings.empty());
     // Reworded is not changed: other node details, or Slurm's description of ReqNodeNotAvail
     // (slurm-wlm 22.05 shows the code first, then this, for tasks on a drained node).
-    const QueuedTask described{"PENDING",
-                               "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions"};
-    CHECK(watch.update(queue_of({{"7_0", {"PENDING", "ReqNodeNotAvail, UnavailableNodes:node[7-8]"}},
-                                 {"7_1", described}, {"7_2", k_drained}, {"7_3", k_busy}}),
-                       t0 + 3s)
+    const QueuedTask described{
+        "PENDING",
+        "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions"};
+    CHECK(watch
+              .update(queue_of({{"7_0", {"PENDING", "ReqNodeNotAvail, UnavailableNodes:node[7-8]"}},
+                                {"7_1", described},
+                                {"7_2", k_drained},
+                                {"7_3", k_busy}}),
+                      t0 + 3s)
               .warnings.empty());
     // One task's reason changes to another that needs a person; another's to a normal one.
     auto changed = watch.update(
-        queue_of({{"7_0", k_drained}, {"7_1", {"PENDING", "PartitionDown"}}, {"7_2", k_busy}, {"7_3", k_busy}}), t0 + 4s);
+        queue_of(
+            {{"7_0", k_drained}, {"7_1", {"PENDING", "PartitionDown"}}, {"7_2", k_busy}, {"7_3", k_busy}}),
+        t0 + 4s);
     REQUIRE(changed.warnings.size() == 1);
     CHECK(changed.warnings[0].find("task 7_1 of partition gpu pending: PartitionDown") != std::string::npos);
     // Back to the first reason after a normal one: said again, it is news.
@@ -94,8 +104,9 @@ TEST_CASE("slurm pending: the timeout counts only while tasks wait and none of t
     auto expired = watch.update(queue_of({{"9_1", k_drained}, {"10_0", k_busy}}), t0 + 13s);
     REQUIRE(expired.expired);
     CHECK(expired.stuck == std::vector<std::string>{"10_0", "9_1"});
-    CHECK(expired.expired->find("for 5 s (target.slurm.pending_timeout) no node of partition debug started") !=
-          std::string::npos);
+    CHECK(
+        expired.expired->find("for 5 s (target.slurm.pending_timeout) no node of partition debug started") !=
+        std::string::npos);
     CHECK(expired.expired->find("10_0 9_1 waited (ReqNodeNotAvail, UnavailableNodes:node7; Resources)") !=
           std::string::npos);
     CHECK(expired.expired->find("--resume") != std::string::npos);

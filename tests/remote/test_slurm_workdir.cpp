@@ -32,7 +32,8 @@ TEST_CASE("slurm workdir: statfs types are named and sorted by who can see them"
     CHECK(classify_filesystem(0x47504653UL).type == "gpfs");
     CHECK(classify_filesystem(0xef53UL).reach == FilesystemReach::local_disk);
     CHECK(classify_filesystem(0x58465342UL).type == "xfs");
-    CHECK(classify_filesystem(0x65735546UL).reach == FilesystemReach::unknown);  // fuse: sshfs or a cluster fs
+    CHECK(classify_filesystem(0x65735546UL).reach ==
+          FilesystemReach::unknown);  // fuse: sshfs or a cluster fs
     CHECK(classify_filesystem(0x12345678UL).type == "0x12345678");
     CHECK(classify_filesystem(0x12345678UL).reach == FilesystemReach::unknown);
 }
