@@ -89,6 +89,12 @@ struct BatchItem {
     std::string previous_task;  ///< the scheduler task it was given by an earlier run (a resume), or ""
 };
 
+/// What a target's own checks before a sweep found (recorded with the preflight).
+struct TargetFindings {
+    std::vector<std::string> notes;     ///< facts worth recording (a work directory's filesystem)
+    std::vector<std::string> warnings;  ///< worth the user's attention; the sweep still runs
+};
+
 /// A host that runs experiments.
 class Target {
 public:
@@ -126,6 +132,15 @@ public:
     }
     /// Ends every submitted task that has not ended (Ctrl-C, or the sweep stopped on an error).
     virtual void cancel_all() {}
+    /// Checks of its own before a sweep (Slurm: the work directory is on a filesystem the
+    /// compute nodes can share). Errors: bad_input when the target cannot work as configured,
+    /// infrastructure when it cannot be checked.
+    virtual Result<TargetFindings> check_before_sweep() { return TargetFindings{}; }
+    /// Set once the target found something no retry gets past (Slurm: the work directory is
+    /// not shared with the nodes; tasks left pending past target.slurm.pending_timeout): the
+    /// sweep loop then stops with this error (infrastructure, resumable) instead of retrying
+    /// the experiment, and records nothing for it.
+    [[nodiscard]] virtual std::optional<Error> halt_reason() const { return std::nullopt; }
 };
 
 }  // namespace ncclsweep

@@ -171,6 +171,11 @@ Result<HostPreflight> run_preflight(Target& target, std::chrono::seconds timeout
             "case $- in *i*) ;; *) return;; esac) or log in as a user with a lean shell",
             preflight.target, start_s));
     }
+    // The target's own checks (Slurm: is the work directory where the nodes can see it).
+    auto findings = target.check_before_sweep();
+    if (!findings) return findings.error();
+    preflight.notes.insert(preflight.notes.end(), findings->notes.begin(), findings->notes.end());
+    preflight.warnings.insert(preflight.warnings.end(), findings->warnings.begin(), findings->warnings.end());
     return preflight;
 }
 

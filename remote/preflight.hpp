@@ -53,8 +53,9 @@ struct HostPreflight {
 inline constexpr double k_slow_command_start_s = 0.5;
 
 /// Times a trivial command on `target` (command_start_s; a warning when slower than
-/// k_slow_command_start_s), then runs the probe script (one capture) and parses it. Missing
-/// tools are notes, not errors; fails (infrastructure) only when the target cannot run them.
+/// k_slow_command_start_s), then runs the probe script (one capture) and parses it, and adds
+/// what Target::check_before_sweep finds. Missing tools are notes, not errors; fails
+/// (infrastructure) when the target cannot run them, or with the target's own check's error.
 Result<HostPreflight> run_preflight(Target& target, std::chrono::seconds timeout = std::chrono::seconds(60));
 
 /// Parses the probe script's output (exposed for tests).

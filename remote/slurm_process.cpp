@@ -96,6 +96,28 @@ void SlurmTaskProcess::check_end() {
     const std::string why = final.reason.empty() || final.reason == "None" ? "" : " (" + final.reason + ")";
     switch (verdict_of(final)) {
         case TaskVerdict::exited:
+            if (!status && !m_killed && !m_out && !task_file_exists(m_files.out)) {
+                // Slurm says the task ran and ended on its own, yet nothing it wrote is here:
+                // its node writes the work directory somewhere this node does not see.
+                if (now - *m_gone_since < m_target.options().shared_check_grace || !m_view_refreshed) {
+                    if (!m_view_refreshed) m_target.refresh_task_directory();
+                    m_view_refreshed = true;
+                    return;
+                }
+                const std::string message = fmt::format(
+                    "slurm: Slurm says task {} ended ({}{}, exit {}:{}{}), yet nothing it wrote reached this node: "
+                    "neither {} nor {} exists here. The work directory {} is not on a filesystem that node shares "
+                    "with this one (or it is not mounted there). Set target.workdir to a directory on a shared "
+                    "filesystem (under your home or a /shared, /scratch or /lustre mount; `df -T DIR` shows its "
+                    "type), then continue the sweep with --resume",
+                    m_task, final.state, why, final.exit.exit_code, final.exit.signal,
+                    final.node.empty() ? "" : ", on node " + final.node, m_files.out, m_files.status,
+                    m_target.workdir());
+                m_target.halt(Error::infrastructure(message));
+                m_lost = true;
+                m_lost_reason = message;
+                return;
+            }
             m_pending_exit = final.exit;
             m_ending = true;
             return;

@@ -15,7 +15,9 @@ namespace ncclsweep::remote {
 
 /// A task of a SlurmTarget. kill() is scancel; a task Slurm ended for reasons of its own
 /// (node failure, preemption, a cancel by someone else) is `lost`, one it ended at its time
-/// limit or for its memory `exited` with scheduler_end() set.
+/// limit or for its memory `exited` with scheduler_end() set. A task Slurm says ended on its
+/// own while nothing it wrote (output, status) ever appeared here is `lost` and halts the
+/// target: the work directory is not shared with its node.
 class SlurmTaskProcess final : public Process {
 public:
     SlurmTaskProcess(SlurmTarget& target, std::string task);
@@ -43,6 +45,7 @@ private:
     std::string m_lost_reason;
     std::optional<SchedulerEnd> m_scheduler_end;
     std::optional<std::chrono::steady_clock::time_point> m_gone_since;
+    bool m_view_refreshed = false;  ///< the task directory was refreshed before judging it unshared
 };
 
 }  // namespace ncclsweep::remote

@@ -76,6 +76,7 @@ std::map<std::string, TaskFinal> parse_scontrol_jobs(std::string_view text) {
             else if (key == "JobState") final.state = value;
             else if (key == "Reason") final.reason = value;
             else if (key == "ExitCode") final.exit = parse_exit_code(value);
+            else if (key == "NodeList" && value != "(null)") final.node = value;
         }
         if (final.state.empty()) continue;
         // A job outside an array is its own task 0 (how ncclsweep names single submissions too).
@@ -95,6 +96,7 @@ std::map<std::string, TaskFinal> parse_sacct(std::string_view text) {
         TaskFinal final;
         final.state = first_word(fields[1]);
         final.exit = parse_exit_code(fields[2]);
+        if (fields.size() > 3 && fields[3] != "None assigned") final.node = fields[3];
         tasks[id] = final;
     }
     return tasks;

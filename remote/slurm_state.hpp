@@ -29,12 +29,13 @@ struct TaskFinal {
     std::string state;  ///< COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL, PREEMPTED, ...
     std::string reason;
     ExitInfo exit;      ///< from ExitCode=CODE:SIGNAL
+    std::string node;   ///< where it ran (NodeList; "" when Slurm did not say)
 };
 
 /// `scontrol -o show job ID` lines (one per task of the array) by task id.
 [[nodiscard]] std::map<std::string, TaskFinal> parse_scontrol_jobs(std::string_view text);
 
-/// `sacct -n -P -X -o JobID,State,ExitCode` lines by task id ("CANCELLED by 0" -> CANCELLED).
+/// `sacct -n -P -X -o JobID,State,ExitCode[,NodeList]` lines by task id ("CANCELLED by 0" -> CANCELLED).
 [[nodiscard]] std::map<std::string, TaskFinal> parse_sacct(std::string_view text);
 
 /// What an ended task means for the sweep.

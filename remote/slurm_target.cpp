@@ -1,12 +1,17 @@
 #include "remote/slurm_target.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <thread>
 
+#include "core/log.hpp"
 #include "remote/shell_words.hpp"
 #include "remote/slurm_process.hpp"
 
@@ -34,8 +39,31 @@ bool task_file_exists(const std::string& path) {
 
 std::string job_of(const std::string& task) { return task.substr(0, task.find('_')); }
 
+namespace {
+
+std::optional<std::chrono::milliseconds> pending_timeout_of(const SlurmSpec& spec) {
+    if (!spec.pending_timeout_seconds) return std::nullopt;
+    return std::chrono::milliseconds(static_cast<long>(*spec.pending_timeout_seconds * 1000));
+}
+
+std::string short_host_name() {
+    char name[256] = {};
+    if (::gethostname(name, sizeof name - 1) != 0) return {};
+    std::string host(name);
+    return host.substr(0, host.find('.'));
+}
+
+}  // namespace
+
 SlurmTarget::SlurmTarget(std::unique_ptr<Target> login, std::unique_ptr<SlurmCommands> commands, SlurmOptions options)
-    : m_login(std::move(login)), m_commands(std::move(commands)), m_options(std::move(options)) {}
+    : m_login(std::move(login)),
+      m_commands(std::move(commands)),
+      m_options(std::move(options)),
+      m_pending(m_options.partition, pending_timeout_of(m_options.spec)) {
+    if (!m_options.filesystem_of) m_options.filesystem_of = filesystem_of;
+    if (!m_options.this_host) m_options.this_host = short_host_name;
+    if (!m_options.warn) m_options.warn = [](const std::string& message) { NCCLSWEEP_LOG(warning, "{}", message); };
+}
 
 SlurmTarget::~SlurmTarget() = default;
 
@@ -71,7 +99,61 @@ SlurmTaskFiles SlurmTarget::files_of(const std::string& task) const {
     return SlurmTaskFiles{base + ".out", base + ".err", base + ".status"};
 }
 
-bool SlurmTarget::stopping() const { return m_cancelled.load() || (m_options.stop && m_options.stop->load()); }
+bool SlurmTarget::stopping() const {
+    return m_cancelled.load() || m_halted.load() || (m_options.stop && m_options.stop->load());
+}
+
+std::optional<Error> SlurmTarget::halt_reason() const {
+    std::lock_guard lock(m_mutex);
+    return m_halt;
+}
+
+void SlurmTarget::halt(Error why) {
+    std::lock_guard lock(m_mutex);
+    if (!m_halt) m_halt = std::move(why);
+    m_halted = true;
+}
+
+void SlurmTarget::refresh_task_directory() {
+    const std::string probe = fmt::format("{}/slurm/.refresh-{}", m_workdir, ::getpid());
+    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0) ::close(fd);
+    ::unlink(probe.c_str());
+}
+
+Result<TargetFindings> SlurmTarget::check_before_sweep() {
+    namespace fs = std::filesystem;
+    WorkdirFacts facts;
+    facts.partition = m_options.partition;
+    facts.origin = m_options.workdir_root.empty() ? "the default ./.ncclsweep/work; set target.workdir to choose"
+                                                  : "target.workdir";
+    std::error_code ec;
+    const fs::path root = fs::absolute(m_options.workdir_root.empty() ? ".ncclsweep/work" : m_options.workdir_root, ec);
+    if (!ec) fs::create_directories(root, ec);
+    facts.root = root.lexically_normal().string();
+    if (ec)
+        return Error::infrastructure(fmt::format("slurm: cannot create the work directory root {} ({}): {}; create it, "
+                                                 "or set target.workdir to a directory on a filesystem the nodes share",
+                                                 facts.root, facts.origin, ec.message()));
+    const std::string probe = fmt::format("{}/.ncclsweep-write-check-{}", facts.root, ::getpid());
+    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return Error::infrastructure(fmt::format("slurm: cannot write in the work directory root {} ({}): {}; fix its "
+                                                 "permissions, or set target.workdir to a directory you can write on a "
+                                                 "filesystem the nodes share",
+                                                 facts.root, facts.origin, std::strerror(errno)));
+    ::close(fd);
+    ::unlink(probe.c_str());
+    auto filesystem = m_options.filesystem_of(facts.root);
+    if (!filesystem) return filesystem.error();
+    facts.filesystem = *filesystem;
+    // One node that is this very host (a workstation's Slurm, the test cluster) sees every
+    // local filesystem of it.
+    auto nodes = m_commands->run({"sinfo", "--noheader", "--partition=" + m_options.partition, "--format=%N"});
+    const std::string host = m_options.this_host();
+    facts.only_this_node = nodes && nodes->exit_code == 0 && !host.empty() && nodes->out == host + "\n";
+    return judge_workdir(facts);
+}
 
 Result<std::string> SlurmTarget::task_script(const Command& command) const {
     auto body = command_script(command, m_workdir, ExecLast::no, "slurm");
@@ -165,6 +247,7 @@ Result<std::unique_ptr<Process>> SlurmTarget::start(const Command& command) {
     std::string task;
     {
         std::lock_guard lock(m_mutex);
+        if (m_halt) return *m_halt;
         auto found = command.batch_key.empty() ? m_task_of_key.end() : m_task_of_key.find(command.batch_key);
         if (found != m_task_of_key.end() && !m_consumed.count(command.batch_key)) {
             task = found->second;
@@ -183,8 +266,10 @@ Result<std::unique_ptr<Process>> SlurmTarget::start(const Command& command) {
         if (task_file_exists(files.out) || task_file_exists(files.status)) break;
         TaskObservation seen = observe(task);
         if (!seen.live || (seen.state != "PENDING" && !seen.state.empty())) break;
-        if (stopping())
+        if (stopping()) {
+            if (auto halted = halt_reason()) return *halted;
             return Error::infrastructure(fmt::format("slurm: interrupted while task {} waited in the queue", task));
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     return std::unique_ptr<Process>(std::make_unique<SlurmTaskProcess>(*this, task));
@@ -209,6 +294,17 @@ void SlurmTarget::refresh_locked(bool force) {
     } else {
         m_queue = parse_squeue(ran->out);
     }
+    // Tasks no node starts: said once per new reason, and given up on after pending_timeout.
+    PendingNews news = m_pending.update(m_queue, now);
+    for (const auto& warning : news.warnings) m_options.warn(warning);
+    if (news.expired && !m_halt) {
+        std::vector<std::string> argv{"scancel"};
+        argv.insert(argv.end(), news.stuck.begin(), news.stuck.end());
+        ++m_counters.scancel_calls;
+        (void)m_commands->run(argv);
+        m_halt = Error::infrastructure(*news.expired);
+        m_halted = true;
+    }
     // Jobs with no task left in the queue need no more squeue.
     std::set<std::string> live;
     for (const auto& [task, entry] : m_queue) live.insert(job_of(task));
@@ -227,7 +323,7 @@ void SlurmTarget::ask_final_locked(const std::string& job) {
     ++m_counters.final_state_calls;
     if (m_have_sacct) {
         auto ran = m_commands->run({"sacct", "--noheader", "--parsable2", "--allocations", "--jobs=" + job,
-                                    "--format=JobID,State,ExitCode"});
+                                    "--format=JobID,State,ExitCode,NodeList"});
         if (ran && ran->exit_code == 0 && ran->err.find("disabled") == std::string::npos) {
             auto finals = parse_sacct(ran->out);
             bool found = false;

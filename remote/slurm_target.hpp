@@ -6,6 +6,7 @@
 // `scontrol show job` without accounting) for tasks that left the queue without a status.
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,7 +18,9 @@
 #include "core/result.hpp"
 #include "core/spec/spec.hpp"
 #include "core/target.hpp"
+#include "remote/slurm_pending.hpp"
 #include "remote/slurm_state.hpp"
+#include "remote/slurm_workdir.hpp"
 
 namespace ncclsweep::remote {
 
@@ -51,6 +54,17 @@ struct SlurmOptions {
     /// filesystem's attribute cache) before Slurm's final state is used instead.
     std::chrono::milliseconds status_grace{1500};
     int slots_without_limit = 16;  ///< experiments followed at once when array_limit is unset
+    /// The work directory root as configured (target.workdir; "" = ./.ncclsweep/work).
+    std::string workdir_root;
+    /// After Slurm says a task ended on its own, how long nothing it wrote (output, status) may
+    /// be missing here before the work directory is judged not shared with its node.
+    std::chrono::milliseconds shared_check_grace{10000};
+    /// The filesystem under a path (statfs; tests fake it).
+    std::function<Result<FilesystemInfo>(const std::string&)> filesystem_of;
+    /// This host's short name, as a partition's node list would name it (tests fake it).
+    std::function<std::string()> this_host;
+    /// Where warnings for people go (stderr's log by default).
+    std::function<void(const std::string&)> warn;
 };
 
 /// Counters for benchmarks and tests.
@@ -92,6 +106,18 @@ public:
     Result<std::vector<std::string>> submit(const std::vector<BatchItem>& items) override;
     /// scancel of every job array of this run (its unfinished tasks end).
     void cancel_all() override;
+    /// The work directory root can be created and written, and its filesystem is one the
+    /// partition's nodes can see (judge_workdir; one `sinfo` tells whether this host is the
+    /// partition's only node).
+    Result<TargetFindings> check_before_sweep() override;
+    /// The first halt() given, if any.
+    [[nodiscard]] std::optional<Error> halt_reason() const override;
+    /// Stops the sweep for `why` (the first reason given stays): start() waits no more, the
+    /// sweep loop retries nothing.
+    void halt(Error why);
+    /// Makes this node's view of the task files' directory current (a file created and removed
+    /// there: an NFS client then drops what it cached of the directory).
+    void refresh_task_directory();
 
     /// squeue/sacct/... calls so far.
     [[nodiscard]] SlurmCounters counters() const;
@@ -104,6 +130,8 @@ public:
     /// The files of `task` ("4242_3").
     [[nodiscard]] SlurmTaskFiles files_of(const std::string& task) const;
     [[nodiscard]] const SlurmOptions& options() const { return m_options; }
+    /// The per-sweep work directory ("" before prepare_workdir).
+    [[nodiscard]] const std::string& workdir() const { return m_workdir; }
 
 private:
     /// Writes the task scripts and the array script, runs sbatch; returns the task ids.
@@ -126,6 +154,9 @@ private:
     std::map<std::string, std::chrono::steady_clock::time_point> m_submitted_at;  ///< by job id
     std::map<std::string, TaskFinal> m_finals;          ///< final states by task id
     std::map<std::string, std::chrono::steady_clock::time_point> m_final_asked;  ///< by job id
+    PendingWatch m_pending;
+    std::optional<Error> m_halt;  ///< guarded by m_mutex
+    std::atomic<bool> m_halted{false};
     bool m_have_sacct = true;
     int m_batches = 0;
     SlurmCounters m_counters;

@@ -57,6 +57,7 @@ Result<std::unique_ptr<Target>> make_target(const TargetSpec& spec, const Target
         options.partition = url->host;
         options.spec = spec.slurm;
         options.stop = overrides.stop;
+        options.workdir_root = spec.workdir;
         return std::unique_ptr<Target>(std::make_unique<SlurmTarget>(std::move(login), std::move(commands), options));
     }
     return connect_ssh(*url, spec, overrides);

@@ -4,6 +4,11 @@
 #   scripts/test-slurm.sh start DIR   munge key + slurm.conf in DIR, start munged, slurmctld and
 #                                     slurmd, wait until partition `debug` has an idle node,
 #                                     print the path of slurm.conf (export it as SLURM_CONF)
+#   scripts/test-slurm.sh start DIR --private PATH
+#                                     the same, but slurmd (and so every task) runs in a mount
+#                                     namespace of its own where PATH is an empty tmpfs: a compute
+#                                     node that does not share PATH with this "login node" (root
+#                                     only; exit 77 where mount namespaces are not allowed)
 #   scripts/test-slurm.sh stop DIR    kill those daemons (SIGKILL) and every job step below them
 #
 # Everything lives in DIR: munge.key, munge.socket, slurm.conf, state/, spool/, *.log, *.pid.
@@ -26,7 +31,7 @@ PY
 }
 
 start() {
-  local dir=$1
+  local dir=$1 private=${2:-}
   for tool in munged slurmctld slurmd sbatch squeue scontrol; do
     command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] ||
       skip "$tool not found (install munge slurmctld slurmd slurm-client)"
@@ -86,8 +91,17 @@ CONF
   export SLURM_CONF=$dir/slurm.conf
   /usr/sbin/slurmctld -i -f "$dir/slurm.conf" >"$dir/slurmctld.out" 2>&1 ||
     skip "slurmctld did not start; see $dir/slurmctld.log"
-  /usr/sbin/slurmd -f "$dir/slurm.conf" -N "$node" >"$dir/slurmd.out" 2>&1 ||
-    skip "slurmd did not start; see $dir/slurmd.log"
+  if [ -n "$private" ]; then
+    [ "$(id -u)" = 0 ] || skip "--private needs root (a mount namespace with a tmpfs)"
+    mkdir -p "$private"
+    # slurmd daemonizes inside the namespace; its tasks inherit it.
+    unshare --mount --propagation private /bin/sh -c 'mount -t tmpfs ncclsweep-private "$1" && shift && exec "$@"' \
+      sh "$private" /usr/sbin/slurmd -f "$dir/slurm.conf" -N "$node" >"$dir/slurmd.out" 2>&1 ||
+      skip "slurmd did not start in a mount namespace with $private private; see $dir/slurmd.out"
+  else
+    /usr/sbin/slurmd -f "$dir/slurm.conf" -N "$node" >"$dir/slurmd.out" 2>&1 ||
+      skip "slurmd did not start; see $dir/slurmd.log"
+  fi
   for _ in $(seq 100); do
     if [ "$(sinfo -h -p debug -o %t 2>/dev/null | head -1)" = idle ]; then
       echo "$dir/slurm.conf"
@@ -122,7 +136,9 @@ stop() {
 }
 
 case "${1:-}" in
-  start) [ $# -eq 2 ] || die "usage: $0 start DIR"; start "$2" ;;
+  start)
+    if [ $# -eq 4 ] && [ "$3" = --private ]; then start "$2" "$4"
+    else [ $# -eq 2 ] || die "usage: $0 start DIR [--private PATH]"; start "$2"; fi ;;
   stop) [ $# -eq 2 ] || die "usage: $0 stop DIR"; stop "$2" ;;
-  *) die "usage: $0 start DIR | stop DIR" ;;
+  *) die "usage: $0 start DIR [--private PATH] | stop DIR" ;;
 esac

@@ -59,6 +59,9 @@ struct SlurmSpec {
     std::string account;               ///< `--account` ("" = the user's default)
     std::vector<std::string> sbatch;   ///< more sbatch options, each one word
     double poll_seconds = 2;           ///< seconds between squeue calls
+    /// Give up when, for this long, tasks of the sweep wait in the queue and none of them runs
+    /// (they are cancelled, the sweep stops, resumable); nullopt = wait as long as Slurm does.
+    std::optional<double> pending_timeout_seconds;
 };
 
 /// `target:` — where experiments run.

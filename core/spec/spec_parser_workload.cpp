@@ -54,7 +54,7 @@ Result<void> check_url(const SpecValue& url) {
 
 Result<SlurmSpec> parse_slurm(const YAML::Node& node, const Where& where) {
     SlurmSpec slurm;
-    if (auto ok = check_map(node, where, "target.slurm", {"array_limit", "gres", "time", "account", "sbatch", "poll"}); !ok)
+    if (auto ok = check_map(node, where, "target.slurm", {"array_limit", "gres", "time", "account", "sbatch", "poll", "pending_timeout"}); !ok)
         return ok.error();
     for (const auto& entry : node) {
         const std::string& key = entry.first.Scalar();
@@ -70,6 +70,13 @@ Result<SlurmSpec> parse_slurm(const YAML::Node& node, const Where& where) {
             if (!value) return value.error();
             if (*value < 0.1) return error_at(mark_of(entry.second, at), "target.slurm.poll must be at least 0.1 s");
             slurm.poll_seconds = *value;
+        } else if (key == "pending_timeout") {
+            auto value = read_seconds(entry.second, at, what);
+            if (!value) return value.error();
+            if (*value > 0 && *value < 1)
+                return error_at(mark_of(entry.second, at),
+                                "target.slurm.pending_timeout must be at least 1 s (0 or null: wait as long as Slurm does)");
+            if (*value > 0) slurm.pending_timeout_seconds = *value;
         } else if (key == "sbatch") {
             if (!entry.second.IsSequence())
                 return error_at(mark_of(entry.second, at),

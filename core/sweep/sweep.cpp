@@ -271,6 +271,9 @@ Result<ExperimentRun> run_experiment(Target& target, const Experiment& experimen
                 return run;
             }
             if (outcome.end == RepeatEnd::lost) {
+                // No retry can get past this (the target says so): stop, leaving the experiment
+                // unrecorded, so that a resume runs it again.
+                if (auto halt = target.halt_reason()) return *halt;
                 lost = true;
                 lost_reason = outcome.lost_reason;
                 break;

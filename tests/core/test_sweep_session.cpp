@@ -162,6 +162,29 @@ TEST_CASE(
     CHECK(store.current().finished.count(2) == 0);  // nothing after the host went away
 }
 
+TEST_CASE("sweep session: a lost run on a target that halted stops the sweep at once and records nothing for it") {
+    // Slurm's shared-work-directory check and pending_timeout: no retry can get past them, and
+    // the experiment must stay unrecorded so that --resume runs it again.
+    FakeTarget target;
+    FakeRun lost;
+    lost.end = FakeRun::End::lost;
+    lost.lost_reason = "task 7_0 wrote nothing here";
+    lost.on_start = [&target] { target.halt = Error::infrastructure("the work directory /w is not shared"); };
+    target.script = {lost};
+    target.fallback = fake_ok("tok_s", 1);
+    FakeStore store;
+    RecordingObserver observer;
+    std::atomic<bool> stop{false};
+    auto outcome = run_sweep(request_of({point(1, "LL"), point(2, "Simple")}), target, store, observer, run_options(), stop);
+    REQUIRE_FALSE(outcome);
+    CHECK(outcome.error().kind == ErrorKind::infrastructure);
+    CHECK(outcome.error().message == "the work directory /w is not shared");
+    CHECK(target.log->reconnects == 0);
+    CHECK(target.log->started.size() == 1);
+    CHECK(store.current().finished.empty());
+    for (const auto& e : observer.events) CHECK(e.find("retrying") == std::string::npos);
+}
+
 TEST_CASE("sweep session: a reconnect that fails stops the sweep without a second attempt") {
     FakeTarget target;
     target.fallback.end = FakeRun::End::lost;

@@ -1,7 +1,8 @@
 // End to end on a real Slurm: each test starts a one-node cluster (scripts/test-slurm.sh) and
 // runs the real ncclsweep with `target: slurm://debug` against it: one job array with its
 // throttle, each task's own environment, a crash, Slurm's time limit, a node failure, Ctrl-C,
-// and kill -9 followed by --resume.
+// kill -9 followed by --resume, a work directory the node does not share, and tasks a drained
+// node never starts (pending_timeout).
 #include <signal.h>
 #include <stdlib.h>
 
@@ -246,5 +247,72 @@ TEST_CASE("slurm: kill -9 mid-sweep then --resume re-attaches and records each e
     CHECK(scalar(db, "SELECT count(*) FROM experiments WHERE scheduler_task LIKE '" +
                          first_job.substr(0, first_job.find('_')) + "\\_%' ESCAPE '\\'") == "6");
     CHECK(integrity_check(db) == "ok");
+    CHECK(slurm.queue().empty());
+}
+
+TEST_CASE("slurm: a work directory the nodes do not share stops the sweep at the first task, resumable") {
+    TempDir dir;
+    // slurmd, and so every task, sees an empty tmpfs at DIR/work: a compute node that does not
+    // share the work directory with the login node.
+    TestSlurm slurm((dir.path() / "work").string());
+    if (!slurm.available) return;
+    use_cluster(slurm);
+    auto task = dir.write("task.sh", "echo tok_s=1\n");
+    auto spec = dir.write("s.yaml", slurm_spec("slurm-unshared", dir, task, "{array_limit: 2, time: \"00:02:00\", poll: 0.5}",
+                                               "  mode: [a, b, c]\n"));
+    std::string db = (dir.path() / "r.db").string();
+    auto run = run_ncclsweep({"run", spec.string(), "--db", db});
+    INFO(run.err);
+    CHECK(run.exit_code == 3);
+    const std::string workdir = (dir.path() / "work" / "sweep-1").string();
+    CHECK(run.err.find("The work directory " + workdir + " is not on a filesystem that node shares") != std::string::npos);
+    CHECK(run.err.find("Set target.workdir") != std::string::npos);
+    CHECK(run.err.find("--resume") != std::string::npos);
+    // Stopped at once: no retry of the experiment as a lost task, nothing recorded for it.
+    CHECK(run.err.find("retrying") == std::string::npos);
+    CHECK(scalar(db, "SELECT count(*) FROM experiments WHERE status IN ('ok', 'failed', 'timed_out', 'infra_error')") == "0");
+    CHECK(wait_for([&] { return slurm.queue().empty(); }, std::chrono::seconds(15)));
+}
+
+TEST_CASE("slurm: tasks no node starts are named with Slurm's reason and cancelled at pending_timeout, then resumed") {
+    TestSlurm slurm;
+    if (!slurm.available) return;
+    use_cluster(slurm);
+    TempDir dir;
+    const std::string node_line = slurm.run({"sinfo", "--noheader", "--format=%n"}).out;
+    const std::string node = node_line.substr(0, node_line.find('\n'));
+    auto drain = slurm.run({"scontrol", "update", "NodeName=" + node, "State=DRAIN", "Reason=ncclsweep-test"});
+    INFO(drain.err);
+    REQUIRE(drain.exit_code == 0);
+    auto task = dir.write("task.sh", "echo tok_s=1\n");
+    auto spec = dir.write("s.yaml", slurm_spec("slurm-pending", dir, task,
+                                               "{array_limit: 2, time: \"00:02:00\", poll: 0.5, pending_timeout: 4}",
+                                               "  mode: [a, b]\n"));
+    std::string db = (dir.path() / "r.db").string();
+    auto run = run_ncclsweep({"run", spec.string(), "--db", db});
+    INFO(run.err);
+    CHECK(run.exit_code == 3);
+    // Warned once, with the tasks and Slurm's own words: 22.05 says ReqNodeNotAvail, then its
+    // description ("Nodes required for job are DOWN, DRAINED or ..."), which is not news.
+    const std::string warned = "_[0-1] of partition debug pending: ";
+    const auto first = run.err.find(warned);
+    REQUIRE(first != std::string::npos);
+    CHECK(run.err.find(warned, first + 1) == std::string::npos);
+    const std::string reason = run.err.substr(first + warned.size(), 40);
+    CHECK((reason.rfind("ReqNodeNotAvail", 0) == 0 || reason.rfind("Nodes required for job are DOWN", 0) == 0));
+    CHECK(run.err.find("for 4 s (target.slurm.pending_timeout) no node of partition debug started") != std::string::npos);
+    CHECK(run.err.find("--resume") != std::string::npos);
+    CHECK(scalar(db, "SELECT count(*) FROM experiments WHERE status IN ('ok', 'failed', 'timed_out', 'infra_error')") == "0");
+    CHECK(wait_for([&] { return slurm.queue().empty(); }, std::chrono::seconds(15)));
+    // The node comes back: the resumed sweep submits what never ran and finishes.
+    auto resume_node = slurm.run({"scontrol", "update", "NodeName=" + node, "State=RESUME"});
+    INFO(resume_node.err);
+    REQUIRE(resume_node.exit_code == 0);
+    auto resumed = run_ncclsweep({"run", spec.string(), "--db", db, "--resume"});
+    INFO(resumed.err);
+    REQUIRE(resumed.exit_code == 0);
+    auto experiments = latest_experiments(db);
+    REQUIRE(experiments.size() == 2);
+    for (const auto& e : experiments) CHECK(e.outcome.status == results::ExperimentStatus::ok);
     CHECK(slurm.queue().empty());
 }

@@ -37,6 +37,16 @@ TEST_CASE("slurm: scontrol show job of an ended array gives each task's state an
     CHECK(verdict_of(tasks.at("7_2")) == TaskVerdict::time_limit);
     CHECK(verdict_of(tasks.at("7_3")) == TaskVerdict::cancelled);
     CHECK(tasks.at("7_4").exit.signal == 11);
+    CHECK(tasks.at("7_0").node == "vm");  // NodeList=, not ReqNodeList=(null) before it
+}
+
+TEST_CASE("slurm: sacct's NodeList column names the node, 'None assigned' none") {
+    auto tasks = parse_sacct("7_0|COMPLETED|0:0|gpu01\n7_1|CANCELLED by 0|0:15|None assigned\n7_2|FAILED|0:53\n");
+    CHECK(tasks.at("7_0").node == "gpu01");
+    CHECK(tasks.at("7_1").node.empty());
+    CHECK(tasks.at("7_1").state == "CANCELLED");
+    CHECK(tasks.at("7_2").node.empty());
+    CHECK(tasks.at("7_2").exit.signal == 53);
 }
 
 TEST_CASE("slurm: sacct states and exit codes and the infrastructure verdicts") {
@@ -46,8 +56,8 @@ TEST_CASE("slurm: sacct states and exit codes and the infrastructure verdicts") 
     CHECK(verdict_of(tasks.at("7_2")) == TaskVerdict::time_limit);
     CHECK(verdict_of(tasks.at("8_0")) == TaskVerdict::infrastructure);
     CHECK(verdict_of(tasks.at("9_0")) == TaskVerdict::infrastructure);
-    CHECK(verdict_of(TaskFinal{"BOOT_FAIL", "", {}}) == TaskVerdict::infrastructure);
-    CHECK(verdict_of(TaskFinal{"OUT_OF_MEMORY", "", {}}) == TaskVerdict::out_of_memory);
+    CHECK(verdict_of(TaskFinal{"BOOT_FAIL", "", {}, ""}) == TaskVerdict::infrastructure);
+    CHECK(verdict_of(TaskFinal{"OUT_OF_MEMORY", "", {}, ""}) == TaskVerdict::out_of_memory);
     CHECK(is_live_state(tasks.at("9_1").state));
 }
 

@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <thread>
 
@@ -26,6 +28,8 @@ struct FakeSlurm final : SlurmCommands {
     std::vector<std::vector<std::string>> calls;
     std::map<std::string, std::string> live;    ///< task -> PENDING / RUNNING
     std::map<std::string, std::string> finals;  ///< task -> "STATE ExitCode"
+    std::map<std::string, std::string> reasons; ///< task -> squeue's reason while live ("None" if unset)
+    std::string nodes = "node[1-4]";            ///< sinfo's node list of the partition
     int next_job = 100;
 
     int count(const std::string& program) const {
@@ -45,7 +49,10 @@ struct FakeSlurm final : SlurmCommands {
             for (int i = 0; i <= last; ++i) live[job + "_" + std::to_string(i)] = "PENDING";
             output.out = job + "\n";
         } else if (program == "squeue") {
-            for (const auto& [task, state] : live) output.out += task + "|" + state + "|None\n";
+            for (const auto& [task, state] : live)
+                output.out += task + "|" + state + "|" + (reasons.count(task) ? reasons.at(task) : "None") + "\n";
+        } else if (program == "sinfo") {
+            output.out = nodes + "\n";
         } else if (program == "sacct") {
             output.exit_code = 1;
             output.err = "Slurm accounting storage is disabled\n";
@@ -54,9 +61,11 @@ struct FakeSlurm final : SlurmCommands {
             for (const auto& [task, final] : finals) {
                 if (task.substr(0, task.find('_')) != job) continue;
                 auto space = final.find(' ');
-                output.out += fmt::format("JobId=9{} ArrayJobId={} ArrayTaskId={} JobState={} Reason=None ExitCode={}\n",
+                output.out += fmt::format("JobId=9{} ArrayJobId={} ArrayTaskId={} JobState={} Reason={} ExitCode={} "
+                                          "NodeList=node3\n",
                                           task.substr(task.find('_') + 1), job, task.substr(task.find('_') + 1),
-                                          final.substr(0, space), final.substr(space + 1));
+                                          final.substr(0, space), reasons.count(task) ? reasons.at(task) : "None",
+                                          final.substr(space + 1));
             }
         } else if (program == "scancel") {
             for (std::size_t i = 1; i < argv.size(); ++i) {
@@ -85,7 +94,10 @@ struct Fixture {
     std::unique_ptr<SlurmTarget> target;
     std::string workdir;
 
-    explicit Fixture(std::optional<int> array_limit = 2, double poll_seconds = 0.1) {
+    std::vector<std::string> warnings;  ///< what the target told people
+
+    explicit Fixture(std::optional<int> array_limit = 2, double poll_seconds = 0.1,
+                     const std::function<void(SlurmOptions&)>& adjust = {}) {
         LocalOptions login_options;
         login_options.workdir_root = dir.path().string();
         auto fake = std::make_unique<FakeSlurm>();
@@ -96,6 +108,10 @@ struct Fixture {
         options.spec.time = "00:01:00";
         options.spec.poll_seconds = poll_seconds;
         options.status_grace = std::chrono::milliseconds(50);
+        options.shared_check_grace = std::chrono::milliseconds(100);
+        options.workdir_root = dir.path().string();
+        options.warn = [this](const std::string& message) { warnings.push_back(message); };
+        if (adjust) adjust(options);
         target = std::make_unique<SlurmTarget>(std::make_unique<LocalTarget>(login_options), std::move(fake), options);
         workdir = *target->prepare_workdir("sweep-1");
     }
@@ -346,4 +362,153 @@ TEST_CASE("slurm task: a status written as Slurm's node failure killed the comma
     auto [lines, end] = drain(**process);
     CHECK(end == PollState::lost);
     CHECK((*process)->lost_reason().find("NODE_FAIL") != std::string::npos);
+}
+
+TEST_CASE("slurm task: Slurm says it completed yet nothing it wrote is here - the work directory is not shared") {
+    // The brief's case (COMPLETED, exit 0, no status) and the one a real node gives when the
+    // directory does not exist there (recorded: FAILED, Reason=JobLaunchFailure, ExitCode=0:53).
+    for (const std::string final : {"COMPLETED 0:0", "FAILED 0:53"}) {
+        INFO(final);
+        Fixture f;
+        auto items = f.items(2);
+        REQUIRE(f.target->submit(items));
+        f.slurm->live["100_0"] = "RUNNING";
+        auto process = f.target->start(items[0].command);
+        REQUIRE(process);
+        f.slurm->reasons["100_0"] = final.rfind("FAILED", 0) == 0 ? "JobLaunchFailure" : "None";
+        f.slurm->end("100_0", final);
+        auto [lines, end] = drain(**process);
+        REQUIRE(end == PollState::lost);
+        const std::string reason = (*process)->lost_reason();
+        CHECK(reason.find("Slurm says task 100_0 ended (" + final.substr(0, final.find(' '))) != std::string::npos);
+        CHECK(reason.find("on node node3") != std::string::npos);
+        CHECK(reason.find(f.workdir + "/slurm/100_0.out") != std::string::npos);
+        CHECK(reason.find("The work directory " + f.workdir + " is not on a filesystem that node shares") !=
+              std::string::npos);
+        CHECK(reason.find("--resume") != std::string::npos);
+        // The target halts: the sweep loop stops instead of retrying, and nothing more is submitted.
+        auto halt = f.target->halt_reason();
+        REQUIRE(halt);
+        CHECK(halt->kind == ErrorKind::infrastructure);
+        CHECK(halt->message == reason);
+        auto retry = f.target->start(items[0].command);
+        REQUIRE_FALSE(retry);
+        CHECK(retry.error().message == reason);
+        auto next = f.target->start(items[1].command);
+        REQUIRE_FALSE(next);
+        CHECK(f.slurm->count("sbatch") == 1);
+    }
+}
+
+TEST_CASE("slurm task: output here but no status is Slurm's exit, and files that come late are not a verdict") {
+    {
+        Fixture f;
+        auto items = f.items(1);
+        REQUIRE(f.target->submit(items));
+        f.write("100_0", ".out", "tok_s=1\n");
+        auto process = f.target->start(items[0].command);
+        REQUIRE(process);
+        f.slurm->end("100_0", "COMPLETED 0:0");
+        auto [lines, end] = drain(**process);
+        REQUIRE(end == PollState::exited);
+        CHECK((*process)->exit_info()->success());
+        CHECK(!f.target->halt_reason());
+    }
+    {
+        // The files show up only after Slurm's final word (a filesystem's attribute cache).
+        Fixture f(2, 0.1, [](SlurmOptions& o) { o.shared_check_grace = std::chrono::milliseconds(3000); });
+        auto items = f.items(1);
+        REQUIRE(f.target->submit(items));
+        f.slurm->live["100_0"] = "RUNNING";
+        auto process = f.target->start(items[0].command);
+        REQUIRE(process);
+        f.slurm->end("100_0", "COMPLETED 0:0");
+        OutputLine line;
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (f.slurm->count("scontrol") == 0 && std::chrono::steady_clock::now() < deadline)
+            REQUIRE((*process)->poll(std::chrono::milliseconds(20), line) == PollState::timeout);
+        REQUIRE(f.slurm->count("scontrol") > 0);  // Slurm's final state is known; the files are not here yet
+        f.write("100_0", ".out", "tok_s=1\n");
+        f.write("100_0", ".status", "0\n");
+        auto [lines, end] = drain(**process);
+        REQUIRE(end == PollState::exited);
+        REQUIRE(lines.size() == 1);
+        CHECK(lines[0].text == "tok_s=1");
+        CHECK(!f.target->halt_reason());
+    }
+}
+
+TEST_CASE("slurm target: tasks no node starts are warned about once and cancelled at pending_timeout") {
+    Fixture f(2, 0.05, [](SlurmOptions& o) { o.spec.pending_timeout_seconds = 0.4; });
+    auto items = f.items(3);
+    REQUIRE(f.target->submit(items));
+    for (const auto& task : {"100_0", "100_1", "100_2"}) f.slurm->reasons[task] = "ReqNodeNotAvail, UnavailableNodes:node3";
+    const auto began = std::chrono::steady_clock::now();
+    auto started = f.target->start(items[0].command);
+    REQUIRE_FALSE(started);
+    CHECK(std::chrono::steady_clock::now() - began >= std::chrono::milliseconds(400));
+    CHECK(started.error().kind == ErrorKind::infrastructure);
+    CHECK(started.error().message.find("for 0.4 s (target.slurm.pending_timeout) no node of partition debug started") !=
+          std::string::npos);
+    CHECK(started.error().message.find("100_[0-2] waited (ReqNodeNotAvail, UnavailableNodes:node3)") != std::string::npos);
+    // Warned once (not once per squeue round), naming the tasks and Slurm's reason.
+    REQUIRE(f.warnings.size() == 1);
+    CHECK(f.warnings[0].find("tasks 100_[0-2] of partition debug pending: ReqNodeNotAvail") != std::string::npos);
+    CHECK(f.warnings[0].find("gives up if none of the sweep's tasks runs for 0.4 s") != std::string::npos);
+    CHECK(f.slurm->count("squeue") >= 3);
+    // The unstarted tasks were cancelled, and the target halts the sweep.
+    CHECK(f.slurm->live.empty());
+    CHECK(std::find(f.slurm->calls.begin(), f.slurm->calls.end(),
+                    std::vector<std::string>{"scancel", "100_0", "100_1", "100_2"}) != f.slurm->calls.end());
+    REQUIRE(f.target->halt_reason());
+    CHECK(f.target->halt_reason()->message == started.error().message);
+    auto next = f.target->start(items[1].command);
+    REQUIRE_FALSE(next);
+    CHECK(f.slurm->count("sbatch") == 1);
+}
+
+TEST_CASE("slurm target: preflight refuses a work directory in this node's memory unless it is the only node") {
+    auto on_tmpfs = [](SlurmOptions& o) {
+        o.filesystem_of = [](const std::string&) -> Result<FilesystemInfo> {
+            return FilesystemInfo{"tmpfs", FilesystemReach::node_memory};
+        };
+        o.this_host = [] { return std::string("login1"); };
+    };
+    Fixture f(2, 0.1, on_tmpfs);
+    auto refused = f.target->check_before_sweep();
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().kind == ErrorKind::bad_input);
+    CHECK(refused.error().message.find(f.dir.path().string() + " (target.workdir) is on tmpfs") != std::string::npos);
+    CHECK(f.slurm->count("sbatch") == 0);
+    REQUIRE(f.slurm->count("sinfo") == 1);
+    CHECK(f.slurm->calls.back() == std::vector<std::string>{"sinfo", "--noheader", "--partition=debug", "--format=%N"});
+    f.slurm->nodes = "login1";  // a workstation's Slurm: its one node is this host
+    auto fine = f.target->check_before_sweep();
+    REQUIRE(fine);
+    CHECK(fine->warnings.empty());
+    REQUIRE(fine->notes.size() == 1);
+    CHECK(fine->notes[0].find("the only node of partition debug is this host") != std::string::npos);
+}
+
+TEST_CASE("slurm target: preflight creates the work directory root and says where it cannot") {
+    TempDir other;
+    const std::string root = (other.path() / "a" / "b").string();
+    Fixture f(2, 0.1, [&](SlurmOptions& o) {
+        o.workdir_root = root;
+        o.filesystem_of = [](const std::string&) -> Result<FilesystemInfo> {
+            return FilesystemInfo{"nfs", FilesystemReach::shared};
+        };
+    });
+    auto checked = f.target->check_before_sweep();
+    REQUIRE(checked);
+    CHECK(std::filesystem::is_directory(root));
+    CHECK(std::filesystem::is_empty(root));  // the write check left nothing behind
+    CHECK(checked->warnings.empty());
+    other.write("file", "x");
+    Fixture g(2, 0.1, [&](SlurmOptions& o) { o.workdir_root = (other.path() / "file" / "work").string(); });
+    auto blocked = g.target->check_before_sweep();
+    REQUIRE_FALSE(blocked);
+    CHECK(blocked.error().kind == ErrorKind::infrastructure);
+    CHECK(blocked.error().message.find("cannot create the work directory root " + (other.path() / "file" / "work").string()) !=
+          std::string::npos);
 }

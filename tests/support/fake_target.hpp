@@ -103,6 +103,7 @@ public:
     std::shared_ptr<FakeLog> log = std::make_shared<FakeLog>();
     std::optional<Error> prepare_error;    ///< prepare_workdir fails with it
     std::optional<Error> reconnect_error;  ///< reconnect fails with it
+    std::optional<Error> halt;             ///< halt_reason() (set it from a run's on_start)
 
     [[nodiscard]] std::string describe() const override { return "fake"; }
     Result<std::string> prepare_workdir(const std::string& sweep_id) override {
@@ -134,6 +135,7 @@ public:
         log->calls.push_back("capture " + (argv.empty() ? std::string() : argv.front()));
         return std::string();
     }
+    [[nodiscard]] std::optional<Error> halt_reason() const override { return halt; }
     Result<void> reconnect() override {
         ++log->reconnects;
         log->calls.push_back("reconnect");

@@ -18,9 +18,15 @@ struct TestSlurm {
     std::string conf;  ///< path of its slurm.conf
     bool available = false;
 
-    TestSlurm() {
-        auto r = run_command({source_path("scripts/test-slurm.sh").string(), "start", dir.path().string()}, {}, {},
-                             std::chrono::seconds(60));
+    /// `private_path`: slurmd and its tasks see an empty tmpfs there (a compute node that does not
+    /// share that directory with the login node); "" = they see this machine's files.
+    explicit TestSlurm(const std::string& private_path = "") {
+        std::vector<std::string> argv{source_path("scripts/test-slurm.sh").string(), "start", dir.path().string()};
+        if (!private_path.empty()) {
+            argv.push_back("--private");
+            argv.push_back(private_path);
+        }
+        auto r = run_command(argv, {}, {}, std::chrono::seconds(60));
         if (r.exit_code == 77) {
             skip_test("slurm", "no one-node Slurm cluster could be started here (scripts/install-deps.sh installs "
                                "slurmctld slurmd slurm-client munge): " + r.err);
