@@ -279,6 +279,37 @@ std::uint64_t PassPlan::attention_bytes() const {
     return total;
 }
 
+std::vector<ExpertRun> expert_runs(const PassPlan& plan, int hidden) {
+    const std::vector<Step>& steps = plan.steps;
+    auto is_pair = [&](std::size_t i) {
+        if (i + 1 >= steps.size()) return false;
+        const Step &a = steps[i], &b = steps[i + 1];
+        return a.kind == Step::Kind::gemm && b.kind == Step::Kind::gemm && a.gemm.k == hidden &&
+               b.gemm.n == hidden && a.gemm.n == 2 * b.gemm.k && a.gemm.m == b.gemm.m &&
+               a.gemm.int4 == b.gemm.int4;
+    };
+    auto same = [](const Gemm& a, const Gemm& b) {
+        return a.m == b.m && a.n == b.n && a.k == b.k && a.int4 == b.int4;
+    };
+    std::vector<ExpertRun> runs;
+    for (std::size_t i = 0; i < steps.size();) {
+        if (!is_pair(i)) {
+            ++i;
+            continue;
+        }
+        ExpertRun run{i, 0};
+        std::size_t j = i;
+        while (is_pair(j) && same(steps[j].gemm, steps[i].gemm) &&
+               same(steps[j + 1].gemm, steps[i + 1].gemm)) {
+            ++run.pairs;
+            j += 2;
+        }
+        if (run.pairs >= 2) runs.push_back(run);
+        i = run.pairs >= 2 ? j : i + 1;
+    }
+    return runs;
+}
+
 PassPlan build_pass(const ModelShape& model, int tp, int tokens, const PassShape& shape) {
     PassPlan plan;
     plan.model = model;

@@ -110,6 +110,23 @@ struct PassPlan {
     [[nodiscard]] std::uint64_t all_gather_bytes() const;  ///< bytes per rank input of the logits all-gather
 };
 
+/// The most experts one launch of the CUDA backend's W4A16 kernel runs (one per grid row), and
+/// the most rows of x it takes per launch (engine/cuda/gemm.cu, run_w4a16): more experts or
+/// more rows are more launches.
+constexpr int k_int4_max_batch = 40;
+constexpr int k_int4_rows_per_launch = 4;
+
+/// A run of >= 2 adjacent (gate_up, down) GEMM pairs of equal shapes: a MoE layer's experts
+/// with equal m (build_pass orders them by m). The CUDA backend runs such a run as one batched
+/// gate_up, one batched down and a sum kernel (engine/cuda/moe.cu); the sim prices it the same
+/// way. A pair is gate_up [hidden -> 2i] then down [i -> hidden] with equal m and format.
+struct ExpertRun {
+    std::size_t first_step = 0;  ///< index in plan.steps of the first gate_up
+    int pairs = 0;
+};
+/// The expert runs of `plan`, in step order (`hidden`: the model's hidden size).
+std::vector<ExpertRun> expert_runs(const PassPlan& plan, int hidden);
+
 /// Builds the per-rank plan for `tokens` tokens at tensor-parallel degree `tp`. Each token of
 /// each MoE layer picks `active_experts` distinct routed experts, uniformly and seeded by
 /// (router_seed, layer, token); every expert chosen by at least one token gets one

@@ -129,6 +129,14 @@ struct PassCost {
     bool ll128 = false;  ///< some NCCL collective ran LL128
 };
 
+/// Device time of one batched launch over `count` experts' GEMMs of shape `g`, `rows` rows of x
+/// each: one kernel reading all their weights.
+double batched_gemm_us(const sim::GpuModel& gpu, const Gemm& g, int count, int rows) {
+    Gemm part = g;
+    part.m = rows;
+    return gpu.gemm_us(std::uint64_t(count) * part.weight_bytes(), count * part.flops());
+}
+
 /// `fusion`: the fused one-shot kernel really runs (requested and possible).
 PassCost cost_pass(const PassPlan& plan, const sim::Comm& comm, Pricer& pricer, const sim::GpuModel& gpu,
                    bool graph, bool fusion) {
@@ -139,7 +147,33 @@ PassCost cost_pass(const PassPlan& plan, const sim::Comm& comm, Pricer& pricer, 
         ++c.kernels;
         return us + launch;
     };
-    for (const Step& s : plan.steps) {
+    // A layer's experts of equal m run as the CUDA backend runs them (engine/cuda/moe.cu): one
+    // batched gate_up and one batched down (INT4: our W4A16 kernel, up to k_int4_max_batch
+    // experts and k_int4_rows_per_launch rows per launch; bf16: one cuBLAS batched GEMM), then
+    // one kernel summing the experts' outputs.
+    std::map<std::size_t, int> runs;
+    for (const ExpertRun& run : expert_runs(plan, plan.model.hidden)) runs.emplace(run.first_step, run.pairs);
+    for (std::size_t i = 0; i < plan.steps.size(); ++i) {
+        if (auto run = runs.find(i); run != runs.end()) {
+            const int pairs = run->second;
+            for (const Gemm* g : {&plan.steps[i].gemm, &plan.steps[i + 1].gemm}) {
+                if (!g->int4) {
+                    c.gemm_us += kernel(batched_gemm_us(gpu, *g, pairs, g->m));
+                    continue;
+                }
+                for (int first = 0; first < pairs; first += k_int4_max_batch)
+                    for (int m0 = 0; m0 < g->m; m0 += k_int4_rows_per_launch)
+                        c.gemm_us +=
+                            kernel(batched_gemm_us(gpu, *g, std::min(k_int4_max_batch, pairs - first),
+                                                   std::min(k_int4_rows_per_launch, g->m - m0)));
+            }
+            // The sum: reads every expert's rows and the accumulated output, writes the output.
+            const Gemm& down = plan.steps[i + 1].gemm;
+            c.gemm_us += kernel(gpu.stream_us(std::uint64_t(pairs + 2) * down.m * down.n * 2));
+            i += 2 * static_cast<std::size_t>(pairs) - 1;
+            continue;
+        }
+        const Step& s = plan.steps[i];
         switch (s.kind) {
             case Step::Kind::gemm:
                 c.gemm_us += kernel(gpu.gemm_us(s.gemm.weight_bytes(), s.gemm.flops()));

@@ -278,4 +278,8 @@ double GpuModel::norm_us(std::uint64_t bytes) const {
     return std::max(kernel_floor_us, 3.0 * static_cast<double>(bytes) / (hbm_bw_gbs * 1e3));
 }
 
+double GpuModel::stream_us(std::uint64_t bytes) const {
+    return std::max(kernel_floor_us, static_cast<double>(bytes) / (hbm_bw_gbs * 1e3));
+}
+
 }  // namespace tpverify::sim

@@ -86,6 +86,8 @@ struct GpuModel {
     [[nodiscard]] double gemm_us(std::uint64_t weight_bytes, double flops) const;
     /// Residual add + RMSNorm over `bytes` of activations.
     [[nodiscard]] double norm_us(std::uint64_t bytes) const;
+    /// An elementwise kernel that moves `bytes` (reads + writes) through device memory.
+    [[nodiscard]] double stream_us(std::uint64_t bytes) const;
 };
 
 /// The modeled machine for --topology.

@@ -201,14 +201,15 @@ cudaError_t launch_w4(const W4Batch& b, int n, int k, int ldx, bool acc, cudaStr
 cudaError_t run_w4a16(const W4Batch& batch, int m, int n, int k, int ldx, bool accumulate,
                       cudaStream_t stream) {
     if (k % 64 != 0 || batch.count < 1 || batch.count > k_w4_max_batch) return cudaErrorInvalidValue;
-    for (int m0 = 0; m0 < m; m0 += 4) {  // at most 4 rows of x per launch
+    static_assert(k_int4_rows_per_launch == 4, "the switch below instantiates m = 1..4");
+    for (int m0 = 0; m0 < m; m0 += k_int4_rows_per_launch) {  // at most 4 rows of x per launch
         W4Batch part = batch;
         for (int e = 0; e < batch.count; ++e) {
             part.x[e] = batch.x[e] + std::uint64_t(m0) * ldx;
             part.y[e] = batch.y[e] + std::uint64_t(m0) * n;
         }
         cudaError_t err = cudaSuccess;
-        switch (std::min(4, m - m0)) {
+        switch (std::min(k_int4_rows_per_launch, m - m0)) {
             case 1:
                 err = launch_w4<1>(part, n, k, ldx, accumulate, stream);
                 break;

@@ -14,10 +14,6 @@ __global__ void sum_experts_kernel(const bf16* outs, int experts, std::uint64_t 
     }
 }
 
-bool same(const Gemm& a, const Gemm& b) {
-    return a.m == b.m && a.n == b.n && a.k == b.k && a.int4 == b.int4;
-}
-
 // Enqueues one side (gate_up or down) of an INT4 group in launches of up to k_w4_max_batch.
 cudaError_t run_int4_side(const std::vector<const void*>& ptrs, int pairs, const Gemm& g, int ldx,
                           cudaStream_t s) {
@@ -47,31 +43,16 @@ Status ExpertBatches::build(const PassPlan& plan, const WeightPool& weights, con
     std::size_t count = 0;
     for (std::size_t i = 0; i < plan.steps.size(); ++i)
         if (plan.steps[i].kind == Step::Kind::gemm) gemm_index[i] = count++;
-    auto is_pair = [&](std::size_t i) {
-        if (i + 1 >= plan.steps.size()) return false;
-        const Step &a = plan.steps[i], &b = plan.steps[i + 1];
-        return a.kind == Step::Kind::gemm && b.kind == Step::Kind::gemm && a.gemm.k == hidden &&
-               b.gemm.n == hidden && a.gemm.n == 2 * b.gemm.k && a.gemm.m == b.gemm.m &&
-               a.gemm.int4 == b.gemm.int4;
-    };
+    // The same runs the sim prices as batches (engine/model.cpp, expert_runs).
     std::vector<ExpertGroup> found;
-    for (std::size_t i = 0; i < plan.steps.size();) {
-        if (!is_pair(i)) {
-            ++i;
-            continue;
-        }
+    for (const ExpertRun& run : expert_runs(plan, hidden)) {
         ExpertGroup g;
-        g.first_step = i;
-        g.first_gemm = gemm_index[i];
-        g.gate_up = plan.steps[i].gemm;
-        g.down = plan.steps[i + 1].gemm;
-        std::size_t j = i;
-        while (is_pair(j) && same(plan.steps[j].gemm, g.gate_up) && same(plan.steps[j + 1].gemm, g.down)) {
-            ++g.pairs;
-            j += 2;
-        }
-        if (g.pairs >= 2) found.push_back(g);
-        i = g.pairs >= 2 ? j : i + 1;
+        g.first_step = run.first_step;
+        g.first_gemm = gemm_index[run.first_step];
+        g.pairs = run.pairs;
+        g.gate_up = plan.steps[run.first_step].gemm;
+        g.down = plan.steps[run.first_step + 1].gemm;
+        found.push_back(g);
     }
     std::uint64_t mid = 0, outs = 0;
     for (const ExpertGroup& g : found) {

@@ -58,8 +58,8 @@ std::string all_reduce_log(const std::string& env, double us14, double us57) {
 }  // namespace
 
 TEST_CASE(
-    "sim incident: ncclsweep run experiments/incident-pcie.yaml records the published 25 ms of NCCL and 90 tok/s "
-    "baseline") {
+    "sim incident: ncclsweep run experiments/incident-pcie.yaml records the published 25 ms of NCCL, 90 tok/s "
+    "baseline and 54.8 tok/s, not yet the 30 ms verify") {
     TempDir dir;
     const std::string db = (dir.path() / "r.db").string();
     auto r = run_ncclsweep({"run", source_path("experiments/incident-pcie.yaml").string(), "--db", db});
@@ -69,18 +69,22 @@ TEST_CASE(
     const auto* incident = with_param(experiments, "fusion", "off");  // the incident's default point
     REQUIRE(incident != nullptr);
     REQUIRE(incident->outcome.status == results::ExperimentStatus::ok);
-    // What the sim matches: NCCL's share of the verify pass (calibrated from the published
-    // figures) and the 1-token baseline.
+    // NCCL's share of the verify pass (calibrated from the published figures) and the 1-token
+    // baseline (its calibration point is the residual of the sim's GPU model, so this holds by
+    // construction; experiments/incident-pcie.calibration).
     CHECK(median_of(*incident, "comm_pass_us") == Approx(25000).epsilon(0.10));
     CHECK(median_of(*incident, "baseline_tok_s") == Approx(90).epsilon(0.10));
-    // What it does not (yet): its 4-token pass reads ~31 routed experts, ~15 ms of GPU time
-    // where the published split leaves ~5 ms, so verify is longer and tok/s lower than
-    // published (docs/engine.md). Pinned so that a change to the model shows up here.
+    // The Done-when's tok/s: 54.8 within 10 %.
     const double tok_s = median_of(*incident, "tok_s");
     const double p50 = median_of(*incident, "verify_us_p50");
-    CHECK(p50 > 30000);
-    CHECK(p50 == Approx(40900).epsilon(0.10));
+    CHECK(tok_s == Approx(54.8).epsilon(0.10));
     CHECK(tok_s == Approx(3.2e6 / (p50 + 28394)).epsilon(0.02));
+    // Not yet the published 30 ms verify: the sim's GPU side of the pass is ~8.8 ms (10.6 GB
+    // per rank at 80 % of 1792 GB/s, kernel gaps and floors) where the published split leaves
+    // ~5 ms (docs/engine.md, "The incident, reproduced"). Pinned so that a change to the model
+    // shows up here.
+    CHECK(p50 > 1.10 * 30000);
+    CHECK(p50 == Approx(33900).epsilon(0.05));
     // The repeats differ as a machine's would (seeded per experiment and repeat).
     std::vector<double> repeats;
     for (const auto& s : incident->outcome.samples)

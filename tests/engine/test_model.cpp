@@ -175,6 +175,61 @@ TEST_CASE("model: INT4 routed experts read a quarter of the bytes plus one bf16 
     CHECK(err.find("--expert-format int4") != std::string::npos);
 }
 
+TEST_CASE("model: a layer's experts of equal m form the runs both backends batch") {
+    Options o;
+    const ModelShape m = resolve(o);
+    PassShape int4;
+    int4.int4_experts = true;
+    const PassPlan four = build_pass(m, 8, 4, int4);
+    const std::vector<ExpertRun> runs = expert_runs(four, m.hidden);
+    std::vector<bool> in_run(four.steps.size(), false);
+    for (const ExpertRun& run : runs) {
+        CHECK(run.pairs >= 2);
+        const Gemm& up = four.steps[run.first_step].gemm;
+        const Gemm& down = four.steps[run.first_step + 1].gemm;
+        for (int e = 0; e < run.pairs; ++e) {
+            const std::size_t at = run.first_step + 2 * std::size_t(e);
+            const Step& u = four.steps[at];
+            const Step& d = four.steps[at + 1];
+            CHECK(u.label.find(".expert") != std::string::npos);  // INT4: the shared expert is bf16
+            CHECK(u.label.find(".gate_up") != std::string::npos);
+            CHECK(d.label.find(".down") != std::string::npos);
+            CHECK((u.gemm.m == up.m && u.gemm.n == up.n && u.gemm.k == up.k && u.gemm.int4));
+            CHECK((d.gemm.m == down.m && d.gemm.n == down.n && d.gemm.k == down.k && d.gemm.int4));
+            in_run[at] = in_run[at + 1] = true;
+        }
+    }
+    // Every routed expert is in a run, unless it is the only expert of its m in its layer.
+    int experts = 0, batched = 0;
+    for (std::size_t i = 0; i < four.steps.size(); ++i) {
+        const Step& s = four.steps[i];
+        const bool routed_gate_up =
+            s.label.find(".expert") != std::string::npos && s.label.find(".gate_up") != std::string::npos;
+        if (!routed_gate_up) continue;
+        ++experts;
+        if (in_run[i]) {
+            ++batched;
+            continue;
+        }
+        const std::string layer = s.label.substr(0, s.label.find('.') + 1);
+        int same_m = 0;
+        for (const Step& t : four.steps)
+            same_m += t.label.rfind(layer, 0) == 0 && t.label.find(".expert") != std::string::npos &&
+                      t.label.find(".gate_up") != std::string::npos && t.gemm.m == s.gemm.m;
+        CHECK(same_m == 1);
+    }
+    CHECK(experts == 1872);         // 31.2 per MoE layer x 60 at router seed 1
+    CHECK(batched > experts - 60);  // at most one expert per layer left alone
+    // One token: each MoE layer's 8 experts are one run; with bf16 experts the shared expert,
+    // of the same shape, joins it (as the CUDA backend batches it).
+    const PassPlan one_q = build_pass(m, 8, 1, int4);
+    const std::vector<ExpertRun> one_runs = expert_runs(one_q, m.hidden);
+    REQUIRE(one_runs.size() == 60);
+    for (const ExpertRun& run : one_runs) CHECK(run.pairs == 8);
+    const PassPlan one_bf = build_pass(m, 8, 1);
+    for (const ExpertRun& run : expert_runs(one_bf, m.hidden)) CHECK(run.pairs == 9);
+}
+
 TEST_CASE("model: the router seed picks other experts, the same seed the same ones") {
     Options o;
     const ModelShape m = resolve(o);
