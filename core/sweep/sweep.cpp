@@ -7,6 +7,7 @@
 
 #include "core/plan/render.hpp"
 #include "core/stats/stats.hpp"
+#include "core/text.hpp"
 #include "core/sweep/sweep_detail.hpp"
 #include "core/watch/supervise.hpp"
 
@@ -245,6 +246,7 @@ Result<ExperimentRun> run_experiment(Target& target, const Experiment& experimen
         double total_s = 0;
         bool lost = false;
         std::string lost_reason;
+        bool time_limit_retry = false;  // the scheduler's time limit ended it: run it again as a new task
         // The client command and the environment files are prepared once per attempt; every
         // repeat uses them. One that cannot be rendered is a failure of this point, not of the host.
         auto client_args = client_argv(options, experiment);
@@ -287,6 +289,15 @@ Result<ExperimentRun> run_experiment(Target& target, const Experiment& experimen
             if (outcome.scheduler_end) {
                 // Ended by the scheduler, not by the setting: its time limit is a timeout.
                 const bool time_limit = outcome.scheduler_end->state == "TIMEOUT" || outcome.scheduler_end->state == "DEADLINE";
+                if (time_limit && attempt < options.max_attempts) {
+                    // Infrastructure, not the setting (a slow or shared node, a late start):
+                    // retried like a lost connection, as a task of its own.
+                    observer.notice(fmt::format("experiment {}: {}; retrying as a new task (attempt {} of {}) in case the node was the cause",
+                                                experiment.id, first_line(outcome.scheduler_end->message, 200),
+                                                attempt + 1, options.max_attempts));
+                    time_limit_retry = true;
+                    break;
+                }
                 report.status = time_limit ? RunStatus::timed_out : RunStatus::failed;
                 report.failure_class = time_limit ? "scheduler_time_limit" : "scheduler_memory";
                 const std::string lines = watcher.diagnosis().text();
@@ -302,6 +313,7 @@ Result<ExperimentRun> run_experiment(Target& target, const Experiment& experimen
                 break;
             }
         }
+        if (time_limit_retry) continue;
         report.total_s = before.total_s.value_or(0) + total_s;
         if (!lost) {
             if (auto done = sink.experiment_finished(report); !done) return done.error();

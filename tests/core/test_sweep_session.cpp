@@ -438,3 +438,71 @@ TEST_CASE(
     CHECK(store.current().finished.size() == 2);
     CHECK(store.current().state == "failed");
 }
+
+namespace {
+
+FakeRun ended_by_scheduler(const std::string& state) {
+    FakeRun run;
+    run.lines = {{Stream::out, "started"}};
+    run.exit = ExitInfo{0, 15};
+    run.scheduler_end = SchedulerEnd{state, state == "TIMEOUT"
+                                                ? "Slurm ended task 4_0 at its time limit (target.slurm.time 00:01:00)"
+                                                : "Slurm ended task 4_0 for its memory"};
+    return run;
+}
+
+}  // namespace
+
+TEST_CASE("sweep session: a task ended at the scheduler's time limit is retried as a new task, not a crash") {
+    FakeTarget target;
+    target.script = {ended_by_scheduler("TIMEOUT"), fake_ok("tok_s", 50)};
+    FakeStore store;
+    RecordingObserver observer;
+    std::atomic<bool> stop{false};
+    auto outcome = run_sweep(request_of({point(1, "LL")}), target, store, observer, run_options(), stop);
+    REQUIRE(outcome);
+    CHECK(target.log->started.size() == 2);
+    CHECK(target.log->reconnects == 0);  // nothing was disconnected
+    CHECK(store.writes ==
+          std::vector<std::string>{"create 1", "started 1#1", "started 1#2", "finished 1 ok", "finish done"});
+    CHECK(store.current().finished.at(1).attempts == 2);
+    bool noticed = false;
+    for (const auto& e : observer.events)
+        noticed |= e.find("notice experiment 1: Slurm ended task 4_0 at its time limit") == 0 &&
+                   e.find("retrying as a new task (attempt 2 of 3)") != std::string::npos;
+    CHECK(noticed);
+}
+
+TEST_CASE("sweep session: a time limit on every attempt is a timeout of class scheduler_time_limit and the sweep goes on") {
+    FakeTarget target;
+    target.script = {ended_by_scheduler("TIMEOUT"), ended_by_scheduler("TIMEOUT")};
+    target.fallback = fake_ok("tok_s", 7);
+    FakeStore store;
+    RecordingObserver observer;
+    std::atomic<bool> stop{false};
+    auto options = run_options();
+    options.max_attempts = 2;
+    auto outcome = run_sweep(request_of({point(1, "LL"), point(2, "Simple")}), target, store, observer, options, stop);
+    REQUIRE(outcome);
+    const auto& first = store.current().finished.at(1);
+    CHECK(first.status == RunStatus::timed_out);
+    CHECK(first.failure_class == "scheduler_time_limit");
+    CHECK(first.attempts == 2);
+    CHECK(first.diagnosis.find("time limit") != std::string::npos);
+    CHECK(store.current().finished.at(2).status == RunStatus::ok);
+    CHECK(target.log->started.size() == 3);
+}
+
+TEST_CASE("sweep session: a task the scheduler ended for its memory fails once - the same memory would end it again") {
+    FakeTarget target;
+    target.script = {ended_by_scheduler("OUT_OF_MEMORY")};
+    target.fallback = fake_ok("tok_s", 7);
+    FakeStore store;
+    RecordingObserver observer;
+    std::atomic<bool> stop{false};
+    auto outcome = run_sweep(request_of({point(1, "LL")}), target, store, observer, run_options(), stop);
+    REQUIRE(outcome);
+    CHECK(target.log->started.size() == 1);
+    CHECK(store.current().finished.at(1).status == RunStatus::failed);
+    CHECK(store.current().finished.at(1).failure_class == "scheduler_memory");
+}

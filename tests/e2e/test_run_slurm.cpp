@@ -131,7 +131,7 @@ TEST_CASE("slurm: six experiments go out as one throttled job array and each tas
     CHECK(slurm.queue().empty());
 }
 
-TEST_CASE("slurm: a crash is a failed experiment and Slurm's time limit a timeout not a crash") {
+TEST_CASE("slurm: a crash is a failed experiment, a task Slurm ends at its time limit is retried as a new task") {
     TestSlurm slurm;
     if (!slurm.available) return;
     use_cluster(slurm);
@@ -140,9 +140,12 @@ TEST_CASE("slurm: a crash is a failed experiment and Slurm's time limit a timeou
                           "case \"$1\" in\n"
                           "ok) echo tok_s=2 ;;\n"
                           "crash) echo 'Segmentation fault in the workload' >&2; exit 3 ;;\n"
-                          "hang) echo started; sleep 300 ;;\n"
+                          "hang) if [ -e '" + (dir.path() / "hung").string() + "' ]; then echo tok_s=4; else : > '" +
+                              (dir.path() / "hung").string() + "'; echo started; sleep 300; fi ;;\n"
                           "esac\n");
     // Slurm's smallest time limit is one minute, enforced every 30 s or so: this test takes ~90 s.
+    // The "hang" task hangs on its first run only (it leaves a marker), so its retry, a task of
+    // its own, succeeds; a limit hit on every attempt is tests/core/test_sweep_session.cpp's.
     auto spec = dir.write("s.yaml", slurm_spec("slurm-ends", dir, task, "{array_limit: 3, time: \"1\", poll: 1}",
                                                "  mode: [ok, crash, hang]\n"));
     std::string db = (dir.path() / "r.db").string();
@@ -156,9 +159,12 @@ TEST_CASE("slurm: a crash is a failed experiment and Slurm's time limit a timeou
     CHECK(experiments[1].outcome.exit_code == 3);
     CHECK(experiments[1].outcome.diagnosis.find("Segmentation fault in the workload") != std::string::npos);
     INFO(experiments[2].outcome.diagnosis);
-    CHECK(experiments[2].outcome.status == results::ExperimentStatus::timed_out);
-    CHECK(experiments[2].outcome.failure_class == "scheduler_time_limit");
-    CHECK(experiments[2].outcome.diagnosis.find("time limit") != std::string::npos);
+    CHECK(experiments[2].outcome.status == results::ExperimentStatus::ok);
+    CHECK(experiments[2].attempts == 2);
+    CHECK(run.err.find("at its time limit") != std::string::npos);
+    CHECK(run.err.find("retrying as a new task (attempt 2 of 3)") != std::string::npos);
+    // The crash was not retried: one task.
+    CHECK(experiments[1].attempts == 1);
     CHECK(slurm.queue().empty());
 }
 

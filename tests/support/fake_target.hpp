@@ -31,6 +31,8 @@ struct FakeRun {
     std::function<void()> on_drained;
     /// start() fails with this error instead of starting anything.
     std::optional<Error> start_error;
+    /// A batch scheduler ended it (Slurm's TIMEOUT, OUT_OF_MEMORY): scheduler_end() once exited.
+    std::optional<SchedulerEnd> scheduler_end;
 };
 
 /// The target's shared record of what happened, in order.
@@ -81,6 +83,9 @@ public:
     }
     [[nodiscard]] std::optional<ExitInfo> exit_info() const override { return m_exit; }
     [[nodiscard]] std::string lost_reason() const override { return m_run.lost_reason; }
+    [[nodiscard]] std::optional<SchedulerEnd> scheduler_end() const override {
+        return m_exit ? m_run.scheduler_end : std::nullopt;
+    }
     [[nodiscard]] std::optional<long> process_group() const override { return m_group; }
 
 private:
