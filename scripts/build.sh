@@ -11,8 +11,6 @@ fi
 # ccache, where installed, makes a rebuild after a small change (and the sanitizer pass's
 # second configuration of the same sources) cheap.
 if command -v ccache >/dev/null 2>&1; then
-  # Precompiled headers (Catch2, CLI11): ccache caches their users only with this sloppiness.
-  export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}
   cmake_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
 fi
 # nvcc is optional: with it, tpverify also gets its CUDA backend.

@@ -16,7 +16,6 @@ build_dir=${BUILD_DIR:-build-asan}
 jobs=${JOBS:-$(nproc)}
 launcher=()
 if command -v ccache >/dev/null 2>&1; then
-  export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-Debug} \
