@@ -29,6 +29,7 @@
 #include "remote/target_factory.hpp"
 #include "remote/target_url.hpp"
 #include "results/query.hpp"
+#include "results/records.hpp"
 #include "results/store.hpp"
 #include "results/sweep_writer.hpp"
 
@@ -63,10 +64,7 @@ RunHeader run_header(const Spec& spec, const remote::HostPreflight& preflight, c
     h.experiments = static_cast<int>(experiments);
     h.repeats = spec.repeats;
     h.target = target;
-    if (target == "local") {
-        char name[256] = {};
-        if (gethostname(name, sizeof name - 1) == 0) h.host = name;
-    }
+    if (target == "local") h.host = results::host_name();
     if (preflight.gpus.empty()) {
         h.gpus = "none found";
     } else {

@@ -110,6 +110,10 @@ std::optional<Error> SlurmTarget::halt_reason() const {
 
 void SlurmTarget::halt(Error why) {
     std::lock_guard lock(m_mutex);
+    halt_locked(std::move(why));
+}
+
+void SlurmTarget::halt_locked(Error why) {
     if (!m_halt) m_halt = std::move(why);
     m_halted = true;
 }
@@ -302,8 +306,7 @@ void SlurmTarget::refresh_locked(bool force) {
         argv.insert(argv.end(), news.stuck.begin(), news.stuck.end());
         ++m_counters.scancel_calls;
         (void)m_commands->run(argv);
-        m_halt = Error::infrastructure(*news.expired);
-        m_halted = true;
+        halt_locked(Error::infrastructure(*news.expired));
     }
     // Jobs with no task left in the queue need no more squeue.
     std::set<std::string> live;

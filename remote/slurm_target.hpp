@@ -138,6 +138,8 @@ private:
     Result<std::vector<std::string>> submit_array(const std::vector<const Command*>& commands);
     Result<std::string> task_script(const Command& command) const;
     void refresh_locked(bool force);
+    /// halt() with m_mutex held.
+    void halt_locked(Error why);
     void ask_final_locked(const std::string& job);
     bool stopping() const;
 
