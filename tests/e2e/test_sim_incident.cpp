@@ -58,8 +58,8 @@ std::string all_reduce_log(const std::string& env, double us14, double us57) {
 }  // namespace
 
 TEST_CASE(
-    "sim incident: ncclsweep run experiments/incident-pcie.yaml records the published 25 ms of NCCL, 90 tok/s "
-    "baseline and 54.8 tok/s, not yet the 30 ms verify") {
+    "sim incident: ncclsweep run experiments/incident-pcie.yaml records the published 30 ms verify, 90 tok/s "
+    "baseline and 54.8 tok/s") {
     TempDir dir;
     const std::string db = (dir.path() / "r.db").string();
     auto r = run_ncclsweep({"run", source_path("experiments/incident-pcie.yaml").string(), "--db", db});
@@ -69,22 +69,23 @@ TEST_CASE(
     const auto* incident = with_param(experiments, "fusion", "off");  // the incident's default point
     REQUIRE(incident != nullptr);
     REQUIRE(incident->outcome.status == results::ExperimentStatus::ok);
-    // NCCL's share of the verify pass (calibrated from the published figures) and the 1-token
-    // baseline (its calibration point is the residual of the sim's GPU model, so this holds by
-    // construction; experiments/incident-pcie.calibration).
-    CHECK(median_of(*incident, "comm_pass_us") == Approx(25000).epsilon(0.10));
-    CHECK(median_of(*incident, "baseline_tok_s") == Approx(90).epsilon(0.10));
-    // The Done-when's tok/s: 54.8 within 10 %.
+    // The Done-when: verify p50 30 ms and 54.8 tok/s, each within 10 %.
     const double tok_s = median_of(*incident, "tok_s");
     const double p50 = median_of(*incident, "verify_us_p50");
+    CHECK(p50 == Approx(30000).epsilon(0.10));
     CHECK(tok_s == Approx(54.8).epsilon(0.10));
     CHECK(tok_s == Approx(3.2e6 / (p50 + 28394)).epsilon(0.02));
-    // Not yet the published 30 ms verify: the sim's GPU side of the pass is ~8.8 ms (10.6 GB
-    // per rank at 80 % of 1792 GB/s, kernel gaps and floors) where the published split leaves
-    // ~5 ms (docs/engine.md, "The incident, reproduced"). Pinned so that a change to the model
-    // shows up here.
-    CHECK(p50 > 1.10 * 30000);
-    CHECK(p50 == Approx(33900).epsilon(0.05));
+    CHECK(median_of(*incident, "baseline_tok_s") == Approx(90).epsilon(0.10));
+    // Both calibration points are what the published pass times leave after the sim's GPU model
+    // (experiments/incident-pcie.calibration), so with the yaml's 1 % noise the medians sit within
+    // 3 % of the published 30 ms and 90 tok/s; a change to the GPU model that is not followed by
+    // re-deriving the calibration moves them and fails here.
+    CHECK(p50 == Approx(30000).epsilon(0.03));
+    CHECK(median_of(*incident, "baseline_tok_s") == Approx(90).epsilon(0.03));
+    // NCCL's share is the residual: ~21.2 ms, not the published split's ~25 ms, which would leave
+    // less GPU time than the pass's 10.63 GB per rank take at the card's peak bandwidth
+    // (docs/engine.md, "The incident, reproduced").
+    CHECK(median_of(*incident, "comm_pass_us") == Approx(21194).epsilon(0.03));
     // The repeats differ as a machine's would (seeded per experiment and repeat).
     std::vector<double> repeats;
     for (const auto& s : incident->outcome.samples)
