@@ -1,12 +1,16 @@
 // The rank launcher with /bin/sh standing in for tpverify's rank processes: each gets
 // "--rank R --nranks N" and $TPVERIFY_BOOTSTRAP_FDS, as a real rank would.
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <chrono>
 #include <string>
 
 #include "engine/launch.hpp"
 #include "tests/support/catch.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace tpverify;
 
@@ -51,18 +55,32 @@ TEST_CASE("launch: every rank gets its rank, the id from rank 0, and all ending 
 }
 
 TEST_CASE("launch: one rank failing ends all ranks at once with that rank's status") {
+    ncclsweep::test::TempDir dir;
     const auto t0 = std::chrono::steady_clock::now();
-    // Rank 2 fails after the bootstrap; the others would run for 60 s.
-    LaunchOutcome out = launch_ranks(sh(k_bootstrap + "if [ \"$2\" = 2 ]; then exit 5; fi; sleep 60", 4));
+    // Rank 2 fails after the bootstrap; the others would run for 60 s. Each rank writes its pid
+    // and then execs the sleep, so the rank process is the sleep itself (a sleep left behind by a
+    // killed shell would also hold CTest's output pipe open for the whole minute).
+    LaunchOutcome out = launch_ranks(sh(k_bootstrap + "echo $$ > '" + dir.path().string() +
+                                            "'/rank-\"$2\".pid; if [ \"$2\" = 2 ]; then exit 5; fi; exec sleep 60",
+                                        4));
     CHECK(seconds_since(t0) < 2.0);
     CHECK(out.exit_status == 5);
     CHECK(out.failed_rank == 2);
     CHECK(out.message.find("rank 2 of 4 ended with exit status 5") != std::string::npos);
+    // The other three are gone (killed and reaped), not left running.
+    for (int r : {0, 1, 3}) {
+        const std::string pid = ncclsweep::test::read_file(dir.path() / ("rank-" + std::to_string(r) + ".pid"));
+        INFO("rank " << r << " pid " << pid);
+        REQUIRE(!pid.empty());
+        errno = 0;
+        CHECK(::kill(std::stoi(pid), 0) == -1);
+        CHECK(errno == ESRCH);
+    }
 }
 
 TEST_CASE("launch: a rank killed by a signal is named with the signal") {
     const auto t0 = std::chrono::steady_clock::now();
-    LaunchOutcome out = launch_ranks(sh(k_bootstrap + "if [ \"$2\" = 1 ]; then kill -9 $$; fi; sleep 60", 2));
+    LaunchOutcome out = launch_ranks(sh(k_bootstrap + "if [ \"$2\" = 1 ]; then kill -9 $$; fi; exec sleep 60", 2));
     CHECK(seconds_since(t0) < 2.0);
     CHECK(out.exit_status == 1);
     CHECK(out.failed_rank == 1);
@@ -70,7 +88,7 @@ TEST_CASE("launch: a rank killed by a signal is named with the signal") {
 }
 
 TEST_CASE("launch: rank 0 dying before the id is handed over fails the launch") {
-    LaunchOutcome out = launch_ranks(sh("if [ \"$2\" = 0 ]; then exit 4; fi; sleep 60", 2));
+    LaunchOutcome out = launch_ranks(sh("if [ \"$2\" = 0 ]; then exit 4; fi; exec sleep 60", 2));
     CHECK(out.exit_status == 4);
     CHECK(out.failed_rank == 0);
 }
