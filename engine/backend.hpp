@@ -16,9 +16,14 @@ enum class Exit : int { ok = 0, failure = 1, usage = 2 };
 int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter,
             const std::string& backend_fallback = "");
 
-/// True when the CUDA backend was compiled in and at least one GPU is visible.
+/// True when the CUDA backend was compiled in, its module loads and at least one GPU is visible
+/// (engine/cuda_loader.cpp).
 bool cuda_available();
-/// Runs the CUDA backend (returns failure with a message if it was not compiled in).
+/// Why the CUDA backend cannot run here, "" when it can: "this tpverify was built without
+/// CUDA", "no NVIDIA driver on this host …", the module's load error, "no CUDA GPU is visible".
+std::string cuda_unavailable_reason();
+/// Runs the CUDA backend (returns failure with a message if it was not compiled in or its
+/// module does not load).
 int run_cuda(const Options& options, const PassPlan& plan, Reporter& reporter);
 /// --measure-collectives: times NCCL all-reduce and all-gather at the pass's sizes and
 /// 1 KiB..1 MiB on --tp GPUs and prints a calibration file on stdout (engine/cuda/measure.cu);

@@ -56,32 +56,25 @@ int main(int argc, char** argv) {
     Reporter reporter(options.json);
     if (options.measure_collectives) {
         // Not the pass: NCCL's collectives at its sizes, written as a calibration file.
-        if (!cuda_available()) {
+        if (const std::string why = cuda_unavailable_reason(); !why.empty()) {
             std::fprintf(stderr,
-                         "tpverify: --measure-collectives: no CUDA GPU is visible%s; run it on the GPU host "
-                         "whose NCCL you want to calibrate (scripts/device-measure-collectives.sh)\n",
-#if defined(TPVERIFY_HAVE_CUDA)
-                         ""
-#else
-                         " (this tpverify was built without CUDA)"
-#endif
-            );
+                         "tpverify: --measure-collectives: %s; run it on the GPU host whose NCCL you want to "
+                         "calibrate (scripts/device-measure-collectives.sh)\n",
+                         why.c_str());
             return static_cast<int>(Exit::failure);
         }
         std::string command = "tpverify";
         for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
         return run_measure_collectives(options, plan, reporter, command);
     }
-    bool use_cuda = options.backend == BackendKind::cuda ||
-                    (options.backend == BackendKind::automatic && cuda_available());
+    // --backend auto asks once why the CUDA backend cannot run ("" when it can).
+    const std::string no_cuda = options.backend == BackendKind::automatic ? cuda_unavailable_reason() : "";
+    const bool use_cuda =
+        options.backend == BackendKind::cuda || (options.backend == BackendKind::automatic && no_cuda.empty());
     if (!use_cuda) {
         std::string fallback;
         if (options.backend == BackendKind::automatic) {
-#if defined(TPVERIFY_HAVE_CUDA)
-            fallback = "no CUDA GPU is visible";
-#else
-            fallback = "this tpverify was built without CUDA";
-#endif
+            fallback = no_cuda;
             std::fprintf(
                 stderr,
                 "tpverify: --backend auto: %s; running the SIMULATION instead: modeled GPUs and NCCL, "

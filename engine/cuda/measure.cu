@@ -16,6 +16,7 @@
 
 #include "engine/backend.hpp"
 #include "engine/calibration.hpp"
+#include "engine/cuda/entry.hpp"
 #include "engine/cuda/common.cuh"
 #include "engine/cuda/kernels.cuh"
 
@@ -215,8 +216,8 @@ Status measure(const Options& o, const PassPlan& plan, sim::Measurement& m) {
 
 }  // namespace
 
-int run_measure_collectives(const Options& options, const PassPlan& plan, Reporter& reporter,
-                            const std::string& command) {
+int cuda::run_measure(const Options& options, const PassPlan& plan, Reporter& reporter,
+                      const std::string& command) {
     sim::Measurement m;
     Status st = measure(options, plan, m);
     if (!st.ok) {

@@ -5,15 +5,16 @@
 #include <thread>
 
 #include "engine/backend.hpp"
+#include "engine/cuda/entry.hpp"
 #include "engine/cuda/worker.cuh"
 #include "engine/start_event.hpp"
 #include "engine/stats.hpp"
 
 namespace tpverify {
 
-bool cuda_available() {
+int cuda::device_count() {
     int count = 0;
-    return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+    return cudaGetDeviceCount(&count) == cudaSuccess ? count : -1;
 }
 
 namespace {
@@ -176,7 +177,7 @@ int report(cuda::SharedRun& run, const PassPlan& plan) {
 
 }  // namespace
 
-int run_cuda(const Options& options, const PassPlan& plan, Reporter& reporter) {
+int cuda::run_backend(const Options& options, const PassPlan& plan, Reporter& reporter) {
     cuda::SharedRun run;
     run.t_start = now_s();
     run.options = &options;

@@ -57,12 +57,15 @@ TEST_CASE("launch: every rank gets its rank, the id from rank 0, and all ending 
 TEST_CASE("launch: one rank failing ends all ranks at once with that rank's status") {
     ncclsweep::test::TempDir dir;
     const auto t0 = std::chrono::steady_clock::now();
-    // Rank 2 fails after the bootstrap; the others would run for 60 s. Each rank writes its pid
-    // and then execs the sleep, so the rank process is the sleep itself (a sleep left behind by a
-    // killed shell would also hold CTest's output pipe open for the whole minute).
-    LaunchOutcome out = launch_ranks(sh(k_bootstrap + "echo $$ > '" + dir.path().string() +
-                                            "'/rank-\"$2\".pid; if [ \"$2\" = 2 ]; then exit 5; fi; exec sleep 60",
-                                        4));
+    // Rank 2 fails after the bootstrap, once every rank has written its pid; the others would run
+    // for 60 s. They exec the sleep, so each rank process is the sleep itself (a sleep left behind
+    // by a killed shell would also hold CTest's output pipe open for the whole minute).
+    const std::string d = "'" + dir.path().string() + "'";
+    LaunchOutcome out = launch_ranks(
+        sh("echo $$ > " + d + "/.pid-\"$2\" && mv " + d + "/.pid-\"$2\" " + d + "/rank-\"$2\".pid; " + k_bootstrap + "if [ \"$2\" = 2 ]; then " +
+               "i=0; while [ \"$(ls " + d + " | wc -l)\" -lt 4 ] && [ $i -lt 150 ]; do sleep 0.01; i=$((i+1)); done; " +
+               "exit 5; fi; exec sleep 60",
+           4));
     CHECK(seconds_since(t0) < 2.0);
     CHECK(out.exit_status == 5);
     CHECK(out.failed_rank == 2);
