@@ -11,6 +11,7 @@
 #include <set>
 
 #include "cli/commands.hpp"
+#include "core/host.hpp"
 #include "cli/interrupt.hpp"
 #include "cli/spec_flags.hpp"
 #include "cli/terminal.hpp"
@@ -64,7 +65,7 @@ RunHeader run_header(const Spec& spec, const remote::HostPreflight& preflight, c
     h.experiments = static_cast<int>(experiments);
     h.repeats = spec.repeats;
     h.target = target;
-    if (target == "local") h.host = results::host_name();
+    if (target == "local") h.host = host_name();
     if (preflight.gpus.empty()) {
         h.gpus = "none found";
     } else {

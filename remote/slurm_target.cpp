@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "core/host.hpp"
 #include "core/log.hpp"
 #include "remote/shell_words.hpp"
 #include "remote/slurm_process.hpp"
@@ -44,13 +45,6 @@ namespace {
 std::optional<std::chrono::milliseconds> pending_timeout_of(const SlurmSpec& spec) {
     if (!spec.pending_timeout_seconds) return std::nullopt;
     return std::chrono::milliseconds(static_cast<long>(*spec.pending_timeout_seconds * 1000));
-}
-
-std::string short_host_name() {
-    char name[256] = {};
-    if (::gethostname(name, sizeof name - 1) != 0) return {};
-    std::string host(name);
-    return host.substr(0, host.find('.'));
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include <array>
 #include <utility>
 
+#include "core/host.hpp"
+
 namespace ncclsweep::results {
 namespace {
 
@@ -99,12 +101,6 @@ int& StatusCounts::at(ExperimentStatus status) {
 std::string state_text(const SweepInfo& sweep) {
     if (sweep.state == SweepState::running && sweep.runner_alive == false) return "running, runner gone";
     return std::string(to_string(sweep.state));
-}
-
-std::string host_name() {
-    char name[256] = {};
-    if (gethostname(name, sizeof name - 1) != 0) return {};
-    return name;
 }
 
 std::optional<bool> probe_runner(const SweepInfo& info) {

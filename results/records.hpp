@@ -95,8 +95,6 @@ struct SweepInfo {
     StatusCounts counts;      ///< experiments per status
 };
 
-/// This machine's host name, as recorded in runner_host ("" when it cannot be read).
-[[nodiscard]] std::string host_name();
 
 /// For a running sweep recorded by a process on this host: whether that process still exists
 /// and is an ncclsweep (its /proc comm starts with "ncclsweep": a reused pid does not count).

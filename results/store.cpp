@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "core/host.hpp"
 #include "core/log.hpp"
 #include "results/json_columns.hpp"
 #include "results/schema.hpp"
