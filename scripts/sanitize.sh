@@ -18,8 +18,11 @@ launcher=()
 if command -v ccache >/dev/null 2>&1; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
+# No bench/ programs: no test runs them, and they are timed in the ordinary build. The test
+# suites compile in batches of 8 files, as in scripts/test.sh.
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-Debug} \
-  -DNCCLSWEEP_SANITIZE=ON -DNCCLSWEEP_CUDA=OFF "${launcher[@]}" >/dev/null
+  -DNCCLSWEEP_SANITIZE=ON -DNCCLSWEEP_CUDA=OFF -DNCCLSWEEP_BENCH=OFF -DNCCLSWEEP_UNITY_TESTS=ON \
+  "${launcher[@]}" >/dev/null
 cmake --build "$build_dir" -j "$jobs"
 # halt_on_error: the first report ends the process with a failure (UBSan too: the build also
 # uses -fno-sanitize-recover=undefined). Leaks are errors. Stack traces with symbols.

@@ -18,7 +18,7 @@ using ncclsweep::test::FakeRun;
 
 namespace {
 
-Watcher make_watcher() {
+Watcher supervise_watcher() {
     auto catalog = RuleCatalog::with_user_rules({});
     REQUIRE(catalog);
     WatcherOptions options;
@@ -41,7 +41,7 @@ TEST_CASE("supervise: lines reach on_line in order and a clean exit ends it with
     run.lines = {{Stream::out, "one"}, {Stream::err, "two"}, {Stream::out, "three"}};
     run.exit = ExitInfo{3, 0};
     FakeProcess process(run, log, 1);
-    Watcher watcher = make_watcher();
+    Watcher watcher = supervise_watcher();
     SuperviseOptions options = quick();
     std::vector<std::string> seen;
     options.on_line = [&seen](const OutputLine& line) { seen.push_back(line.text); };
@@ -61,7 +61,7 @@ TEST_CASE("supervise: a fatal line kills the group at once and the lines after i
                  {Stream::out, "never read"}};
     run.end = FakeRun::End::hang;  // it would never end on its own
     FakeProcess process(run, log, 1);
-    Watcher watcher = make_watcher();
+    Watcher watcher = supervise_watcher();
     Supervision s = supervise(process, watcher, quick(), nullptr);
     CHECK(s.end == SupervisionEnd::exited);
     CHECK(s.killed_on_verdict);
@@ -76,7 +76,7 @@ TEST_CASE("supervise: the stop flag interrupts a process that would run forever"
     run.end = FakeRun::End::hang;
     run.on_drained = [&stop]() { stop = true; };
     FakeProcess process(run, log, 1);
-    Watcher watcher = make_watcher();
+    Watcher watcher = supervise_watcher();
     Supervision s = supervise(process, watcher, quick(), &stop);
     CHECK(s.end == SupervisionEnd::interrupted);
     CHECK(log->kills == 1);
@@ -87,7 +87,7 @@ TEST_CASE("supervise: stop_when ends the process on purpose exactly once") {
     FakeRun run;
     run.end = FakeRun::End::hang;
     FakeProcess process(run, log, 1);
-    Watcher watcher = make_watcher();
+    Watcher watcher = supervise_watcher();
     SuperviseOptions options = quick();
     int asked = 0;
     options.stop_when = [&asked]() { return ++asked >= 3; };
@@ -104,7 +104,7 @@ TEST_CASE("supervise: a lost connection ends it as lost with the target's reason
     run.end = FakeRun::End::lost;
     run.lost_reason = "ssh channel closed";
     FakeProcess process(run, log, 1);
-    Watcher watcher = make_watcher();
+    Watcher watcher = supervise_watcher();
     Supervision s = supervise(process, watcher, quick(), nullptr);
     CHECK(s.end == SupervisionEnd::lost);
     CHECK(s.lost_reason == "ssh channel closed");

@@ -19,7 +19,7 @@ using ncclsweep::test::FakeTarget;
 
 namespace {
 
-struct QuietObserver final : SweepObserver {
+struct SearchQuietObserver final : SweepObserver {
     std::vector<std::string> notices;
     void started(const Experiment&, int, int, int) override {}
     void finished(const Experiment&, const ExperimentReport&, int, int) override {}
@@ -45,7 +45,7 @@ std::vector<Experiment> issue_plan() {
     return plan;
 }
 
-std::string env_of(const Command& command, const std::string& name) {
+std::string command_env(const Command& command, const std::string& name) {
     for (const auto& [n, v] : command.env)
         if (n == name) return v;
     return "";
@@ -57,15 +57,15 @@ FakeTarget issue_target(int* starts = nullptr, int* tree_starts = nullptr) {
     target.respond = [starts, tree_starts](const Command& command) {
         if (starts) ++*starts;
         FakeRun run;
-        if (env_of(command, "NCCL_ALGO") == "Tree") {
+        if (command_env(command, "NCCL_ALGO") == "Tree") {
             if (tree_starts) ++*tree_starts;
             run.lines.emplace_back(Stream::err, "RuntimeError: operation not permitted when stream is capturing");
             run.exit = ExitInfo{1, 0};
             return run;
         }
-        const bool best = env_of(command, "NCCL_PROTO") == "LL" && env_of(command, "NCCL_MIN_NCHANNELS") == "4";
-        const int repeat = std::stoi(env_of(command, "NCCLSWEEP_REPEAT"));
-        const double base = best ? 150.0 : 100.0 + 2.0 * std::stoi(env_of(command, "NCCL_MIN_NCHANNELS"));
+        const bool best = command_env(command, "NCCL_PROTO") == "LL" && command_env(command, "NCCL_MIN_NCHANNELS") == "4";
+        const int repeat = std::stoi(command_env(command, "NCCLSWEEP_REPEAT"));
+        const double base = best ? 150.0 : 100.0 + 2.0 * std::stoi(command_env(command, "NCCL_MIN_NCHANNELS"));
         run.lines.emplace_back(Stream::out, "tok_s=" + std::to_string(base * (1 + 0.01 * ((repeat % 3) - 1))));
         return run;
     };
@@ -108,7 +108,7 @@ TEST_CASE("sweep search: Tree is pruned after two runs and the race keeps Ring/L
     int starts = 0, tree_starts = 0;
     FakeTarget target = issue_target(&starts, &tree_starts);
     FakeStore store;
-    QuietObserver observer;
+    SearchQuietObserver observer;
     std::atomic<bool> stop{false};
     auto outcome = run_sweep(issue_request(), target, store, observer, search_options(), stop);
     REQUIRE(outcome);
@@ -143,7 +143,7 @@ TEST_CASE("sweep search: Tree is pruned after two runs and the race keeps Ring/L
 TEST_CASE("sweep search: a spent budget stops the loop and the sweep ends resumable") {
     FakeTarget target = issue_target();
     FakeStore store;
-    QuietObserver observer;
+    SearchQuietObserver observer;
     std::atomic<bool> stop{false};
     spec::Budget budget;
     budget.runs = 30;
@@ -160,7 +160,7 @@ TEST_CASE("sweep search: --resume continues a search from what was recorded") {
     int starts = 0;
     FakeTarget target = issue_target(&starts);
     FakeStore store;
-    QuietObserver observer;
+    SearchQuietObserver observer;
     std::atomic<bool> stop{false};
     spec::Budget budget;
     budget.runs = 30;
@@ -191,7 +191,7 @@ TEST_CASE("sweep search: an interrupt in a later round keeps the point's earlier
         return run;
     };
     FakeStore store;
-    QuietObserver observer;
+    SearchQuietObserver observer;
     auto outcome = run_sweep(issue_request(), target, store, observer, search_options(), stop);
     REQUIRE(outcome);
     CHECK(outcome->summary.interrupted);

@@ -14,7 +14,7 @@ namespace {
 
 constexpr std::size_t k_megabyte = 1024 * 1024;
 
-Watcher make_watcher(FakeClock& clock, SuccessRule success = SuccessRule::exit_zero) {
+Watcher adversarial_watcher(FakeClock& clock, SuccessRule success = SuccessRule::exit_zero) {
     WatcherOptions options;
     options.success = success;
     return Watcher(builtin_catalog(), options, clock.now);
@@ -24,7 +24,7 @@ Watcher make_watcher(FakeClock& clock, SuccessRule success = SuccessRule::exit_z
 /// diagnoses an ordinary fatal line afterwards.
 void expect_harmless(const std::string& line) {
     FakeClock clock;
-    auto watcher = make_watcher(clock);
+    auto watcher = adversarial_watcher(clock);
     auto verdict = feed(watcher, clock, line);
     CHECK(verdict.state == WatchState::initializing);
     CHECK_FALSE(verdict.end_now);
@@ -62,7 +62,7 @@ TEST_CASE("'a' x 10^6 followed by '!' matches nothing", "[watcher][adversarial]"
 
 TEST_CASE("a fatal pattern at the end of 1 MB of near-matches is found and stored cut", "[watcher][adversarial]") {
     FakeClock clock;
-    auto watcher = make_watcher(clock);
+    auto watcher = adversarial_watcher(clock);
     const std::string line = fatal_at_end(k_megabyte);
     const auto verdict = feed(watcher, clock, line);
     CHECK(verdict.state == WatchState::failed);
@@ -76,7 +76,7 @@ TEST_CASE("a fatal pattern at the end of 1 MB of near-matches is found and store
 
 TEST_CASE("1 MB of repeated NCCL WARN is one warning, stored cut", "[watcher][adversarial]") {
     FakeClock clock;
-    auto watcher = make_watcher(clock);
+    auto watcher = adversarial_watcher(clock);
     const std::string line = repeat_to("NCCL WARN Cuda failure 'out of memor' ", k_megabyte);
     for (int i = 0; i < 3; ++i) feed(watcher, clock, line);
     CHECK(watcher.state() == WatchState::initializing);
@@ -87,7 +87,7 @@ TEST_CASE("1 MB of repeated NCCL WARN is one warning, stored cut", "[watcher][ad
 
 TEST_CASE("a result event nested 10,000 deep (one 64 KiB line) still yields its metrics", "[watcher][adversarial]") {
     FakeClock clock;
-    auto watcher = make_watcher(clock, SuccessRule::result_event);
+    auto watcher = adversarial_watcher(clock, SuccessRule::result_event);
     const std::string line = nested_result_event(10000);
     REQUIRE(line.size() <= 64 * 1024);  // what LocalTarget/SshTarget pass on as one line
     const auto verdict = feed(watcher, clock, line);
@@ -99,7 +99,7 @@ TEST_CASE("a result event nested 10,000 deep (one 64 KiB line) still yields its 
 
 TEST_CASE("a result event nested 200,000 deep (a 1 MB line) does not exhaust the stack", "[watcher][adversarial]") {
     FakeClock clock;
-    auto watcher = make_watcher(clock, SuccessRule::result_event);
+    auto watcher = adversarial_watcher(clock, SuccessRule::result_event);
     const auto verdict = feed(watcher, clock, nested_result_event(200000));
     CHECK(verdict.state == WatchState::done);
     REQUIRE(watcher.metrics().count("tok_s") == 1);
@@ -111,7 +111,7 @@ TEST_CASE("a result event nested 200,000 deep (a 1 MB line) does not exhaust the
 TEST_CASE("a capture event whose phase is not a string changes nothing and throws nothing", "[watcher][adversarial]") {
     // Found by fuzz_watcher: json.value("phase", "") threw type_error out of the watcher.
     FakeClock clock;
-    auto watcher = make_watcher(clock, SuccessRule::result_event);
+    auto watcher = adversarial_watcher(clock, SuccessRule::result_event);
     for (const char* line : {R"({"event":"capture","phase":true})", R"({"event":"capture","phase":["begin"]})",
                              R"({"event":"capture","phase":null})", R"({"event":"capture","phase":{"x":1}})"})
         CHECK(feed(watcher, clock, line).state == WatchState::initializing);

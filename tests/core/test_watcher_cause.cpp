@@ -10,7 +10,7 @@ using namespace ncclsweep::test;
 
 namespace {
 
-Watcher make_watcher(FakeClock& clock, SuccessRule success = SuccessRule::exit_zero) {
+Watcher cause_watcher(FakeClock& clock, SuccessRule success = SuccessRule::exit_zero) {
     WatcherOptions options;
     options.success = success;
     return Watcher(builtin_catalog(), options, clock.t0);
@@ -36,7 +36,7 @@ void feed_all_and_settle(Watcher& watcher, FakeClock& clock, const std::vector<s
 
 TEST_CASE("SGLang TP=8 Tree failure in capture: graph_capture while capturing with the NCCL WARN as cause") {
     FakeClock clock;
-    auto watcher = make_watcher(clock);
+    auto watcher = cause_watcher(clock);
     feed_all_and_settle(watcher, clock, tp8_tree_lines(true));
     const auto& d = watcher.diagnosis();
     CHECK(watcher.failure_class() == "graph_capture");
@@ -54,7 +54,7 @@ TEST_CASE(
     "SGLang TP=8 Tree failure without NCCL lines: same class and phase with the invalid usage line as "
     "cause") {
     FakeClock clock;
-    auto watcher = make_watcher(clock);
+    auto watcher = cause_watcher(clock);
     feed_all_and_settle(watcher, clock, tp8_tree_lines(false));
     const auto& d = watcher.diagnosis();
     CHECK(watcher.failure_class() == "graph_capture");
@@ -68,7 +68,7 @@ TEST_CASE("NCCL_DEBUG set or unset gives the same class for the same crash") {
     for (bool with_nccl_lines : {true, false}) {
         INFO("with NCCL lines: " << with_nccl_lines);
         FakeClock clock;
-        auto watcher = make_watcher(clock);
+        auto watcher = cause_watcher(clock);
         feed_all_and_settle(watcher, clock, tp8_tree_lines(with_nccl_lines));
         CHECK(watcher.failure_class() == "graph_capture");
     }
@@ -76,7 +76,7 @@ TEST_CASE("NCCL_DEBUG set or unset gives the same class for the same crash") {
     for (bool warn : {true, false}) {
         INFO("NCCL_DEBUG=WARN: " << warn);
         FakeClock clock;
-        auto watcher = make_watcher(clock, SuccessRule::result_event);
+        auto watcher = cause_watcher(clock, SuccessRule::result_event);
         feed(watcher, clock, R"({"event":"start","backend":"sim","tp":8})");
         if (warn)
             feed(watcher, clock,
@@ -92,7 +92,7 @@ TEST_CASE("NCCL_DEBUG set or unset gives the same class for the same crash") {
 TEST_CASE("a CUDA failure while capturing is graph_capture and the same line outside capture is cuda") {
     for (bool capturing : {true, false}) {
         FakeClock clock;
-        auto watcher = make_watcher(clock);
+        auto watcher = cause_watcher(clock);
         if (capturing) feed(watcher, clock, "[2026-11-30 09:21:44 TP0] Capture cuda graph begin.");
         feed(watcher, clock, "RuntimeError: CUDA error: an illegal memory access was encountered");
         watcher.tick(clock.advance(0.5));
@@ -105,7 +105,7 @@ TEST_CASE("a CUDA failure while capturing is graph_capture and the same line out
 
 TEST_CASE("an out-of-memory error while capturing stays oom") {
     FakeClock clock;
-    auto watcher = make_watcher(clock);
+    auto watcher = cause_watcher(clock);
     feed(watcher, clock, "Capture cuda graph begin.");
     feed(watcher, clock, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.");
     watcher.tick(clock.advance(0.5));
@@ -115,7 +115,7 @@ TEST_CASE("an out-of-memory error while capturing stays oom") {
 
 TEST_CASE("a 40-frame traceback written at once ending in an illegal memory access is cuda not python") {
     FakeClock clock;
-    auto watcher = make_watcher(clock);
+    auto watcher = cause_watcher(clock);
     feed(watcher, clock,
          "[2026-11-30 09:30:00 TP3] Decode batch. #running-req: 1, gen throughput (token/s): 54.8");
     std::vector<std::string> lines{"Traceback (most recent call last):"};
@@ -149,7 +149,7 @@ TEST_CASE("a 40-frame traceback written at once ending in an illegal memory acce
 
 TEST_CASE("settle window: not final while a traceback is open and final once it ended or after 0.3 s") {
     FakeClock clock;
-    auto open = make_watcher(clock);
+    auto open = cause_watcher(clock);
     feed(open, clock, "Traceback (most recent call last):");
     feed(open, clock, "  File \"x.py\", line 1, in <module>");
     CHECK(open.verdict().end_now);
@@ -162,7 +162,7 @@ TEST_CASE("settle window: not final while a traceback is open and final once it 
     CHECK(*open.settle_latency() == Approx(0.312).margin(0.002));
     CHECK(open.failure_class() == "python");
 
-    auto plain = make_watcher(clock);
+    auto plain = cause_watcher(clock);
     feed(plain, clock, "misc/nvmlwrap.cc:182 NCCL WARN Cuda failure 'out of memory'");
     CHECK_FALSE(plain.settle_may_end_when_quiet());  // no traceback to wait for: the window runs its time
     plain.tick(clock.advance(0.29));
@@ -190,7 +190,7 @@ TEST_CASE("recorded: torch host sync in graph capture is graph_capture while cap
     for (const char* name : {"torch_capture_host_sync", "torch_capture_host_sync_nccl_warn"}) {
         INFO(name);
         FakeClock clock;
-        auto watcher = make_watcher(clock);
+        auto watcher = cause_watcher(clock);
         const double failed_at = feed_recording(watcher, clock, name);
         REQUIRE(failed_at > 0);
         const auto& d = watcher.diagnosis();
@@ -220,7 +220,7 @@ TEST_CASE("recorded: illegal memory access and CUDA OOM and tpverify's OOM get t
           Case{"tpverify_cuda_oom", "oom", "tpverify: init: cudaMalloc failed: out of memory"}}) {
         INFO(c.name);
         FakeClock clock;
-        auto watcher = make_watcher(clock);
+        auto watcher = cause_watcher(clock);
         REQUIRE(feed_recording(watcher, clock, c.name) > 0);
         CHECK(watcher.failure_class() == c.failure_class);
         CHECK(watcher.diagnosis().cause.starts_with(c.cause_part));
@@ -233,7 +233,7 @@ TEST_CASE("recorded: tpverify on one GPU ignores NCCL_ALGO=Bogus or Tree and --i
                              "tpverify_cuda_algo_tree_warn", "tpverify_cuda_inject_capture_fail"}) {
         INFO(name);
         FakeClock clock;
-        auto watcher = make_watcher(clock, SuccessRule::result_event);
+        auto watcher = cause_watcher(clock, SuccessRule::result_event);
         CHECK(feed_recording(watcher, clock, name) < 0);
         CHECK(watcher.state() == WatchState::done);
     }
@@ -251,7 +251,7 @@ TEST_CASE("timeouts and exits carry their phase and a cause") {
     CHECK(watcher.diagnosis().cause.find("capture timeout") == 0);
     CHECK(watcher.verdict().settled);
 
-    auto exited = make_watcher(clock);
+    auto exited = cause_watcher(clock);
     feed(exited, clock, "loading");
     exited.on_exit(ExitInfo{3, 0}, clock.advance(0.1));
     CHECK(exited.diagnosis().phase == "initializing");
@@ -260,7 +260,7 @@ TEST_CASE("timeouts and exits carry their phase and a cause") {
 
 TEST_CASE("vLLM's prefixed traceback: the exception line is found behind the logger prefix") {
     FakeClock clock;
-    auto watcher = make_watcher(clock);
+    auto watcher = cause_watcher(clock);
     const std::string prefix = "(EngineCore_DP0 pid=4242) ERROR 11-30 09:40:01 [core.py:700] ";
     feed(watcher, clock, prefix + "EngineCore failed to start.");
     feed(watcher, clock, prefix + "Traceback (most recent call last):");

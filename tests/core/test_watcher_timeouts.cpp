@@ -8,7 +8,7 @@ using namespace ncclsweep::test;
 
 namespace {
 
-Watcher make_watcher(FakeClock& clock, Timeouts timeouts, SuccessRule success = SuccessRule::exit_zero) {
+Watcher timeouts_watcher(FakeClock& clock, Timeouts timeouts, SuccessRule success = SuccessRule::exit_zero) {
     WatcherOptions options;
     options.timeouts = timeouts;
     options.success = success;
@@ -21,7 +21,7 @@ Timeouts only(double startup, double capture, double stall, double total) { retu
 
 TEST_CASE("startup timeout: no capture or ready progress") {
     FakeClock clock;
-    auto watcher = make_watcher(clock, only(10, 0, 0, 0));
+    auto watcher = timeouts_watcher(clock, only(10, 0, 0, 0));
     feed(watcher, clock, "[2025-06-01 10:00:10 TP0] Load weight begin. avail mem=93.71 GB", 1);
     CHECK(watcher.tick(clock.t0 + std::chrono::milliseconds(9900)).state == WatchState::initializing);
     auto verdict = watcher.tick(clock.t0 + std::chrono::seconds(10));
@@ -37,7 +37,7 @@ TEST_CASE("startup timeout: no capture or ready progress") {
 
 TEST_CASE("startup timeout counts from the last progress, capture has its own timeout") {
     FakeClock clock;
-    auto watcher = make_watcher(clock, only(10, 0, 0, 0));
+    auto watcher = timeouts_watcher(clock, only(10, 0, 0, 0));
     feed(watcher, clock, "Capture cuda graph begin. This can take up to several minutes.", 5);
     CHECK(watcher.tick(clock.t0 + std::chrono::seconds(30)).state == WatchState::capturing);  // no capture limit
     feed(watcher, clock, "Capture cuda graph end. Time elapsed: 30 s.", 26);  // at 31 s
@@ -48,7 +48,7 @@ TEST_CASE("startup timeout counts from the last progress, capture has its own ti
 
 TEST_CASE("capture timeout: capture begun but not ended") {
     FakeClock clock;
-    auto watcher = make_watcher(clock, only(600, 30, 0, 0));
+    auto watcher = timeouts_watcher(clock, only(600, 30, 0, 0));
     feed(watcher, clock, R"({"event":"capture","phase":"begin"})", 1);
     CHECK(watcher.tick(clock.t0 + std::chrono::milliseconds(30900)).state == WatchState::capturing);
     auto verdict = watcher.tick(clock.t0 + std::chrono::seconds(31));
@@ -59,7 +59,7 @@ TEST_CASE("capture timeout: capture begun but not ended") {
 
 TEST_CASE("stall timeout: no output while running") {
     FakeClock clock;
-    auto watcher = make_watcher(clock, only(0, 0, 5, 0));
+    auto watcher = timeouts_watcher(clock, only(0, 0, 5, 0));
     feed(watcher, clock, "The server is fired up and ready to roll!", 1);
     feed(watcher, clock, "still alive", 1);
     feed(watcher, clock, "still alive", 1);  // at 3 s
@@ -72,7 +72,7 @@ TEST_CASE("stall timeout: no output while running") {
 
 TEST_CASE("total timeout even while output keeps coming") {
     FakeClock clock;
-    auto watcher = make_watcher(clock, only(0, 0, 5, 60));
+    auto watcher = timeouts_watcher(clock, only(0, 0, 5, 60));
     for (int i = 0; i < 59; ++i) feed(watcher, clock, "tick", 1);
     CHECK(watcher.tick(clock.now).state == WatchState::initializing);
     clock.advance(1);
@@ -82,21 +82,21 @@ TEST_CASE("total timeout even while output keeps coming") {
 
 TEST_CASE("zero timeouts mean none, no timeouts after done or during a deliberate stop") {
     FakeClock clock;
-    auto none = make_watcher(clock, only(0, 0, 0, 0));
+    auto none = timeouts_watcher(clock, only(0, 0, 0, 0));
     CHECK(none.tick(clock.t0 + std::chrono::hours(100)).state == WatchState::initializing);
 
-    auto done = make_watcher(clock, only(1, 1, 1, 1));
+    auto done = timeouts_watcher(clock, only(1, 1, 1, 1));
     feed(done, clock, R"({"event":"result","tok_s":1})");
     CHECK(done.tick(clock.t0 + std::chrono::hours(1)).state == WatchState::done);
 
-    auto stopping = make_watcher(clock, only(1, 1, 1, 1));
+    auto stopping = timeouts_watcher(clock, only(1, 1, 1, 1));
     stopping.expect_shutdown(clock.t0);
     CHECK(stopping.tick(clock.t0 + std::chrono::hours(1)).state == WatchState::initializing);
 }
 
 TEST_CASE("non-zero exit without a matching rule keeps the last lines") {
     FakeClock clock;
-    auto watcher = make_watcher(clock, only(0, 0, 0, 0));
+    auto watcher = timeouts_watcher(clock, only(0, 0, 0, 0));
     for (int i = 0; i < 30; ++i) feed(watcher, clock, "output line " + std::to_string(i));
     auto verdict = watcher.on_exit(ExitInfo{3, 0}, clock.advance(0.1));
     CHECK(verdict.state == WatchState::failed);
@@ -110,31 +110,31 @@ TEST_CASE("non-zero exit without a matching rule keeps the last lines") {
 
 TEST_CASE("exit by signal, without result, without metrics") {
     FakeClock clock;
-    auto crashed = make_watcher(clock, only(0, 0, 0, 0));
+    auto crashed = timeouts_watcher(clock, only(0, 0, 0, 0));
     crashed.on_exit(ExitInfo{0, SIGSEGV}, clock.advance(1));
     CHECK(crashed.failure_class() == "signal");
     CHECK(crashed.diagnosis().detail.find("SIGSEGV") != std::string::npos);
 
-    auto engine = make_watcher(clock, only(0, 0, 0, 0), SuccessRule::result_event);
+    auto engine = timeouts_watcher(clock, only(0, 0, 0, 0), SuccessRule::result_event);
     feed(engine, clock, R"({"event":"ready"})");
     engine.on_exit(ExitInfo{0, 0}, clock.advance(1));
     CHECK(engine.failure_class() == "no_result");
 
-    auto command = make_watcher(clock, only(0, 0, 0, 0), SuccessRule::any_metric);
+    auto command = timeouts_watcher(clock, only(0, 0, 0, 0), SuccessRule::any_metric);
     command.on_exit(ExitInfo{0, 0}, clock.advance(1));
     CHECK(command.failure_class() == "no_metrics");
 
-    auto plain = make_watcher(clock, only(0, 0, 0, 0));
+    auto plain = timeouts_watcher(clock, only(0, 0, 0, 0));
     CHECK(plain.on_exit(ExitInfo{0, 0}, clock.advance(1)).state == WatchState::done);
 
-    auto stopped = make_watcher(clock, only(0, 0, 0, 0), SuccessRule::any_metric);
+    auto stopped = timeouts_watcher(clock, only(0, 0, 0, 0), SuccessRule::any_metric);
     feed(stopped, clock, "Output token throughput (tok/s): 54.8");
     CHECK(stopped.on_exit(ExitInfo{0, SIGTERM}, clock.advance(1), Ending::stopped).state == WatchState::done);
 }
 
 TEST_CASE("a fatal line after the result is a warning, and so is a failing exit") {
     FakeClock clock;
-    auto watcher = make_watcher(clock, only(0, 0, 0, 0), SuccessRule::result_event);
+    auto watcher = timeouts_watcher(clock, only(0, 0, 0, 0), SuccessRule::result_event);
     feed(watcher, clock, R"({"event":"result","tok_s":54.8})");
     auto verdict = feed(watcher, clock, "Fatal Python error: Segmentation fault");
     CHECK(verdict.state == WatchState::done);
@@ -146,7 +146,7 @@ TEST_CASE("a fatal line after the result is a warning, and so is a failing exit"
 
 TEST_CASE("warnings from 8 ranks are deduplicated but counted") {
     FakeClock clock;
-    auto watcher = make_watcher(clock, only(0, 0, 0, 0));
+    auto watcher = timeouts_watcher(clock, only(0, 0, 0, 0));
     for (int rank = 0; rank < 8; ++rank)
         feed(watcher, clock, "node1:100" + std::to_string(rank) + ":100" + std::to_string(rank) + " [" + std::to_string(rank) +
                                  "] NCCL WARN NET/Socket : peer 10.0.0.2<41234> message truncated");
@@ -183,7 +183,7 @@ TEST_CASE("user rules: named groups become metrics, user fatal rules fail") {
 
 TEST_CASE("detection timing, bounded context and long lines") {
     FakeClock clock;
-    auto watcher = make_watcher(clock, only(0, 0, 0, 0));
+    auto watcher = timeouts_watcher(clock, only(0, 0, 0, 0));
     for (int i = 0; i < 25; ++i) feed(watcher, clock, "chatter " + std::to_string(i));
     OutputLine fatal;
     fatal.text = "Exception: Capture cuda graph failed: " + std::string(5000, 'x');

@@ -13,7 +13,7 @@ using namespace ncclsweep::test;
 
 namespace {
 
-std::string scalar(const std::string& db, const std::string& sql) {
+std::string kill9_scalar(const std::string& db, const std::string& sql) {
     auto rows = sqlite_rows(db, sql);
     return rows.empty() || rows[0].empty() ? "" : rows[0][0];
 }
@@ -48,7 +48,7 @@ TEST_CASE("kill -9: fifteen random kills each followed by --resume record every 
             const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
             const auto running = [&] {
                 return std::filesystem::exists(db) &&
-                       scalar(db, "SELECT count(*) FROM sweeps WHERE state = 'running'") == "1";
+                       kill9_scalar(db, "SELECT count(*) FROM sweeps WHERE state = 'running'") == "1";
             };
             while (std::chrono::steady_clock::now() < deadline && !running())
                 std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -68,13 +68,13 @@ TEST_CASE("kill -9: fifteen random kills each followed by --resume record every 
         if (std::filesystem::exists(db)) CHECK(integrity_check(db) == "ok");  // killed before it was created: nothing to check
         // The kill can land after the sweep was marked done but before the process exited: then
         // there is nothing left to resume (a --resume would rightly say so, exit 2).
-        if (scalar(db, "SELECT state FROM sweeps ORDER BY id DESC LIMIT 1") == "done") {
+        if (kill9_scalar(db, "SELECT state FROM sweeps ORDER BY id DESC LIMIT 1") == "done") {
             completed = true;
             break;
         }
         // A sweep killed with -9 cannot mark itself; it stays 'running' and --resume must find it.
         // `results list` tells it from a live one: its runner's pid is gone.
-        if (scalar(db, "SELECT state FROM sweeps ORDER BY id DESC LIMIT 1") == "running") {
+        if (kill9_scalar(db, "SELECT state FROM sweeps ORDER BY id DESC LIMIT 1") == "running") {
             ++killed_while_running;
             auto listed = run_ncclsweep({"results", "list", "--db", db});
             INFO(listed.out << listed.err);
@@ -97,8 +97,8 @@ TEST_CASE("kill -9: fifteen random kills each followed by --resume record every 
 
     CHECK(integrity_check(db) == "ok");
     CHECK(sqlite_rows(db, "PRAGMA foreign_key_check").empty());
-    CHECK(scalar(db, "SELECT count(*) FROM sweeps") == "1");
-    CHECK(scalar(db, "SELECT state FROM sweeps") == "done");
+    CHECK(kill9_scalar(db, "SELECT count(*) FROM sweeps") == "1");
+    CHECK(kill9_scalar(db, "SELECT state FROM sweeps") == "done");
     auto experiments = latest_experiments(db);
     REQUIRE(experiments.size() == 6);
     for (const auto& e : experiments) CHECK(e.outcome.status == results::ExperimentStatus::ok);
@@ -110,5 +110,5 @@ TEST_CASE("kill -9: fifteen random kills each followed by --resume record every 
         CHECK(rows[i][0] == std::to_string(i + 1));
         CHECK(rows[i][1] == "0,1");
     }
-    CHECK(scalar(db, "SELECT count(*) FROM samples WHERE exp_id NOT BETWEEN 1 AND 6 OR repeat NOT IN (0, 1)") == "0");
+    CHECK(kill9_scalar(db, "SELECT count(*) FROM samples WHERE exp_id NOT BETWEEN 1 AND 6 OR repeat NOT IN (0, 1)") == "0");
 }

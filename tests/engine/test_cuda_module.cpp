@@ -11,7 +11,7 @@ using ncclsweep::test::run_command;
 using ncclsweep::test::TempDir;
 
 namespace {
-bool contains(const std::string& s, const std::string& part) {
+bool module_contains(const std::string& s, const std::string& part) {
     return s.find(part) != std::string::npos;
 }
 // Built with CUDA, the build tree has the module beside tpverify.
@@ -27,19 +27,19 @@ TEST_CASE("cuda module: a tpverify without its CUDA module still simulates, and 
     const auto sim = run_command({copy.string(), "--backend", "sim", "--json", "--tp", "2", "--iters", "3"});
     INFO(sim.err);
     CHECK(sim.exit_code == 0);
-    CHECK(contains(sim.out, "\"event\":\"result\""));
+    CHECK(module_contains(sim.out, "\"event\":\"result\""));
     const auto auto_backend = run_command({copy.string(), "--backend", "auto", "--json", "--tp", "1", "--iters", "3"});
     INFO(auto_backend.err);
     CHECK(auto_backend.exit_code == 0);
-    CHECK(contains(auto_backend.err, "running the SIMULATION instead"));
+    CHECK(module_contains(auto_backend.err, "running the SIMULATION instead"));
     const auto cuda = run_command({copy.string(), "--backend", "cuda", "--json", "--tp", "1", "--process-model",
                                    "threads", "--iters", "3"});
     INFO(cuda.out << cuda.err);
     CHECK(cuda.exit_code == 1);
     if (built_with_cuda()) {
-        CHECK(contains(cuda.out + cuda.err, (dir.path() / "libtpverify-cuda.so").string() + " could not be loaded"));
+        CHECK(module_contains(cuda.out + cuda.err, (dir.path() / "libtpverify-cuda.so").string() + " could not be loaded"));
     } else {
-        CHECK(contains(cuda.out + cuda.err, "built without CUDA"));
+        CHECK(module_contains(cuda.out + cuda.err, "built without CUDA"));
     }
 }
 
@@ -49,22 +49,22 @@ TEST_CASE("cuda module: the build's tpverify loads its module for --backend cuda
     const auto sim = run_command({tpv, "--backend", "sim", "--json", "--tp", "2", "--iters", "3"}, {},
                                  {"LD_DEBUG=files"});
     REQUIRE(sim.exit_code == 0);
-    CHECK_FALSE(contains(sim.err, "libcudart"));
-    CHECK_FALSE(contains(sim.err, "libnccl"));
-    CHECK_FALSE(contains(sim.err, "libtpverify-cuda"));
+    CHECK_FALSE(module_contains(sim.err, "libcudart"));
+    CHECK_FALSE(module_contains(sim.err, "libnccl"));
+    CHECK_FALSE(module_contains(sim.err, "libtpverify-cuda"));
     const auto cuda = run_command({tpv, "--backend", "cuda", "--json", "--tp", "1", "--process-model", "threads",
                                    "--iters", "3", "--layers", "1"},
                                   {}, {"LD_DEBUG=files"});
     INFO(cuda.out.substr(0, 2000) << cuda.err.substr(0, 4000));
     if (!built_with_cuda()) {
         CHECK(cuda.exit_code == 1);
-        CHECK(contains(cuda.out + cuda.err, "built without CUDA"));
+        CHECK(module_contains(cuda.out + cuda.err, "built without CUDA"));
         return;
     }
     // Loaded, with CUDA's libraries: on a host without a GPU the run then fails in CUDA's own
     // init (not in loading), on a GPU host it runs.
-    CHECK(contains(cuda.err, "libtpverify-cuda.so"));
-    CHECK(contains(cuda.err, "libcudart"));
-    CHECK_FALSE(contains(cuda.out + cuda.err, "could not be loaded"));
-    if (cuda.exit_code != 0) CHECK(contains(cuda.out + cuda.err, "cudaGetDeviceCount"));
+    CHECK(module_contains(cuda.err, "libtpverify-cuda.so"));
+    CHECK(module_contains(cuda.err, "libcudart"));
+    CHECK_FALSE(module_contains(cuda.out + cuda.err, "could not be loaded"));
+    if (cuda.exit_code != 0) CHECK(module_contains(cuda.out + cuda.err, "cudaGetDeviceCount"));
 }

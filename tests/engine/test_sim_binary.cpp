@@ -11,7 +11,7 @@ using ncclsweep::test::CommandResult;
 using ncclsweep::test::run_command;
 
 namespace {
-CommandResult tpverify(std::vector<std::string> args, const std::vector<std::string>& env = {}) {
+CommandResult sim_binary_run(std::vector<std::string> args, const std::vector<std::string>& env = {}) {
     args.insert(args.begin(), binary_path("engine/tpverify").string());
     args.insert(args.begin() + 1, "--backend=sim");
     return run_command(args, {}, env);
@@ -36,13 +36,13 @@ std::string result_line(const CommandResult& r) {
         if (l.rfind("{\"event\":\"result\"", 0) == 0) return l;
     return "";
 }
-bool contains(const std::string& hay, const std::string& needle) {
+bool binary_contains(const std::string& hay, const std::string& needle) {
     return hay.find(needle) != std::string::npos;
 }
 }  // namespace
 
 TEST_CASE("tpverify sim: events in order with the contract fields") {
-    CommandResult r = tpverify({"--json", "--tp", "8", "--seed", "3"});
+    CommandResult r = sim_binary_run({"--json", "--tp", "8", "--seed", "3"});
     REQUIRE(r.exit_code == 0);
     const auto out = lines(r.out);
     REQUIRE(out.size() == 5);
@@ -54,7 +54,7 @@ TEST_CASE("tpverify sim: events in order with the contract fields") {
     CHECK(field(out[0], "all_gather_bytes") == "163840");
     CHECK(field(out[0], "graph") == "true");
     CHECK(field(out[0], "fusion") == "false");
-    CHECK(contains(field(out[0], "nccl_version"), "2.28"));
+    CHECK(binary_contains(field(out[0], "nccl_version"), "2.28"));
     CHECK(out[1] == R"({"event":"capture","phase":"begin"})");
     CHECK(field(out[2], "phase") == "\"end\"");
     CHECK(!field(out[2], "seconds").empty());
@@ -67,16 +67,16 @@ TEST_CASE("tpverify sim: events in order with the contract fields") {
 }
 
 TEST_CASE("tpverify sim: seeded noise is reproducible, different seeds differ") {
-    const std::string a = result_line(tpverify({"--json", "--seed", "11", "--noise", "0.05"}));
-    const std::string b = result_line(tpverify({"--json", "--seed", "11", "--noise", "0.05"}));
-    const std::string c = result_line(tpverify({"--json", "--seed", "12", "--noise", "0.05"}));
+    const std::string a = result_line(sim_binary_run({"--json", "--seed", "11", "--noise", "0.05"}));
+    const std::string b = result_line(sim_binary_run({"--json", "--seed", "11", "--noise", "0.05"}));
+    const std::string c = result_line(sim_binary_run({"--json", "--seed", "12", "--noise", "0.05"}));
     REQUIRE(!a.empty());
     CHECK(field(a, "verify_us_p50") == field(b, "verify_us_p50"));
     CHECK(field(a, "verify_us_p50") != field(c, "verify_us_p50"));
 }
 
 TEST_CASE("tpverify sim: --target-rsd stops on its own") {
-    const std::string r = result_line(tpverify(
+    const std::string r = result_line(sim_binary_run(
         {"--json", "--seed", "5", "--noise", "0.02", "--target-rsd", "0.002", "--max-seconds", "200"}));
     REQUIRE(!r.empty());
     CHECK(std::stoi(field(r, "samples")) >= 10);
@@ -86,129 +86,129 @@ TEST_CASE("tpverify sim: --target-rsd stops on its own") {
 TEST_CASE("tpverify sim: NCCL_ALGO changes the timing and channel knobs count where NCCL's cut keeps channels") {
     const auto p50 = [](const CommandResult& r) { return field(result_line(r), "verify_us_p50"); };
     const std::vector<std::string> small = {"--json", "--tp", "8", "--tokens", "1"};
-    const std::string base = p50(tpverify(small));
+    const std::string base = p50(sim_binary_run(small));
     REQUIRE(!base.empty());
-    CHECK(p50(tpverify(small, {"NCCL_ALGO=allreduce:tree"})) != base);
-    CHECK(p50(tpverify(small, {"NCCL_MAX_CTAS=1"})) == base);
+    CHECK(p50(sim_binary_run(small, {"NCCL_ALGO=allreduce:tree"})) != base);
+    CHECK(p50(sim_binary_run(small, {"NCCL_MAX_CTAS=1"})) == base);
     // NCCL's cut (enqueue.cc) brings the 40 KB logits all-gather to one channel of 512 threads by
     // default; with 16 channels of 256 threads it stops at two, so the pass changes.
-    CHECK(p50(tpverify(small, {"NCCL_MIN_CTAS=16", "NCCL_NTHREADS=256"})) != base);
+    CHECK(p50(sim_binary_run(small, {"NCCL_MIN_CTAS=16", "NCCL_NTHREADS=256"})) != base);
     const std::vector<std::string> large = {"--json", "--tp", "8", "--tokens", "300"};
-    CHECK(p50(tpverify(large, {"NCCL_MAX_CTAS=1"})) != p50(tpverify(large)));
+    CHECK(p50(sim_binary_run(large, {"NCCL_MAX_CTAS=1"})) != p50(sim_binary_run(large)));
 }
 
 TEST_CASE("tpverify sim: NCCL debug lines show the effective configuration") {
-    CommandResult r = tpverify({"--json", "--tp", "8"}, {"NCCL_DEBUG=INFO", "NCCL_DEBUG_SUBSYS=TUNING,ENV",
+    CommandResult r = sim_binary_run({"--json", "--tp", "8"}, {"NCCL_DEBUG=INFO", "NCCL_DEBUG_SUBSYS=TUNING,ENV",
                                                          "NCCL_ALGO=allreduce:tree"});
     REQUIRE(r.exit_code == 0);
-    CHECK(contains(r.out, "NCCL INFO NCCL_ALGO set by environment to allreduce:tree"));
-    CHECK(contains(r.out, "NCCL INFO AllReduce: 57344 Bytes -> Algo TREE proto"));
-    CHECK(contains(r.out, "NCCL INFO AllGather: 163840 Bytes -> Algo RING proto"));
+    CHECK(binary_contains(r.out, "NCCL INFO NCCL_ALGO set by environment to allreduce:tree"));
+    CHECK(binary_contains(r.out, "NCCL INFO AllReduce: 57344 Bytes -> Algo TREE proto"));
+    CHECK(binary_contains(r.out, "NCCL INFO AllGather: 163840 Bytes -> Algo RING proto"));
 }
 
 TEST_CASE("tpverify sim: bare NCCL_ALGO=Tree fails the first AllGather like NCCL") {
-    CommandResult warm = tpverify({"--json", "--tp", "8"}, {"NCCL_ALGO=Tree", "NCCL_DEBUG=WARN"});
+    CommandResult warm = sim_binary_run({"--json", "--tp", "8"}, {"NCCL_ALGO=Tree", "NCCL_DEBUG=WARN"});
     CHECK(warm.exit_code == 1);
-    CHECK(contains(warm.out,
+    CHECK(binary_contains(warm.out,
                    "NCCL WARN Error : no algorithm/protocol available for function AllGather with datatype "
                    "ncclBfloat16. NCCL_ALGO was set to Tree."));
-    CHECK(contains(warm.err, "tpverify: warmup: ncclAllGather failed: invalid usage"));
+    CHECK(binary_contains(warm.err, "tpverify: warmup: ncclAllGather failed: invalid usage"));
     CHECK(result_line(warm).empty());
 
     CommandResult capture =
-        tpverify({"--json", "--tp", "8", "--no-warmup-before-capture"}, {"NCCL_ALGO=Tree"});
+        sim_binary_run({"--json", "--tp", "8", "--no-warmup-before-capture"}, {"NCCL_ALGO=Tree"});
     CHECK(capture.exit_code == 1);
-    CHECK(contains(capture.err, "tpverify: capture: ncclAllGather failed: invalid usage"));
-    CHECK(contains(capture.err, "operation failed due to a previous error during capture"));
-    CHECK(contains(capture.out, R"({"event":"capture","phase":"begin"})"));
+    CHECK(binary_contains(capture.err, "tpverify: capture: ncclAllGather failed: invalid usage"));
+    CHECK(binary_contains(capture.err, "operation failed due to a previous error during capture"));
+    CHECK(binary_contains(capture.out, R"({"event":"capture","phase":"begin"})"));
 
-    CHECK(tpverify({"--json", "--tp", "8"}, {"NCCL_ALGO=allreduce:tree"}).exit_code == 0);
-    CommandResult bad = tpverify({"--tp", "8"}, {"NCCL_ALGO=ring,bogus"});
+    CHECK(sim_binary_run({"--json", "--tp", "8"}, {"NCCL_ALGO=allreduce:tree"}).exit_code == 0);
+    CommandResult bad = sim_binary_run({"--tp", "8"}, {"NCCL_ALGO=ring,bogus"});
     CHECK(bad.exit_code == 1);
-    CHECK(contains(bad.err, "tpverify: init: ncclCommInitRank failed: invalid usage"));
+    CHECK(binary_contains(bad.err, "tpverify: init: ncclCommInitRank failed: invalid usage"));
 }
 
 TEST_CASE("tpverify sim: lazy connect inside a global-mode capture fails") {
-    CommandResult r = tpverify({"--tp", "8", "--no-warmup-before-capture", "--capture-mode", "global"});
+    CommandResult r = sim_binary_run({"--tp", "8", "--no-warmup-before-capture", "--capture-mode", "global"});
     CHECK(r.exit_code == 1);
-    CHECK(contains(r.err, "unhandled cuda error"));
-    CHECK(tpverify({"--tp", "8", "--no-warmup-before-capture"}).exit_code == 0);  // thread-local is fine
-    CHECK(tpverify({"--tp", "8", "--no-warmup-before-capture", "--capture-mode", "global"},
+    CHECK(binary_contains(r.err, "unhandled cuda error"));
+    CHECK(sim_binary_run({"--tp", "8", "--no-warmup-before-capture"}).exit_code == 0);  // thread-local is fine
+    CHECK(sim_binary_run({"--tp", "8", "--no-warmup-before-capture", "--capture-mode", "global"},
                    {"NCCL_RUNTIME_CONNECT=0"})
               .exit_code == 0);
 }
 
 TEST_CASE("tpverify sim: --check catches LL128 corruption over PCIe, passes fused and unfused") {
-    CommandResult corrupt = tpverify({"--json", "--tp", "8", "--check"}, {"NCCL_PROTO=LL128"});
+    CommandResult corrupt = sim_binary_run({"--json", "--tp", "8", "--check"}, {"NCCL_PROTO=LL128"});
     CHECK(corrupt.exit_code == 1);
-    CHECK(contains(corrupt.err, "elements differ from the host reference"));
+    CHECK(binary_contains(corrupt.err, "elements differ from the host reference"));
     CHECK(result_line(corrupt).empty());
-    CHECK(field(result_line(tpverify({"--json", "--tp", "8", "--check"})), "check_wrong") == "0");
-    CHECK(field(result_line(tpverify({"--json", "--tp", "8", "--check", "--fusion", "on"})), "check_wrong") ==
+    CHECK(field(result_line(sim_binary_run({"--json", "--tp", "8", "--check"})), "check_wrong") == "0");
+    CHECK(field(result_line(sim_binary_run({"--json", "--tp", "8", "--check", "--fusion", "on"})), "check_wrong") ==
           "0");
-    CHECK(tpverify({"--json", "--tp", "8", "--check", "--topology", "nvlink"}, {"NCCL_PROTO=LL128"})
+    CHECK(sim_binary_run({"--json", "--tp", "8", "--check", "--topology", "nvlink"}, {"NCCL_PROTO=LL128"})
               .exit_code == 0);
 }
 
 TEST_CASE("tpverify sim: graphs and fusion make the pass faster") {
     const auto p50 = [](const CommandResult& r) { return std::stod(field(result_line(r), "verify_us_p50")); };
-    const double eager = p50(tpverify({"--json", "--tp", "8", "--graph", "off"}));
-    const double graph = p50(tpverify({"--json", "--tp", "8"}));
-    const double fused = p50(tpverify({"--json", "--tp", "8", "--fusion", "on"}));
+    const double eager = p50(sim_binary_run({"--json", "--tp", "8", "--graph", "off"}));
+    const double graph = p50(sim_binary_run({"--json", "--tp", "8"}));
+    const double fused = p50(sim_binary_run({"--json", "--tp", "8", "--fusion", "on"}));
     CHECK(graph < eager);
     CHECK(fused < graph);
 }
 
 TEST_CASE("tpverify sim: bad usage exits 2 with a message") {
-    CommandResult r = tpverify({"--tp", "3"});
+    CommandResult r = sim_binary_run({"--tp", "3"});
     CHECK(r.exit_code == 2);
-    CHECK(contains(r.err, "attention heads"));
-    CommandResult u = tpverify({"--graph=sometimes"});
+    CHECK(binary_contains(r.err, "attention heads"));
+    CommandResult u = sim_binary_run({"--graph=sometimes"});
     CHECK(u.exit_code == 2);
-    CHECK(contains(u.err, "--graph"));
-    CommandResult h = tpverify({"--help"});
+    CHECK(binary_contains(u.err, "--graph"));
+    CommandResult h = sim_binary_run({"--help"});
     CHECK(h.exit_code == 0);
-    CHECK(contains(h.out, "verify pass"));
+    CHECK(binary_contains(h.out, "verify pass"));
 }
 
 TEST_CASE("tpverify sim: readable summary without --json") {
-    CommandResult r = tpverify({"--tp", "8"});
+    CommandResult r = sim_binary_run({"--tp", "8"});
     REQUIRE(r.exit_code == 0);
-    CHECK(contains(r.out, "tok/s"));
-    CHECK(contains(r.out, "verify pass"));
-    CHECK_FALSE(contains(r.out, "{\"event\""));
+    CHECK(binary_contains(r.out, "tok/s"));
+    CHECK(binary_contains(r.out, "verify pass"));
+    CHECK_FALSE(binary_contains(r.out, "{\"event\""));
 }
 
 TEST_CASE("tpverify sim: injected capture-fail, nccl-error, cuda-oom, exit") {
-    CommandResult cap = tpverify({"--json", "--inject", "capture-fail"});
+    CommandResult cap = sim_binary_run({"--json", "--inject", "capture-fail"});
     CHECK(cap.exit_code == 1);
-    CHECK(contains(cap.err, "operation not permitted when stream is capturing"));
-    CHECK(contains(cap.err, "tpverify: capture:"));
-    CHECK(contains(cap.out, R"({"event":"capture","phase":"begin"})"));
-    CHECK_FALSE(contains(cap.out, "\"ready\""));
+    CHECK(binary_contains(cap.err, "operation not permitted when stream is capturing"));
+    CHECK(binary_contains(cap.err, "tpverify: capture:"));
+    CHECK(binary_contains(cap.out, R"({"event":"capture","phase":"begin"})"));
+    CHECK_FALSE(binary_contains(cap.out, "\"ready\""));
 
-    CommandResult nccl = tpverify({"--json", "--inject", "nccl-error"}, {"NCCL_DEBUG=WARN"});
+    CommandResult nccl = sim_binary_run({"--json", "--inject", "nccl-error"}, {"NCCL_DEBUG=WARN"});
     CHECK(nccl.exit_code == 1);
-    CHECK(contains(nccl.out, "NCCL WARN"));
-    CHECK(contains(nccl.err, "tpverify: replay: ncclAllReduce failed: unhandled cuda error"));
-    CHECK(contains(nccl.out, R"({"event":"ready"})"));
+    CHECK(binary_contains(nccl.out, "NCCL WARN"));
+    CHECK(binary_contains(nccl.err, "tpverify: replay: ncclAllReduce failed: unhandled cuda error"));
+    CHECK(binary_contains(nccl.out, R"({"event":"ready"})"));
 
-    CommandResult oom = tpverify({"--json", "--inject", "cuda-oom@init"});
+    CommandResult oom = sim_binary_run({"--json", "--inject", "cuda-oom@init"});
     CHECK(oom.exit_code == 1);
-    CHECK(contains(oom.err, "tpverify: init: cudaMalloc failed: out of memory"));
-    CHECK(contains(oom.err, "CUDA out of memory"));
-    CHECK_FALSE(contains(oom.out, "\"event\":\"capture\""));
+    CHECK(binary_contains(oom.err, "tpverify: init: cudaMalloc failed: out of memory"));
+    CHECK(binary_contains(oom.err, "CUDA out of memory"));
+    CHECK_FALSE(binary_contains(oom.out, "\"event\":\"capture\""));
 
-    CommandResult ex = tpverify({"--json", "--inject", "exit@warmup"});
+    CommandResult ex = sim_binary_run({"--json", "--inject", "exit@warmup"});
     CHECK(ex.exit_code == 1);
     CHECK(ex.err.empty());
     CHECK(lines(ex.out).size() == 1);  // only the start event
 }
 
 TEST_CASE("tpverify sim: injected segv really crashes") {
-    CommandResult r = tpverify({"--json", "--inject", "segv"});
+    CommandResult r = sim_binary_run({"--json", "--inject", "segv"});
     CHECK(r.exit_code == 128 + 11);
-    CHECK(contains(r.out, R"({"event":"ready"})"));
+    CHECK(binary_contains(r.out, R"({"event":"ready"})"));
 }
 
 TEST_CASE("tpverify sim: injected hang really hangs until killed or the watchdog fires") {
@@ -216,14 +216,14 @@ TEST_CASE("tpverify sim: injected hang really hangs until killed or the watchdog
     CommandResult killed =
         run_command({"timeout", "2", bin, "--backend", "sim", "--json", "--inject", "hang"});
     CHECK(killed.exit_code == 124);
-    CHECK(contains(killed.out, R"({"event":"ready"})"));
-    CHECK_FALSE(contains(killed.out, "result"));
+    CHECK(binary_contains(killed.out, R"({"event":"ready"})"));
+    CHECK_FALSE(binary_contains(killed.out, "result"));
 
-    CommandResult watchdog = tpverify({"--json", "--inject", "hang@warmup", "--timeout", "0.3"});
+    CommandResult watchdog = sim_binary_run({"--json", "--inject", "hang@warmup", "--timeout", "0.3"});
     CHECK(watchdog.exit_code == 1);
-    CHECK(contains(watchdog.err, "timed out after 0.3 s"));
+    CHECK(binary_contains(watchdog.err, "timed out after 0.3 s"));
 
-    CommandResult stall = tpverify({"--json", "--inject", "hang:0.2"});
+    CommandResult stall = sim_binary_run({"--json", "--inject", "hang:0.2"});
     CHECK(stall.exit_code == 0);
     CHECK(!result_line(stall).empty());
 }
@@ -231,7 +231,7 @@ TEST_CASE("tpverify sim: injected hang really hangs until killed or the watchdog
 TEST_CASE("tpverify sim: NCCLSWEEP_REPEAT gives each repeat its own fixed noise") {
     auto run = [](const std::string& repeat) {
         CommandResult r =
-            tpverify({"--json", "--tp", "8", "--seed", "5", "--iters", "20"}, {"NCCLSWEEP_REPEAT=" + repeat});
+            sim_binary_run({"--json", "--tp", "8", "--seed", "5", "--iters", "20"}, {"NCCLSWEEP_REPEAT=" + repeat});
         REQUIRE(r.exit_code == 0);
         return field(result_line(r), "verify_us_p50");
     };
@@ -240,13 +240,13 @@ TEST_CASE("tpverify sim: NCCLSWEEP_REPEAT gives each repeat its own fixed noise"
     CHECK_FALSE(first.empty());
     CHECK(first != second);     // repeats differ, as real runs do
     CHECK(run("1") == second);  // and a rerun reproduces each of them
-    CommandResult plain = tpverify({"--json", "--tp", "8", "--seed", "5", "--iters", "20"});
+    CommandResult plain = sim_binary_run({"--json", "--tp", "8", "--seed", "5", "--iters", "20"});
     CHECK(field(result_line(plain), "verify_us_p50") == first);  // no NCCLSWEEP_REPEAT: as repeat 0
 }
 
 TEST_CASE("tpverify sim: the pass a server runs: routed experts, attention, draft and parts") {
-    const CommandResult four = tpverify({"--json", "--tp", "8", "--tokens", "4", "--iters", "3"});
-    const CommandResult one = tpverify({"--json", "--tp", "8", "--tokens", "1", "--iters", "3"});
+    const CommandResult four = sim_binary_run({"--json", "--tp", "8", "--tokens", "4", "--iters", "3"});
+    const CommandResult one = sim_binary_run({"--json", "--tp", "8", "--tokens", "1", "--iters", "3"});
     REQUIRE(four.exit_code == 0);
     const std::string start = lines(four.out).front();
     CHECK(field(start, "process_model") == "\"process-per-rank\"");
@@ -261,7 +261,7 @@ TEST_CASE("tpverify sim: the pass a server runs: routed experts, attention, draf
     CHECK(std::stod(field(r, "gemm")) > 0);
     CHECK(std::stod(field(r, "verify_us_p50")) >= 1.3 * std::stod(field(r, "baseline_us")));
     // INT4 experts: fewer bytes, a faster modeled pass, and the format in the start event.
-    const CommandResult q = tpverify({"--json", "--tp", "8", "--expert-format", "int4", "--iters", "3"});
+    const CommandResult q = sim_binary_run({"--json", "--tp", "8", "--expert-format", "int4", "--iters", "3"});
     CHECK(field(lines(q.out).front(), "expert_format") == "\"int4-g32\"");
     CHECK(std::stod(field(lines(q.out).front(), "weight_bytes")) < std::stod(field(start, "weight_bytes")));
     CHECK(std::stod(field(result_line(q), "gemm")) < std::stod(field(r, "gemm")));
@@ -275,6 +275,6 @@ TEST_CASE("tpverify sim: the pass a server runs: routed experts, attention, draf
     CHECK(std::stod(field(result_line(q), "gemm")) < 1.2 * read_us);
     // --draft-steps 0: the draft is the constant --draft-us again.
     const std::string fixed =
-        result_line(tpverify({"--json", "--draft-steps", "0", "--draft-us", "1234", "--iters", "3"}));
+        result_line(sim_binary_run({"--json", "--draft-steps", "0", "--draft-us", "1234", "--iters", "3"}));
     CHECK(field(fixed, "draft") == "1234");
 }

@@ -15,7 +15,7 @@ using ncclsweep::test::CommandResult;
 using ncclsweep::test::run_command;
 
 namespace {
-CommandResult tpverify(std::vector<std::string> args, const std::vector<std::string>& env = {},
+CommandResult done_when_run(std::vector<std::string> args, const std::vector<std::string>& env = {},
                        const std::string& backend = "sim") {
     args.insert(args.begin(), binary_path("engine/tpverify").string());
     args.insert(args.begin() + 1, "--backend=" + backend);
@@ -41,7 +41,7 @@ double number(const CommandResult& r, const std::string& key) {
     REQUIRE(!v.empty());
     return std::stod(v);
 }
-bool contains(const std::string& hay, const std::string& needle) {
+bool done_when_contains(const std::string& hay, const std::string& needle) {
     return hay.find(needle) != std::string::npos;
 }
 const std::vector<std::string> k_pass = {"--json", "--tp", "8", "--tokens", "4"};
@@ -53,8 +53,8 @@ std::vector<std::string> with(std::vector<std::string> args, const std::vector<s
 
 TEST_CASE("sim done-when: without peer access fusion on and off are the same pass (ratio <= 1.05)") {
     const std::vector<std::string> no_peer = {"NCCL_P2P_DISABLE=1", "NCCL_SHM_DISABLE=1"};
-    const CommandResult off = tpverify(with(k_pass, {"--fusion", "off"}), no_peer);
-    const CommandResult on = tpverify(with(k_pass, {"--fusion", "on"}), no_peer);
+    const CommandResult off = done_when_run(with(k_pass, {"--fusion", "off"}), no_peer);
+    const CommandResult on = done_when_run(with(k_pass, {"--fusion", "on"}), no_peer);
     REQUIRE(on.exit_code == 0);
     const double ratio = number(on, "tok_s") / number(off, "tok_s");
     CHECK(ratio <= 1.05);
@@ -62,41 +62,41 @@ TEST_CASE("sim done-when: without peer access fusion on and off are the same pas
     // Said in the start event and on stderr, like the CUDA backend's fallback.
     const std::string start = event_line(on, "start");
     CHECK(field(start, "fused") == "false");
-    CHECK(contains(field(start, "fusion_fallback"), "NCCL_P2P_DISABLE=1"));
-    CHECK(contains(on.err, "falling back to NCCL all-reduce"));
+    CHECK(done_when_contains(field(start, "fusion_fallback"), "NCCL_P2P_DISABLE=1"));
+    CHECK(done_when_contains(on.err, "falling back to NCCL all-reduce"));
     // With peer access (the default machine) the fused kernel runs and is faster.
-    const CommandResult fused = tpverify(with(k_pass, {"--fusion", "on"}));
+    const CommandResult fused = done_when_run(with(k_pass, {"--fusion", "on"}));
     CHECK(field(event_line(fused, "start"), "fused") == "true");
-    CHECK(number(fused, "tok_s") > 1.05 * number(tpverify(k_pass), "tok_s"));
+    CHECK(number(fused, "tok_s") > 1.05 * number(done_when_run(k_pass), "tok_s"));
     // More ranks than the one-shot kernel supports: NCCL fallback.
-    const CommandResult sixteen = tpverify({"--json", "--tp", "16", "--fusion", "on"});
-    CHECK(contains(field(event_line(sixteen, "start"), "fusion_fallback"), "at most 8 ranks"));
+    const CommandResult sixteen = done_when_run({"--json", "--tp", "16", "--fusion", "on"});
+    CHECK(done_when_contains(field(event_line(sixteen, "start"), "fusion_fallback"), "at most 8 ranks"));
 }
 
 TEST_CASE("sim done-when: NCCL_P2P_LEVEL=3 and NCCL_P2P_LEVEL=PHB give the same pass") {
-    const double by_number = number(tpverify(k_pass, {"NCCL_P2P_LEVEL=3"}), "verify_us_p50");
-    const double by_name = number(tpverify(k_pass, {"NCCL_P2P_LEVEL=PHB"}), "verify_us_p50");
+    const double by_number = number(done_when_run(k_pass, {"NCCL_P2P_LEVEL=3"}), "verify_us_p50");
+    const double by_name = number(done_when_run(k_pass, {"NCCL_P2P_LEVEL=PHB"}), "verify_us_p50");
     CHECK(std::fabs(by_number / by_name - 1) <= 0.005);
     // ... and it is a different pass from NCCL's default level (SHM instead of P2P).
-    const CommandResult def = tpverify(k_pass);
+    const CommandResult def = done_when_run(k_pass);
     CHECK(field(event_line(def, "result"), "transport") == "SHM/direct/direct");
-    CHECK(field(event_line(tpverify(k_pass, {"NCCL_P2P_LEVEL=3"}), "result"), "transport") == "P2P/CUMEM");
+    CHECK(field(event_line(done_when_run(k_pass, {"NCCL_P2P_LEVEL=3"}), "result"), "transport") == "P2P/CUMEM");
     CHECK(std::fabs(number(def, "verify_us_p50") / by_name - 1) > 0.005);
 }
 
 TEST_CASE(
     "sim done-when: --backend auto without a GPU says on stderr and in the start event that it simulates") {
     // CUDA_VISIBLE_DEVICES="" hides any GPU, so this holds on a GPU host too.
-    const CommandResult r = tpverify(k_pass, {"CUDA_VISIBLE_DEVICES="}, "auto");
+    const CommandResult r = done_when_run(k_pass, {"CUDA_VISIBLE_DEVICES="}, "auto");
     REQUIRE(r.exit_code == 0);
-    CHECK(contains(r.err, "--backend auto"));
-    CHECK(contains(r.err, "SIMULATION"));
+    CHECK(done_when_contains(r.err, "--backend auto"));
+    CHECK(done_when_contains(r.err, "SIMULATION"));
     const std::string start = event_line(r, "start");
     CHECK(field(start, "backend") == "sim");
     CHECK(!field(start, "backend_fallback").empty());
     // Asked for explicitly, the sim does not warn.
-    const CommandResult explicit_sim = tpverify(k_pass);
-    CHECK_FALSE(contains(explicit_sim.err, "SIMULATION"));
+    const CommandResult explicit_sim = done_when_run(k_pass);
+    CHECK_FALSE(done_when_contains(explicit_sim.err, "SIMULATION"));
     CHECK(field(event_line(explicit_sim, "start"), "backend_fallback").empty());
 }
 
@@ -111,8 +111,8 @@ TEST_CASE("sim done-when: a calibration in which NCCL_PROTO=LL is faster at 57 K
                                 "table all_reduce 8\n16384 40\n65536 90\n"
                                 "table all_gather 8\n16384 40\n262144 300\n");
     const auto cal = with(k_pass, {"--calibration", file.string()});
-    const CommandResult base = tpverify(cal);
-    const CommandResult ll = tpverify(cal, {"NCCL_PROTO=LL"});
+    const CommandResult base = done_when_run(cal);
+    const CommandResult ll = done_when_run(cal, {"NCCL_PROTO=LL"});
     REQUIRE(base.exit_code == 0);
     REQUIRE(ll.exit_code == 0);
     // LL's measured all-reduce is 0.36-0.67 x the default's: the pass's communication shrinks
@@ -122,56 +122,56 @@ TEST_CASE("sim done-when: a calibration in which NCCL_PROTO=LL is faster at 57 K
     CHECK(field(event_line(ll, "result"), "collective_times") == "calibration");
     CHECK(number(ll, "calibrated_collectives") == 124);
     // Without the calibration the sim's model is NCCL's own estimate and says so.
-    const std::string model = event_line(tpverify(k_pass, {"NCCL_PROTO=LL"}), "result");
+    const std::string model = event_line(done_when_run(k_pass, {"NCCL_PROTO=LL"}), "result");
     CHECK(field(model, "collective_times") == "nccl-model");
-    CHECK(contains(field(model, "calibration_note"), "NCCL 2.28's own tuning estimate"));
+    CHECK(done_when_contains(field(model, "calibration_note"), "NCCL 2.28's own tuning estimate"));
     // A setting the calibration never measured is priced by the model, and the result says so.
-    const std::string simple = event_line(tpverify(cal, {"NCCL_PROTO=Simple"}), "result");
+    const std::string simple = event_line(done_when_run(cal, {"NCCL_PROTO=Simple"}), "result");
     CHECK(field(simple, "collective_times") == "model");
-    CHECK(contains(field(simple, "calibration_note"),
+    CHECK(done_when_contains(field(simple, "calibration_note"),
                    "no all_reduce table for 8 ranks under NCCL_PROTO=Simple"));
     // Sizes outside the measured range too (1 token: 14336 B < 16384 B).
     const std::string small = event_line(
-        tpverify({"--json", "--tp", "8", "--tokens", "1", "--calibration", file.string()}), "result");
+        done_when_run({"--json", "--tp", "8", "--tokens", "1", "--calibration", file.string()}), "result");
     CHECK(field(small, "collective_times") == "calibration+model");
-    CHECK(contains(field(small, "calibration_note"), "all_reduce of 14336 B is outside the measured sizes"));
+    CHECK(done_when_contains(field(small, "calibration_note"), "all_reduce of 14336 B is outside the measured sizes"));
     // A bad file is a usage error that names the line.
     const auto bad = dir.write("bad.txt", "tpverify-calibration 1\nsetting\ntable all_reduce 8\n100\n");
-    const CommandResult refused = tpverify(with(k_pass, {"--calibration", bad.string()}));
+    const CommandResult refused = done_when_run(with(k_pass, {"--calibration", bad.string()}));
     CHECK(refused.exit_code == 2);
-    CHECK(contains(refused.err, "bad.txt:4:"));
+    CHECK(done_when_contains(refused.err, "bad.txt:4:"));
 }
 
 TEST_CASE("sim done-when: the sim's NCCL-like lines carry a visible marker") {
     const CommandResult r =
-        tpverify(k_pass, {"NCCL_DEBUG=INFO", "NCCL_DEBUG_SUBSYS=INIT,TUNING,ENV", "NCCL_PROTO=LL"});
+        done_when_run(k_pass, {"NCCL_DEBUG=INFO", "NCCL_DEBUG_SUBSYS=INIT,TUNING,ENV", "NCCL_PROTO=LL"});
     REQUIRE(r.exit_code == 0);
     std::istringstream in(r.out);
     int nccl_lines = 0;
     for (std::string l; std::getline(in, l);) {
-        if (!contains(l, " NCCL ") || l.rfind("{", 0) == 0) continue;  // JSON events may mention NCCL
+        if (!done_when_contains(l, " NCCL ") || l.rfind("{", 0) == 0) continue;  // JSON events may mention NCCL
         ++nccl_lines;
         CHECK(l.rfind("[tpverify-sim] ", 0) == 0);
     }
     CHECK(nccl_lines > 5);
-    CHECK(contains(r.out, "NCCL INFO NCCL version 2.28.3+sim"));
+    CHECK(done_when_contains(r.out, "NCCL INFO NCCL version 2.28.3+sim"));
 }
 
 TEST_CASE("sim done-when: noise differs between experiments and repeats and reproduces") {
     const auto seeded = with(k_pass, {"--seed", "1", "--noise", "0.02"});
-    const double a = number(tpverify(seeded, {"NCCL_MAX_NCHANNELS=2"}), "verify_us_p50");
-    const double b = number(tpverify(seeded, {"NCCL_MAX_NCHANNELS=4"}), "verify_us_p50");
+    const double a = number(done_when_run(seeded, {"NCCL_MAX_NCHANNELS=2"}), "verify_us_p50");
+    const double b = number(done_when_run(seeded, {"NCCL_MAX_NCHANNELS=4"}), "verify_us_p50");
     CHECK(a != b);  // same modeled pass (2 channels are the default), different experiments
-    CHECK(a == number(tpverify(seeded, {"NCCL_MAX_NCHANNELS=2"}), "verify_us_p50"));
-    const double r1 = number(tpverify(seeded, {"NCCLSWEEP_REPEAT=1"}), "verify_us_p50");
-    const double r2 = number(tpverify(seeded, {"NCCLSWEEP_REPEAT=2"}), "verify_us_p50");
+    CHECK(a == number(done_when_run(seeded, {"NCCL_MAX_NCHANNELS=2"}), "verify_us_p50"));
+    const double r1 = number(done_when_run(seeded, {"NCCLSWEEP_REPEAT=1"}), "verify_us_p50");
+    const double r2 = number(done_when_run(seeded, {"NCCLSWEEP_REPEAT=2"}), "verify_us_p50");
     CHECK(r1 != r2);
     // The per-run offset moves whole runs: five repeats spread by more than the per-sample jitter
     // alone would move a median of 50 samples (0.01 / sqrt(50) ~ 0.0014).
     double lo = 1e300, hi = 0;
     for (int rep = 0; rep < 5; ++rep) {
         const double p50 =
-            number(tpverify(seeded, {"NCCLSWEEP_REPEAT=" + std::to_string(rep)}), "verify_us_p50");
+            number(done_when_run(seeded, {"NCCLSWEEP_REPEAT=" + std::to_string(rep)}), "verify_us_p50");
         lo = std::min(lo, p50);
         hi = std::max(hi, p50);
     }

@@ -16,7 +16,7 @@ using ncclsweep::test::TempDir;
 
 namespace {
 
-void check_golden(const std::string& name, const std::string& actual) {
+void check_export_golden(const std::string& name, const std::string& actual) {
     test::check_golden_file(test::source_path("tests/golden/export/" + name), actual);
 }
 
@@ -33,10 +33,10 @@ std::string python(const std::string& script, const std::string& file) {
 TEST_CASE("golden: json, csv, md and junit of the fixture sweep", "[golden]") {
     TempDir dir;
     auto sweep = test::make_export_sweep((dir.path() / "x.db").string());
-    check_golden("fixture.json", to_json(sweep));
-    check_golden("fixture.csv", to_csv(sweep));
-    check_golden("fixture.md", to_markdown(sweep, "tok_s"));
-    check_golden("fixture.junit.xml", to_junit(sweep));
+    check_export_golden("fixture.json", to_json(sweep));
+    check_export_golden("fixture.csv", to_csv(sweep));
+    check_export_golden("fixture.md", to_markdown(sweep, "tok_s"));
+    check_export_golden("fixture.junit.xml", to_junit(sweep));
 }
 
 TEST_CASE("json export holds every experiment with exact values") {
@@ -208,7 +208,7 @@ TEST_CASE("best experiment follows the metric's direction, errors name what exis
     REQUIRE_FALSE(missing);
     CHECK(missing.error().kind == ErrorKind::bad_input);
     CHECK(missing.error().message.find("metrics present: tok_s, verify_us_p50") != std::string::npos);
-    auto absent = find_experiment(sweep, 99);
+    auto absent = results::exports::find_experiment(sweep, 99);
     REQUIRE_FALSE(absent);
     CHECK(absent.error().message.find("experiments 1..8") != std::string::npos);
 }

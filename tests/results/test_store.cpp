@@ -22,7 +22,7 @@ using ncclsweep::test::make_sweep;
 
 namespace {
 
-Store open_store(const std::filesystem::path& path, StoreOptions options = {}) {
+Store open_test_store(const std::filesystem::path& path, StoreOptions options = {}) {
     return test::open_store(path, options, Durability::normal);
 }
 
@@ -62,7 +62,7 @@ std::int64_t pragma_int(Store& store, const char* sql) {
 
 TEST_CASE("a new database gets the schema, WAL mode and its version") {
     test::TempDir dir;
-    Store store = open_store(dir.path() / "new.db");
+    Store store = open_test_store(dir.path() / "new.db");
     CHECK(pragma_int(store, "PRAGMA user_version") == current_schema_version());
     CHECK(pragma_int(store, "PRAGMA application_id") == k_application_id);
     CHECK(pragma_int(store, "PRAGMA foreign_keys") == 1);
@@ -75,7 +75,7 @@ TEST_CASE("a new database gets the schema, WAL mode and its version") {
 
 TEST_CASE("a sweep's experiments, outcomes and samples come back exactly") {
     test::TempDir dir;
-    Store store = open_store(dir.path() / "s.db");
+    Store store = open_test_store(dir.path() / "s.db");
     Result<std::int64_t> sweep = store.create_sweep(make_sweep("quick", "nightly"));
     REQUIRE(sweep.ok());
     const auto planned = make_experiments(4);
@@ -144,7 +144,7 @@ TEST_CASE("a sweep's experiments, outcomes and samples come back exactly") {
 
 TEST_CASE("a running sweep whose runner is gone reads as such, a live or remote runner does not") {
     test::TempDir dir;
-    Store store = open_store(dir.path() / "runner.db");
+    Store store = open_test_store(dir.path() / "runner.db");
     Result<std::int64_t> sweep = store.create_sweep(make_sweep("running"));
     REQUIRE(sweep.ok());
     // Its runner is this test process, which is not an ncclsweep: a reused pid, not a runner.
@@ -189,7 +189,7 @@ TEST_CASE("a running sweep whose runner is gone reads as such, a live or remote 
 
 TEST_CASE("resuming a sweep that a live process still runs is refused, and allowed once it is gone") {
     test::TempDir dir;
-    Store store = open_store(dir.path() / "resume.db");
+    Store store = open_test_store(dir.path() / "resume.db");
     Result<std::int64_t> sweep = store.create_sweep(make_sweep("busy"));
     REQUIRE(sweep.ok());
     REQUIRE(store.add_experiments(*sweep, make_experiments(2)).ok());
@@ -216,7 +216,7 @@ TEST_CASE("resuming a sweep that a live process still runs is refused, and allow
 
 TEST_CASE("hostile names and values are stored as data, never as SQL") {
     test::TempDir dir;
-    Store store = open_store(dir.path() / "hostile.db");
+    Store store = open_test_store(dir.path() / "hostile.db");
     const std::string evil = "'); DROP TABLE sweeps; --";
     const std::string unicode = "tok/s \xE2\x9C\x93 \xF0\x9F\x9A\x80 \"quoted\" \\back\\ \n\t$(rm -rf /) `id`";
     SweepRecord record = make_sweep(evil, evil);
@@ -266,7 +266,7 @@ TEST_CASE("hostile names and values are stored as data, never as SQL") {
 
 TEST_CASE("resume helpers: finished ids, reset of running experiments, exactly-once records") {
     test::TempDir dir;
-    Store store = open_store(dir.path() / "r.db");
+    Store store = open_test_store(dir.path() / "r.db");
     const std::int64_t sweep = *store.create_sweep(make_sweep("r"));
     REQUIRE(store.add_experiments(sweep, make_experiments(7)).ok());
     const ExperimentStatus ends[] = {ExperimentStatus::ok, ExperimentStatus::failed, ExperimentStatus::timed_out,
@@ -304,7 +304,7 @@ TEST_CASE("resume helpers: finished ids, reset of running experiments, exactly-o
 
 TEST_CASE("API misuse is reported, not silently accepted") {
     test::TempDir dir;
-    Store store = open_store(dir.path() / "m.db");
+    Store store = open_test_store(dir.path() / "m.db");
     const std::int64_t sweep = *store.create_sweep(make_sweep("m"));
     REQUIRE(store.add_experiments(sweep, make_experiments(2)).ok());
     Result<void> unknown = store.begin_experiment(sweep, 99, 1);
@@ -326,7 +326,7 @@ TEST_CASE("API misuse is reported, not silently accepted") {
 
 TEST_CASE("sweep references: ids, latest, latest~N, latest:TAG, latest:TAG~N and their errors") {
     test::TempDir dir;
-    Store store = open_store(dir.path() / "refs.db");
+    Store store = open_test_store(dir.path() / "refs.db");
     Result<std::int64_t> none = store.resolve_sweep_ref("latest");
     REQUIRE(!none.ok());
     CHECK(none.error().message.find("no sweeps") != std::string::npos);
@@ -372,7 +372,7 @@ TEST_CASE("sweep references: ids, latest, latest~N, latest:TAG, latest:TAG~N and
 
 TEST_CASE("list_sweeps counts experiments per status for each sweep") {
     test::TempDir dir;
-    Store store = open_store(dir.path() / "l.db");
+    Store store = open_test_store(dir.path() / "l.db");
     const std::int64_t first = *store.create_sweep(make_sweep("first"));
     const std::int64_t second = *store.create_sweep(make_sweep("second"));
     REQUIRE(store.add_experiments(first, make_experiments(3)).ok());
@@ -395,14 +395,14 @@ TEST_CASE("timestamps are ISO-8601 UTC from the store's clock") {
     test::TempDir dir;
     StoreOptions options;
     options.clock = [] { return system_clock::time_point(seconds{86400}); };
-    Store store = open_store(dir.path() / "t.db", options);
+    Store store = open_test_store(dir.path() / "t.db", options);
     const std::int64_t sweep = *store.create_sweep(make_sweep("t"));
     CHECK(store.get_sweep(sweep)->created_at == "1970-01-02T00:00:00.000Z");
 }
 
 TEST_CASE("a sweep created with its plan is all or nothing") {
     test::TempDir dir;
-    Store store = open_store(dir.path() / "atomic.db");
+    Store store = open_test_store(dir.path() / "atomic.db");
     Result<std::int64_t> sweep = store.create_sweep(make_sweep("whole"), make_experiments(5));
     REQUIRE(sweep.ok());
     CHECK(store.get_sweep(*sweep)->counts.pending == 5);

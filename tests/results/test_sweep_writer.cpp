@@ -22,11 +22,11 @@ using ncclsweep::test::make_experiments;
 
 namespace {
 
-Store open_store(const std::filesystem::path& path) {
+Store open_writer_store(const std::filesystem::path& path) {
     return test::open_store(path, {}, Durability::normal);
 }
 
-struct QuietObserver final : SweepObserver {
+struct WriterQuietObserver final : SweepObserver {
     void started(const Experiment&, int, int, int) override {}
     void finished(const Experiment&, const ExperimentReport&, int, int) override {}
     void notice(const std::string&) override {}
@@ -60,7 +60,7 @@ SweepRequest request_with(const std::string& flags, int experiments = 3) {
 
 /// Runs a new sweep whose second experiment is interrupted; returns its id.
 std::int64_t interrupted_sweep(const std::filesystem::path& db, const std::string& flags) {
-    Store store = open_store(db);
+    Store store = open_writer_store(db);
     SweepWriter writer(store);
     FakeTarget target;
     std::atomic<bool> stop{false};
@@ -68,7 +68,7 @@ std::int64_t interrupted_sweep(const std::filesystem::path& db, const std::strin
     hanging.end = FakeRun::End::hang;
     hanging.on_drained = [&stop]() { stop = true; };
     target.script = {fake_ok("tok_s", 5), hanging};
-    QuietObserver observer;
+    WriterQuietObserver observer;
     auto outcome = run_sweep(request_with(flags), target, writer, observer, run_options(), stop);
     REQUIRE(outcome);
     REQUIRE(outcome->summary.interrupted);
@@ -87,7 +87,7 @@ TEST_CASE("sweep writer: the fingerprint is stored with the sweep and read back 
     test::TempDir dir;
     const auto db = dir.path() / "s.db";
     const auto id = interrupted_sweep(db, "--set tokens=8");
-    Store store = open_store(db);
+    Store store = open_writer_store(db);
     SweepWriter writer(store);
     auto plan = writer.load_plan(id);
     REQUIRE(plan);
@@ -108,10 +108,10 @@ TEST_CASE(
     const auto id = interrupted_sweep(db, "--set inject=nccl_hang@2");
     const std::string before = file_bytes(db);
     {
-        Store store = open_store(db);
+        Store store = open_writer_store(db);
         SweepWriter writer(store);
         FakeTarget target;
-        QuietObserver observer;
+        WriterQuietObserver observer;
         std::atomic<bool> stop{false};
         auto request = request_with("--set topology=nvlink");
         request.resume_id = id;
@@ -123,7 +123,7 @@ TEST_CASE(
         CHECK(target.log->calls.empty());
     }
     CHECK(file_bytes(db) == before);
-    Store store = open_store(db);
+    Store store = open_writer_store(db);
     auto info = store.get_sweep(id);
     REQUIRE(info);
     CHECK(info->state == SweepState::interrupted);
@@ -134,11 +134,11 @@ TEST_CASE("sweep writer: an accepted resume reopens the sweep and runs what did 
     test::TempDir dir;
     const auto db = dir.path() / "s.db";
     const auto id = interrupted_sweep(db, "--set tokens=8");
-    Store store = open_store(db);
+    Store store = open_writer_store(db);
     SweepWriter writer(store);
     FakeTarget target;
     target.fallback = fake_ok("tok_s", 9);
-    QuietObserver observer;
+    WriterQuietObserver observer;
     std::atomic<bool> stop{false};
     auto request = request_with("--set tokens=8");
     request.resume_id = id;
@@ -160,7 +160,7 @@ TEST_CASE("sweep writer: a sweep recorded before fingerprints loads with an empt
     test::TempDir dir;
     const auto db = dir.path() / "s.db";
     const auto id = interrupted_sweep(db, "");
-    Store store = open_store(db);
+    Store store = open_writer_store(db);
     REQUIRE(store.database().exec("UPDATE sweeps SET plan_fingerprint = ''", "test"));
     SweepWriter writer(store);
     auto plan = writer.load_plan(id);
