@@ -34,7 +34,7 @@ extern "C" {
 const char* tpverify_cuda_abi();
 /// CUDA devices visible to this process, or -1 when cudaGetDeviceCount fails.
 int tpverify_cuda_device_count();
-/// The CUDA backend's run of the pass (engine/cuda/run_cuda.cu).
+/// The CUDA backend's run of the pass (engine/cuda/run_cuda.cu, beside the pass it runs).
 int tpverify_cuda_run(const tpverify::Options* options, const tpverify::PassPlan* plan,
                       tpverify::Reporter* reporter);
 /// --measure-collectives (engine/cuda/measure.cu); `command` is written into the file.

@@ -16,7 +16,7 @@
 
 #include "engine/backend.hpp"
 #include "engine/calibration.hpp"
-#include "engine/cuda/entry.hpp"
+#include "engine/cuda_module.hpp"
 #include "engine/cuda/common.cuh"
 #include "engine/cuda/kernels.cuh"
 
@@ -216,8 +216,8 @@ Status measure(const Options& o, const PassPlan& plan, sim::Measurement& m) {
 
 }  // namespace
 
-int cuda::run_measure(const Options& options, const PassPlan& plan, Reporter& reporter,
-                      const std::string& command) {
+static int run_measure(const Options& options, const PassPlan& plan, Reporter& reporter,
+                       const std::string& command) {
     sim::Measurement m;
     Status st = measure(options, plan, m);
     if (!st.ok) {
@@ -230,3 +230,11 @@ int cuda::run_measure(const Options& options, const PassPlan& plan, Reporter& re
 }
 
 }  // namespace tpverify
+
+// The module's entry point for --measure-collectives (engine/cuda_module.hpp).
+extern "C" __attribute__((visibility("default"))) int tpverify_cuda_measure(const tpverify::Options* options,
+                                                                            const tpverify::PassPlan* plan,
+                                                                            tpverify::Reporter* reporter,
+                                                                            const char* command) {
+    return tpverify::run_measure(*options, *plan, *reporter, command);
+}

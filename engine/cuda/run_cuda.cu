@@ -5,17 +5,12 @@
 #include <thread>
 
 #include "engine/backend.hpp"
-#include "engine/cuda/entry.hpp"
+#include "engine/cuda_module.hpp"
 #include "engine/cuda/worker.cuh"
 #include "engine/start_event.hpp"
 #include "engine/stats.hpp"
 
 namespace tpverify {
-
-int cuda::device_count() {
-    int count = 0;
-    return cudaGetDeviceCount(&count) == cudaSuccess ? count : -1;
-}
 
 namespace {
 
@@ -177,7 +172,7 @@ int report(cuda::SharedRun& run, const PassPlan& plan) {
 
 }  // namespace
 
-int cuda::run_backend(const Options& options, const PassPlan& plan, Reporter& reporter) {
+static int run_backend(const Options& options, const PassPlan& plan, Reporter& reporter) {
     cuda::SharedRun run;
     run.t_start = now_s();
     run.options = &options;
@@ -252,3 +247,20 @@ int cuda::run_backend(const Options& options, const PassPlan& plan, Reporter& re
 }
 
 }  // namespace tpverify
+
+// The module's entry points (engine/cuda_module.hpp), found by dlsym.
+extern "C" __attribute__((visibility("default"))) const char* tpverify_cuda_abi() {
+    static const std::string abi = tpverify::cuda_module_abi();
+    return abi.c_str();
+}
+
+extern "C" __attribute__((visibility("default"))) int tpverify_cuda_device_count() {
+    int count = 0;
+    return cudaGetDeviceCount(&count) == cudaSuccess ? count : -1;
+}
+
+extern "C" __attribute__((visibility("default"))) int tpverify_cuda_run(const tpverify::Options* options,
+                                                                        const tpverify::PassPlan* plan,
+                                                                        tpverify::Reporter* reporter) {
+    return tpverify::run_backend(*options, *plan, *reporter);
+}
