@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "results/diff.hpp"
-#include "results/printers.hpp"
-#include "results/query.hpp"
-#include "results/store.hpp"
+#include "results/query/diff.hpp"
+#include "results/print/printers.hpp"
+#include "results/query/query.hpp"
+#include "results/store/store.hpp"
 
 using namespace ncclsweep;
 

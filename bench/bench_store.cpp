@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "results/store.hpp"
+#include "results/store/store.hpp"
 
 using namespace ncclsweep;
 using namespace ncclsweep::results;

@@ -12,9 +12,9 @@
 #include "core/text.hpp"
 #include "cli/spec_flags.hpp"
 #include "core/log.hpp"
-#include "results/diff.hpp"
-#include "results/printers.hpp"
-#include "results/store.hpp"
+#include "results/query/diff.hpp"
+#include "results/print/printers.hpp"
+#include "results/store/store.hpp"
 
 namespace ncclsweep::cli {
 namespace {

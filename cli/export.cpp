@@ -5,8 +5,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/spec_flags.hpp"
-#include "results/export.hpp"
-#include "results/store.hpp"
+#include "results/export/exports.hpp"
+#include "results/store/store.hpp"
 
 namespace ncclsweep::cli {
 namespace {

@@ -2,8 +2,8 @@
 // Parses flags; results/report_html builds and renders it.
 #include "cli/commands.hpp"
 #include "cli/spec_flags.hpp"
-#include "results/report_html.hpp"
-#include "results/store.hpp"
+#include "results/report/report_html.hpp"
+#include "results/store/store.hpp"
 
 namespace ncclsweep::cli {
 namespace {

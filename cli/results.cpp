@@ -7,9 +7,9 @@
 #include "cli/terminal.hpp"
 #include "cli/results_log.hpp"
 #include "cli/spec_flags.hpp"
-#include "results/printers.hpp"
-#include "results/query.hpp"
-#include "results/store.hpp"
+#include "results/print/printers.hpp"
+#include "results/query/query.hpp"
+#include "results/store/store.hpp"
 
 namespace ncclsweep::cli {
 namespace {

@@ -5,8 +5,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/spec_flags.hpp"
-#include "results/experiment_log.hpp"
-#include "results/store.hpp"
+#include "results/store/experiment_log.hpp"
+#include "results/store/store.hpp"
 
 namespace ncclsweep::cli {
 

@@ -24,15 +24,16 @@
 #include "core/plan/plan_fingerprint.hpp"
 #include "core/sweep/progress.hpp"
 #include "core/plan/render.hpp"
+#include "core/text.hpp"
 #include "core/watch/rule_catalog.hpp"
 #include "core/sweep/sweep_session.hpp"
 #include "remote/preflight.hpp"
 #include "remote/target_factory.hpp"
 #include "remote/target_url.hpp"
-#include "results/query.hpp"
-#include "results/records.hpp"
-#include "results/store.hpp"
-#include "results/sweep_writer.hpp"
+#include "results/query/query.hpp"
+#include "results/store/records.hpp"
+#include "results/store/store.hpp"
+#include "results/store/sweep_writer.hpp"
 
 namespace ncclsweep::cli {
 namespace {
@@ -87,7 +88,7 @@ std::string shell_word(const std::string& word) {
     const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
         return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("_./=,:@%+-").find(c) != std::string_view::npos;
     });
-    return plain ? word : render::shell_quote(word);
+    return plain ? word : shell_quote(word);
 }
 
 /// The command line that starts this sweep again (for the resume hint and the fingerprint):

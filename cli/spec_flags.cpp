@@ -8,7 +8,7 @@
 #include "core/spec/engine_schema.hpp"
 #include "core/spec/engine_validate.hpp"
 #include "core/sweep/engine_locator.hpp"
-#include "results/export.hpp"
+#include "results/export/exports.hpp"
 
 namespace ncclsweep::cli {
 

@@ -11,7 +11,7 @@
 #include "core/plan/planner.hpp"
 #include "core/target.hpp"
 #include "core/result.hpp"
-#include "results/store.hpp"
+#include "results/store/store.hpp"
 
 namespace ncclsweep::cli {
 

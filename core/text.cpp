@@ -123,4 +123,14 @@ std::string fit_width(const std::string& line, int columns) {
     return line.substr(0, keep_bytes) + "...";
 }
 
+std::string shell_quote(const std::string& word) {
+    std::string out = "'";
+    for (char c : word) {
+        if (c == '\'') out += "'\\''";
+        else out += c;
+    }
+    out += "'";
+    return out;
+}
+
 }  // namespace ncclsweep

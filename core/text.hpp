@@ -41,4 +41,8 @@ namespace ncclsweep {
 /// is cut at a UTF-8 boundary with "..." (the result is then at most max_bytes + 3 bytes).
 [[nodiscard]] std::string first_line(std::string_view text, std::size_t max_bytes);
 
+/// POSIX-shell single-quoting of one word: 'it'\''s'. The one quoting of a value pasted into
+/// a shell line (render's env file, the remote wrapper, the commands `run` prints).
+[[nodiscard]] std::string shell_quote(const std::string& word);
+
 }  // namespace ncclsweep

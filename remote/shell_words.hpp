@@ -5,13 +5,14 @@
 #include <string_view>
 
 #include "core/plan/render.hpp"
+#include "core/text.hpp"
 #include "core/result.hpp"
 #include "core/target.hpp"
 
 namespace ncclsweep::remote {
 
-/// POSIX single-quoting of one word (it's -> 'it'\''s): the one implementation, in core/plan/render.
-using render::shell_quote;
+/// POSIX single-quoting of one word (it's -> 'it'\''s): the one implementation, in core/text.
+using ncclsweep::shell_quote;
 
 /// Marker of the handshake line the remote wrapper writes to stderr before the command.
 inline constexpr const char* k_pgid_marker = "ncclsweep-pgid:";

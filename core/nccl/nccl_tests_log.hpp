@@ -1,6 +1,6 @@
 #pragma once
 // nccl-tests output (all_reduce_perf / all_gather_perf, format of nccl-tests 2.19) and the
-// calibration file tpverify's sim reads (--calibration; format in engine/calibration.hpp).
+// calibration file tpverify's sim reads (--calibration; format in engine/sim/calibration.hpp).
 #include <cstdint>
 #include <filesystem>
 #include <string>

@@ -1,6 +1,7 @@
 // Quoting and the two environment renderings (sitecustomize.py, env file). Every value is
 // data: Python gets an ASCII-only string literal, the shell a single-quoted word.
 #include "core/plan/render.hpp"
+#include "core/text.hpp"
 
 #include <fmt/format.h>
 
@@ -89,16 +90,6 @@ std::string python_quote(const std::string& value) {
             out += fmt::format("\\udc{:02x}", byte);
             ++pos;
         }
-    }
-    out += "'";
-    return out;
-}
-
-std::string shell_quote(const std::string& word) {
-    std::string out = "'";
-    for (char c : word) {
-        if (c == '\'') out += "'\\''";
-        else out += c;
     }
     out += "'";
     return out;

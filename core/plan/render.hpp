@@ -26,9 +26,6 @@ std::string sitecustomize(const std::vector<Assignment>& env, const Provenance& 
 /// Fails (bad_input) for a name that is not a valid variable name or a value with NUL.
 Result<std::string> env_file(const std::vector<Assignment>& env, const Provenance& provenance);
 
-/// POSIX-shell single-quoting of one word ('it'\''s').
-std::string shell_quote(const std::string& word);
-
 /// Quotes a string as a Python string literal (ASCII-only output, \\u escapes).
 std::string python_quote(const std::string& value);
 

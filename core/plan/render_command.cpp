@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/text.hpp"
 #include "core/plan/render.hpp"
 
 namespace ncclsweep::inline plan::render {

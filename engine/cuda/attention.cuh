@@ -1,12 +1,12 @@
 #pragma once
 // Decode attention over a KV cache: scores and values as cuBLAS batched GEMMs (one batch per
-// KV head, tensor cores), softmax in between — absorbed MLA or GQA (engine/model.hpp Attention).
+// KV head, tensor cores), softmax in between — absorbed MLA or GQA (engine/model/model.hpp Attention).
 #include <map>
 #include <string>
 #include <vector>
 
 #include "engine/cuda/common.cuh"
-#include "engine/model.hpp"
+#include "engine/model/model.hpp"
 
 namespace tpverify::cuda {
 

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "engine/launch.hpp"
+#include "engine/launch/launch.hpp"
 
 #include "engine/cuda/comm.cuh"
 

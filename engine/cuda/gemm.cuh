@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "engine/cuda/common.cuh"
-#include "engine/model.hpp"
+#include "engine/model/model.hpp"
 
 namespace tpverify::cuda {
 
@@ -49,7 +49,7 @@ private:
 };
 
 /// The most GEMMs one W4A16 launch runs (one per grid row).
-constexpr int k_w4_max_batch = k_int4_max_batch;  // engine/model.hpp (the sim prices launches by it)
+constexpr int k_w4_max_batch = k_int4_max_batch;  // engine/model/model.hpp (the sim prices launches by it)
 
 /// Operands of a batch of INT4 GEMMs of equal shape: y_e[m x n] (+)= x_e[m x k] (row stride
 /// ldx) * W_e^T. W_e is packed as [k/64][n][32 bytes] (64 4-bit weights w + 8 per row and

@@ -1,5 +1,5 @@
 // tpverify --measure-collectives: NCCL all-reduce and all-gather timed on this host's GPUs, as
-// nccl-tests times them, written as a calibration file for the sim (engine/calibration.hpp).
+// nccl-tests times them, written as a calibration file for the sim (engine/sim/calibration.hpp).
 //
 // All ranks live in this process and this thread, one communicator per GPU from
 // ncclCommInitAll (nccl-tests' `-g N`). For each size and collective, bf16 (sum for the
@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/backend.hpp"
-#include "engine/calibration.hpp"
-#include "engine/cuda_module.hpp"
+#include "engine/run/backend.hpp"
+#include "engine/sim/calibration.hpp"
+#include "engine/run/cuda_module.hpp"
 #include "engine/cuda/common.cuh"
 #include "engine/cuda/kernels.cuh"
 
@@ -231,7 +231,7 @@ static int run_measure(const Options& options, const PassPlan& plan, Reporter& r
 
 }  // namespace tpverify
 
-// The module's entry point for --measure-collectives (engine/cuda_module.hpp).
+// The module's entry point for --measure-collectives (engine/run/cuda_module.hpp).
 extern "C" __attribute__((visibility("default"))) int tpverify_cuda_measure(const tpverify::Options* options,
                                                                             const tpverify::PassPlan* plan,
                                                                             tpverify::Reporter* reporter,

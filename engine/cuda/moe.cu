@@ -43,7 +43,7 @@ Status ExpertBatches::build(const PassPlan& plan, const WeightPool& weights, con
     std::size_t count = 0;
     for (std::size_t i = 0; i < plan.steps.size(); ++i)
         if (plan.steps[i].kind == Step::Kind::gemm) gemm_index[i] = count++;
-    // The same runs the sim prices as batches (engine/model.cpp, expert_runs).
+    // The same runs the sim prices as batches (engine/model/model.cpp, expert_runs).
     std::vector<ExpertGroup> found;
     for (const ExpertRun& run : expert_runs(plan, hidden)) {
         ExpertGroup g;

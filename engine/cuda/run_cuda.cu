@@ -4,10 +4,10 @@
 #include <cstdlib>
 #include <thread>
 
-#include "engine/backend.hpp"
-#include "engine/cuda_module.hpp"
+#include "engine/run/backend.hpp"
+#include "engine/run/cuda_module.hpp"
 #include "engine/cuda/worker.cuh"
-#include "engine/start_event.hpp"
+#include "engine/run/start_event.hpp"
 #include "engine/stats.hpp"
 
 namespace tpverify {
@@ -248,7 +248,7 @@ static int run_backend(const Options& options, const PassPlan& plan, Reporter& r
 
 }  // namespace tpverify
 
-// The module's entry points (engine/cuda_module.hpp), found by dlsym.
+// The module's entry points (engine/run/cuda_module.hpp), found by dlsym.
 extern "C" __attribute__((visibility("default"))) const char* tpverify_cuda_abi() {
     static const std::string abi = tpverify::cuda_module_abi();
     return abi.c_str();

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "core/plan/render.hpp"
+#include "core/text.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "results/store.hpp"
+#include "results/store/store.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/test_sshd.hpp"

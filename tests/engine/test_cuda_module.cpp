@@ -1,4 +1,4 @@
-// tpverify's CUDA backend is a module beside the executable (engine/cuda_module.hpp): the sim
+// tpverify's CUDA backend is a module beside the executable (engine/run/cuda_module.hpp): the sim
 // never loads it, and when it is missing --backend cuda says which file it could not load.
 #include <filesystem>
 #include <string>

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/describe.hpp"
-#include "engine/model.hpp"
+#include "engine/run/describe.hpp"
+#include "engine/model/model.hpp"
 #include "engine/options.hpp"
 #include "tests/support/catch.hpp"
 

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <string>
 
-#include "engine/launch.hpp"
+#include "engine/launch/launch.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"
 

@@ -2,7 +2,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/model.hpp"
+#include "engine/model/model.hpp"
 #include "tests/support/catch.hpp"
 
 using namespace tpverify;

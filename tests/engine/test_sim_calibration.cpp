@@ -2,7 +2,7 @@
 #include <cmath>
 #include <string>
 
-#include "engine/calibration.hpp"
+#include "engine/sim/calibration.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/calibration.hpp"
-#include "engine/model.hpp"
+#include "engine/sim/calibration.hpp"
+#include "engine/model/model.hpp"
 #include "engine/options.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"

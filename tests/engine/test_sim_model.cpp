@@ -1,8 +1,8 @@
 #include <map>
 #include <string>
 
-#include "engine/sim_check.hpp"
-#include "engine/sim_model.hpp"
+#include "engine/sim/sim_check.hpp"
+#include "engine/sim/sim_model.hpp"
 #include "tests/support/catch.hpp"
 
 using namespace tpverify;

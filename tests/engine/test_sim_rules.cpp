@@ -4,7 +4,7 @@
 #include <map>
 #include <string>
 
-#include "engine/sim_model.hpp"
+#include "engine/sim/sim_model.hpp"
 #include "tests/support/catch.hpp"
 
 using namespace tpverify;

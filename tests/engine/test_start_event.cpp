@@ -1,9 +1,9 @@
 // The `start` event's shared builder (engine/start_event.*), which both backends call.
 #include <string>
 
-#include "engine/model.hpp"
+#include "engine/model/model.hpp"
 #include "engine/options.hpp"
-#include "engine/start_event.hpp"
+#include "engine/run/start_event.hpp"
 #include "tests/support/catch.hpp"
 
 using namespace tpverify;

@@ -2,7 +2,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/validate.hpp"
+#include "engine/run/validate.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"
 

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "core/plan/render.hpp"
+#include "core/text.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 using namespace ncclsweep;
@@ -118,7 +119,7 @@ bool valid_name(const std::string& name) {
 }
 
 void check_quoting(const std::string& value) {
-    const std::string quoted = render::shell_quote(value);
+    const std::string quoted = ncclsweep::shell_quote(value);
     std::size_t pos = 0;
     auto parsed = parse_shell_word(quoted, pos);
     FUZZ_CHECK(parsed && pos == quoted.size() && *parsed == value, "shell_quote does not round-trip: " + quoted);

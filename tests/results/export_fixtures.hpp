@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "results/export.hpp"
-#include "results/store.hpp"
+#include "results/export/exports.hpp"
+#include "results/store/store.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"
 

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "results/records.hpp"
+#include "results/store/records.hpp"
 
 namespace ncclsweep::test {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "results/store.hpp"
+#include "results/store/store.hpp"
 #include "tests/support/catch.hpp"
 
 namespace ncclsweep::test {

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "results/export.hpp"
-#include "results/query.hpp"
+#include "results/export/exports.hpp"
+#include "results/query/query.hpp"
 #include "tests/support/catch.hpp"
 
 using namespace ncclsweep;

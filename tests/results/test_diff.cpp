@@ -2,8 +2,8 @@
 // points and the geometric-mean row.
 #include <cmath>
 
-#include "results/diff.hpp"
-#include "results/store.hpp"
+#include "results/query/diff.hpp"
+#include "results/store/store.hpp"
 #include "tests/results/results_fixtures.hpp"
 #include "tests/results/store_fixtures.hpp"
 #include "tests/support/catch.hpp"

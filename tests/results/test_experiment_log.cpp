@@ -1,5 +1,5 @@
 // results log: one experiment's recorded lines, and the errors for an unknown experiment.
-#include "results/experiment_log.hpp"
+#include "results/store/experiment_log.hpp"
 #include "tests/support/catch.hpp"
 
 using namespace ncclsweep;

@@ -2,7 +2,7 @@
 // libnccl-tuner-ncclsweep.so and driven through NCCL's v5 ABI (tests/tuner/tuner_harness.hpp).
 #include <cstdlib>
 
-#include "results/export.hpp"
+#include "results/export/exports.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/tuner/tuner_harness.hpp"

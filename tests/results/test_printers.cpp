@@ -7,7 +7,7 @@
 #include <fstream>
 #include <functional>
 
-#include "results/printers.hpp"
+#include "results/print/printers.hpp"
 #include "tests/results/results_fixtures.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/golden.hpp"

@@ -1,10 +1,10 @@
 // results/query: sweep tables, metric directions, sorting and the best experiment.
 #include <cmath>
 
-#include "results/query.hpp"
+#include "results/query/query.hpp"
 
 #include "core/text.hpp"
-#include "results/store.hpp"
+#include "results/store/store.hpp"
 #include "tests/results/results_fixtures.hpp"
 #include "tests/results/store_fixtures.hpp"
 #include "tests/support/catch.hpp"

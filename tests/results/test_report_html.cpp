@@ -2,8 +2,8 @@
 // text can never become markup. Python's html.parser checks the structure of the page.
 #include <nlohmann/json.hpp>
 
-#include "results/diff.hpp"
-#include "results/report_html.hpp"
+#include "results/query/diff.hpp"
+#include "results/report/report_html.hpp"
 #include "tests/results/export_fixtures.hpp"
 
 using namespace ncclsweep;

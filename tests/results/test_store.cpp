@@ -1,5 +1,5 @@
 // The store's API: lifecycle of a sweep, exact round trips, resume helpers, sweep references.
-#include "results/store.hpp"
+#include "results/store/store.hpp"
 
 #include <fmt/format.h>
 #include <sqlite3.h>
@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "results/schema.hpp"
+#include "results/store/schema.hpp"
 #include "tests/results/store_fixtures.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"

@@ -11,7 +11,7 @@
 #include <random>
 #include <thread>
 
-#include "results/store.hpp"
+#include "results/store/store.hpp"
 #include "tests/results/store_fixtures.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"

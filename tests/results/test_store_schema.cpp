@@ -1,8 +1,8 @@
 // Schema versions: migration of an older file, refusal of a newer one, foreign files.
 #include <sqlite3.h>
 
-#include "results/schema.hpp"
-#include "results/store.hpp"
+#include "results/store/schema.hpp"
+#include "results/store/store.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"
 

@@ -1,7 +1,7 @@
 // SweepWriter: the sweep session's SweepStore over the real SQLite store, driven through the
 // FakeTarget: the fingerprint is kept, a resume reads before it writes, a refused resume leaves
 // the database file byte-identical, and outcomes land as the loop reports them.
-#include "results/sweep_writer.hpp"
+#include "results/store/sweep_writer.hpp"
 
 #include <atomic>
 #include <filesystem>
