@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "results/query/diff.hpp"
 #include "results/print/printers.hpp"
+#include "results/query/diff.hpp"
 #include "results/query/query.hpp"
 #include "results/store/store.hpp"
 
@@ -83,9 +83,8 @@ int fill(const std::string& path, int experiments, int repeats) {
     std::vector<Experiment> plan;
     for (int id = 1; id <= experiments; ++id) plan.push_back(planned(id));
     for (int sweep = 1; sweep <= 2; ++sweep) {
-        results::SweepRecord record{"bench", "bench", "bench.yaml", "sweep: bench\n", "",
-                                    "local", "",      "bench",      repeats,     "",
-                                    {},      ""};
+        results::SweepRecord record{
+            "bench", "bench", "bench.yaml", "sweep: bench\n", "", "local", "", "bench", repeats, "", {}, ""};
         auto id = store->create_sweep(record, plan);
         if (!id) return std::fprintf(stderr, "%s\n", id.error().message.c_str()), 1;
         for (int e = 1; e <= experiments; ++e)

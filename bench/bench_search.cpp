@@ -35,7 +35,8 @@ Race make_race(std::mt19937_64& rng, double margin) {
     for (std::string algo : {"Ring", "Tree"})
         for (std::string proto : {"LL", "LL128", "Simple"})
             for (std::string channels : {"1", "2", "4", "8"}) {
-                race.points.push_back({id++, {{"NCCL_ALGO", algo}, {"NCCL_PROTO", proto}, {"NCCL_MIN_NCHANNELS", channels}}});
+                race.points.push_back(
+                    {id++, {{"NCCL_ALGO", algo}, {"NCCL_PROTO", proto}, {"NCCL_MIN_NCHANNELS", channels}}});
                 race.truth.push_back(algo == "Tree" ? 0.0 : 1.0);
             }
     race.best = std::uniform_int_distribution<std::size_t>(0, 11)(rng);
@@ -44,7 +45,8 @@ Race make_race(std::mt19937_64& rng, double margin) {
     return race;
 }
 
-search::Observation sample(const Race& race, std::size_t index, int repeats, double noise, std::mt19937_64& rng) {
+search::Observation sample(const Race& race, std::size_t index, int repeats, double noise,
+                           std::mt19937_64& rng) {
     search::Observation o;
     if (race.truth[index] == 0) {
         o.ok = false;
@@ -73,7 +75,8 @@ int main(int argc, char** argv) {
     spec::SearchSpec spec;
     spec.prune_after = 2;
     spec.race = spec::RaceSpec{2, 8, 0.95};
-    const search::Settings settings = search::Settings::from(spec, 8, "tok_s", stats::Direction::higher_is_better);
+    const search::Settings settings =
+        search::Settings::from(spec, 8, "tok_s", stats::Direction::higher_is_better);
 
     int kept = 0, found = 0, full_found = 0;
     long long runs = 0, full_runs = 0;
@@ -121,8 +124,10 @@ int main(int argc, char** argv) {
         }
         full_found += full_pick == race.best;
     }
-    std::printf("races %d, noise %.3f, others %.0f%%..25%% behind the best; search = prune {after: 2} + race {2, 8, 0.95}\n",
-                races, noise, margin * 100);
+    std::printf(
+        "races %d, noise %.3f, others %.0f%%..25%% behind the best; search = prune {after: 2} + race {2, 8, "
+        "0.95}\n",
+        races, noise, margin * 100);
     std::printf("%-14s %12s %12s %14s\n", "", "kept best", "found best", "runs per race");
     std::printf("%-14s %11.1f%% %11.1f%% %14.1f\n", "search", 100.0 * kept / races, 100.0 * found / races,
                 static_cast<double>(runs) / races);

@@ -59,9 +59,11 @@ int main(int argc, char** argv) {
     const double poll = argc > 2 ? std::atof(argv[2]) : 2.0;
     const int limit = argc > 3 ? std::atoi(argv[3]) : 16;
     const std::string partition = argc > 4 ? argv[4] : "debug";
-    if (!std::getenv("SLURM_CONF")) std::fprintf(stderr, "bench_slurm: SLURM_CONF is not set; using Slurm's default\n");
+    if (!std::getenv("SLURM_CONF"))
+        std::fprintf(stderr, "bench_slurm: SLURM_CONF is not set; using Slurm's default\n");
 
-    const std::filesystem::path root = std::filesystem::temp_directory_path() / fmt::format("bench-slurm-{}", ::getpid());
+    const std::filesystem::path root =
+        std::filesystem::temp_directory_path() / fmt::format("bench-slurm-{}", ::getpid());
     remote::LocalOptions login_options;
     login_options.workdir_root = root.string();
     auto login = std::make_unique<remote::LocalTarget>(login_options);
@@ -112,8 +114,10 @@ int main(int argc, char** argv) {
     }
     const remote::SlurmCounters c = target.counters();
     const double rounds = wall / poll;
-    std::printf("experiments            %d (%d ok), array limit %d, poll %.1f s\n", count, sink.ok, limit, poll);
-    std::printf("wall                   %.1f s (%.3f s per experiment: Slurm's scheduling)\n", wall, wall / count);
+    std::printf("experiments            %d (%d ok), array limit %d, poll %.1f s\n", count, sink.ok, limit,
+                poll);
+    std::printf("wall                   %.1f s (%.3f s per experiment: Slurm's scheduling)\n", wall,
+                wall / count);
     std::printf("ncclsweep CPU          %.2f s (%.4f s per experiment)\n", self, self / count);
     std::printf("Slurm client CPU       %.2f s (%.4f s per experiment: sbatch, squeue, scontrol)\n", children,
                 children / count);

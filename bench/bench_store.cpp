@@ -36,10 +36,15 @@ std::vector<Experiment> plan(int count) {
         const std::string proto = protos[(id / 4) % 3];
         const std::string channels = std::to_string(1 + (id / 12) % 32);
         const std::string tokens = std::to_string(id);
-        e.params = {{"NCCL_ALGO", algo}, {"NCCL_PROTO", proto}, {"NCCL_MIN_NCHANNELS", channels}, {"tokens", tokens}};
-        e.canonical = fmt::format("NCCL_ALGO={};NCCL_MIN_NCHANNELS={};NCCL_PROTO={};tokens={}", algo, channels, proto, tokens);
+        e.params = {
+            {"NCCL_ALGO", algo}, {"NCCL_PROTO", proto}, {"NCCL_MIN_NCHANNELS", channels}, {"tokens", tokens}};
+        e.canonical = fmt::format("NCCL_ALGO={};NCCL_MIN_NCHANNELS={};NCCL_PROTO={};tokens={}", algo,
+                                  channels, proto, tokens);
         e.key = fmt::format("{:016x}", static_cast<unsigned long long>(id) * 0x9E3779B97F4A7C15ULL);
-        e.env = {{"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_SUBSYS", "TUNING"}, {"NCCL_ALGO", algo}, {"NCCL_PROTO", proto},
+        e.env = {{"NCCL_DEBUG", "INFO"},
+                 {"NCCL_DEBUG_SUBSYS", "TUNING"},
+                 {"NCCL_ALGO", algo},
+                 {"NCCL_PROTO", proto},
                  {"NCCL_MIN_NCHANNELS", channels}};
         e.workload = {{"preset", "llama-70b"}, {"tp", "8"}, {"tokens", tokens}};
         e.argv = {"tpverify", "--json", "--preset", "llama-70b", "--tp", "8", "--tokens", tokens};
@@ -90,7 +95,8 @@ int run(const std::filesystem::path& path, int count, Durability durability) {
 
     start = std::chrono::steady_clock::now();
     for (const Experiment& e : experiments) {
-        if (!store->begin_experiment(sweep, e.id, 1) || !store->record_experiment(sweep, e.id, outcome_for(e.id))) {
+        if (!store->begin_experiment(sweep, e.id, 1) ||
+            !store->record_experiment(sweep, e.id, outcome_for(e.id))) {
             std::fprintf(stderr, "recording experiment %d failed\n", e.id);
             return 1;
         }

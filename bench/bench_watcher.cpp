@@ -5,9 +5,9 @@
 // Usage: bench_watcher [MEGABYTES] [REPEATS]
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,8 +30,10 @@ std::string make_log(std::size_t target_bytes, std::size_t& lines) {
         "NCCL INFO Connected all rings, use ring PXN 0 GDR 0",
         "NCCL INFO threadThresholds 8/8/64 | 64/8/64 | 512 | 512",
         "NCCL INFO comm 0x55d5c0a0b{} rank {} nRanks 8 nNodes 1 localRanks 8 localRank {} MNNVL 0",
-        "NCCL INFO {} coll channels, 2 collnet channels, 0 nvls channels, 2 p2p channels, 2 p2p channels per peer",
-        "NCCL INFO ncclCommInitRank comm 0x55d5c0a0b{} rank {} nranks 8 cudaDev {} nvmlDev {} busId 1000 commId 0x9f2b1c3d4e5f6071 - Init COMPLETE",
+        "NCCL INFO {} coll channels, 2 collnet channels, 0 nvls channels, 2 p2p channels, 2 p2p channels per "
+        "peer",
+        "NCCL INFO ncclCommInitRank comm 0x55d5c0a0b{} rank {} nranks 8 cudaDev {} nvmlDev {} busId 1000 "
+        "commId 0x9f2b1c3d4e5f6071 - Init COMPLETE",
         "NCCL INFO P2P Chunksize set to 131072",
     };
     std::string log;
@@ -49,18 +51,28 @@ std::string make_log(std::size_t target_bytes, std::size_t& lines) {
         const auto kind = step % 20;
         if (kind < 12) {
             const unsigned tokens = 1u << (step % 4);
-            add(prefix + fmt::format("NCCL INFO AllReduce: {} Bytes -> Algo RING proto LL channel{{Lo..Hi}}={{0..0}}", 14336 * tokens));
+            add(prefix +
+                fmt::format("NCCL INFO AllReduce: {} Bytes -> Algo RING proto LL channel{{Lo..Hi}}={{0..0}}",
+                            14336 * tokens));
         } else if (kind < 13) {
-            add(prefix + fmt::format("NCCL INFO AllGather: {} Bytes -> Algo RING proto SIMPLE channel{{Lo..Hi}}={{0..1}}", 1310720));
+            add(prefix +
+                fmt::format(
+                    "NCCL INFO AllGather: {} Bytes -> Algo RING proto SIMPLE channel{{Lo..Hi}}={{0..1}}",
+                    1310720));
         } else if (kind < 18) {
             const int a = static_cast<int>(step % 7);
-            add(prefix + fmt::format(fmt::runtime(k_init[step % 8]), a, rank, rank, (rank + 1) % 8, (rank + 1) % 8));
+            add(prefix +
+                fmt::format(fmt::runtime(k_init[step % 8]), a, rank, rank, (rank + 1) % 8, (rank + 1) % 8));
         } else if (kind < 19) {
-            add(fmt::format("[2025-06-01 12:10:{:02} TP{}] Decode batch. #running-req: 1, #token: {}, token usage: 0.00, accept len: 3.{:02}, "
+            add(
+                fmt::format("[2025-06-01 12:10:{:02} TP{}] Decode batch. #running-req: 1, #token: {}, token "
+                            "usage: 0.00, accept len: 3.{:02}, "
                             "cuda graph: True, gen throughput (token/s): 54.{:02}, #queue-req: 0",
                             step % 60, rank, 1000 + step % 5000, step % 100, step % 100));
         } else {
-            add(fmt::format("[2025-06-01 12:10:{:02}] INFO:     127.0.0.1:{} - \"POST /generate HTTP/1.1\" 200 OK", step % 60, 50000 + step % 10000));
+            add(fmt::format(
+                "[2025-06-01 12:10:{:02}] INFO:     127.0.0.1:{} - \"POST /generate HTTP/1.1\" 200 OK",
+                step % 60, 50000 + step % 10000));
         }
         ++step;
     }
@@ -84,7 +96,8 @@ void measure(Timing& best, F&& work) {
     const double cpu0 = thread_cpu_seconds();
     work();
     best.cpu = std::min(best.cpu, thread_cpu_seconds() - cpu0);
-    best.wall = std::min(best.wall, std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count());
+    best.wall =
+        std::min(best.wall, std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count());
 }
 
 void report(const char* what, std::size_t bytes, std::size_t lines, const Timing& t) {
@@ -135,8 +148,9 @@ int main(int argc, char** argv) {
             }
         });
         if (r == 0)
-            std::printf("verdict: %s, metrics: %zu, effective NCCL: %s\n", std::string(to_string(watcher.state())).c_str(),
-                        watcher.metrics().size(), watcher.effective_nccl().summary().c_str());
+            std::printf("verdict: %s, metrics: %zu, effective NCCL: %s\n",
+                        std::string(to_string(watcher.state())).c_str(), watcher.metrics().size(),
+                        watcher.effective_nccl().summary().c_str());
     }
     std::printf("rule hits: %zu (best of %d runs)\n", hits_total, repeats);
     report("catalog match only", log.size(), lines, best_match);

@@ -66,7 +66,8 @@ int main(int argc, char** argv) {
         {"nested ([ ])", [](std::size_t n) { return test::nested_parentheses(n); }},
         {"a...a!", [](std::size_t n) { return test::a_run(n); }},
         {"fatal at end", [](std::size_t n) { return test::fatal_at_end(n); }},
-        {"NCCL WARN x n", [](std::size_t n) { return test::repeat_to("NCCL WARN Cuda failure 'out of memor' ", n); }},
+        {"NCCL WARN x n",
+         [](std::size_t n) { return test::repeat_to("NCCL WARN Cuda failure 'out of memor' ", n); }},
         {"nested result", [](std::size_t n) { return test::nested_result_event(n / 6); }},
     };
     std::printf("%-14s %9s %10s %9s %9s  %s\n", "line", "bytes", "CPU ms", "MB/s", "x2 ratio", "verdict");
@@ -78,7 +79,8 @@ int main(int argc, char** argv) {
             const double seconds = feed_seconds(*catalog, text, repeats, state);
             std::printf("%-14s %9zu %10.2f %9.1f %9s  %s\n", kind.name, text.size(), seconds * 1e3,
                         static_cast<double>(text.size()) / seconds / 1e6,
-                        previous > 0 ? std::to_string(seconds / previous).substr(0, 4).c_str() : "-", state.c_str());
+                        previous > 0 ? std::to_string(seconds / previous).substr(0, 4).c_str() : "-",
+                        state.c_str());
             previous = seconds;
         }
     }

@@ -47,7 +47,8 @@ namespace {
 
 std::vector<std::string> subcommand_names(const CLI::App& app) {
     std::vector<std::string> names;
-    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) names.push_back(sub->get_name());
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+        names.push_back(sub->get_name());
     return names;
 }
 
@@ -119,7 +120,8 @@ int report_parse_error(CLI::App& app, const CLI::ParseError& error, int argc, ch
     if (!sub) {
         const std::string word = first_command_word(argc, argv);
         if (word.empty()) {
-            log::write(log::Level::error, fmt::format("a command is required: {} ({})", fmt::join(commands, ", "), usage));
+            log::write(log::Level::error,
+                       fmt::format("a command is required: {} ({})", fmt::join(commands, ", "), usage));
             return bad_input;
         }
         auto best = closest_match(word, commands);
@@ -133,10 +135,10 @@ int report_parse_error(CLI::App& app, const CLI::ParseError& error, int argc, ch
         for (const auto& word : unexpected_words(error.what(), argc, argv)) {
             if (word.size() < 2 || word[0] != '-') continue;
             auto best = closest_match(word, flags);
-            log::write(log::Level::error, fmt::format("unknown flag '{}' for `ncclsweep {}`{} ({})", first_line(word, 80),
-                                                      sub->get_name(),
-                                                      best ? fmt::format(", did you mean '{}'?", *best) : std::string(),
-                                                      usage));
+            log::write(log::Level::error,
+                       fmt::format("unknown flag '{}' for `ncclsweep {}`{} ({})", first_line(word, 80),
+                                   sub->get_name(),
+                                   best ? fmt::format(", did you mean '{}'?", *best) : std::string(), usage));
             return bad_input;
         }
     }

@@ -8,12 +8,12 @@
 #include <cstdio>
 
 #include "cli/commands.hpp"
-#include "cli/terminal.hpp"
-#include "core/text.hpp"
 #include "cli/spec_flags.hpp"
+#include "cli/terminal.hpp"
 #include "core/log.hpp"
-#include "results/query/diff.hpp"
+#include "core/text.hpp"
 #include "results/print/printers.hpp"
+#include "results/query/diff.hpp"
 #include "results/store/store.hpp"
 
 namespace ncclsweep::cli {
@@ -85,9 +85,10 @@ ExitStatus run_diff(const DiffCliOptions& options) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
     if (diff->has_regression() && options.fail_on_regression) {
-        NCCLSWEEP_LOG(error, "{} regressed from sweep {} to sweep {}; failing because of --fail-on-regression ({})",
-                      count_of(static_cast<std::size_t>(diff->counts.regressions), "experiment"), diff->base.id,
-                      diff->candidate.id,
+        NCCLSWEEP_LOG(error,
+                      "{} regressed from sweep {} to sweep {}; failing because of --fail-on-regression ({})",
+                      count_of(static_cast<std::size_t>(diff->counts.regressions), "experiment"),
+                      diff->base.id, diff->candidate.id,
                       *format == results::Format::json ? "the JSON on stdout lists them under \"experiments\""
                                                        : "the list is above");
         return ExitStatus::negative;

@@ -27,8 +27,8 @@ struct ExportOptions {
 ExitStatus run_export(const ExportOptions& options) {
     namespace ex = results::exports;
     if (options.json && options.format_given && options.format != "json")
-        return report_error(Error::bad_input(
-            fmt::format("--json and --format {} disagree: --json is --format json; give one of them", options.format)));
+        return report_error(Error::bad_input(fmt::format(
+            "--json and --format {} disagree: --json is --format json; give one of them", options.format)));
     auto format = ex::parse_format(options.json ? std::string("json") : options.format);
     if (!format) return report_error(format.error());
     auto store = open_for_reading(options.db);
@@ -63,7 +63,8 @@ Command setup_export(CLI::App& app) {
         ->required();
     sub->add_option("--format", options->format,
                     "json, csv, md, junit, sitecustomize, env, tuner-profile or nccl-tuner (default json)");
-    sub->add_flag("--json", options->json, "Same as --format json (the default): every experiment, versioned JSON");
+    sub->add_flag("--json", options->json,
+                  "Same as --format json (the default): every experiment, versioned JSON");
     sub->add_flag("--best", options->best, "Point formats: export the best experiment by --metric");
     sub->add_option("--metric", options->metric, "Metric for --best and the md table (default tok_s)");
     sub->add_option("--experiment", options->experiment, "Point formats: export this experiment id");

@@ -5,10 +5,14 @@
 namespace ncclsweep::cli {
 namespace {
 std::atomic<bool> g_interrupted{false};
-extern "C" void ncclsweep_on_interrupt(int) { g_interrupted = true; }
+extern "C" void ncclsweep_on_interrupt(int) {
+    g_interrupted = true;
+}
 }  // namespace
 
-const std::atomic<bool>& interrupt_flag() { return g_interrupted; }
+const std::atomic<bool>& interrupt_flag() {
+    return g_interrupted;
+}
 
 const std::atomic<bool>& install_interrupt_handler() {
     struct sigaction action {};

@@ -19,18 +19,20 @@ struct PlanCommandOptions {
 
 ExitStatus run_plan(const PlanCommandOptions& options) {
     if (options.json && options.format != "table" && options.format != "json")
-        return report_error(Error::bad_input("--json and --format disagree: --json is --format json; give one of them"));
+        return report_error(
+            Error::bad_input("--json and --format disagree: --json is --format json; give one of them"));
     auto overrides = overrides_from(options.spec);
     if (!overrides) return report_error(overrides.error());
     auto spec = prepare_spec(options.spec.spec_path, *overrides);
     if (!spec) return report_error(spec.error());
     PlanOptions plan_options = plan_options_from(options.spec);
     remote::LocalTarget local;
-    if (auto checked = check_engine_spec(*spec, plan_options, local); !checked) return report_error(checked.error());
+    if (auto checked = check_engine_spec(*spec, plan_options, local); !checked)
+        return report_error(checked.error());
     auto summary = check_plan(*spec, plan_options);
     if (!summary) return report_error(summary.error());
-    auto printer =
-        make_plan_printer(options.json || options.format == "json" ? PlanFormat::json : PlanFormat::table, std::cout);
+    auto printer = make_plan_printer(
+        options.json || options.format == "json" ? PlanFormat::json : PlanFormat::table, std::cout);
     if (auto ok = print_plan(*spec, plan_options, *summary, *printer); !ok) return report_error(ok.error());
     std::cout.flush();
     return ExitStatus::done;

@@ -4,9 +4,9 @@
 #include <cstdio>
 
 #include "cli/commands.hpp"
-#include "cli/terminal.hpp"
 #include "cli/results_log.hpp"
 #include "cli/spec_flags.hpp"
+#include "cli/terminal.hpp"
 #include "results/print/printers.hpp"
 #include "results/query/query.hpp"
 #include "results/store/store.hpp"
@@ -27,7 +27,6 @@ struct ResultsOptions {
     std::vector<std::string> columns;  // show
     std::string metric = "tok_s";      // best
 };
-
 
 ExitStatus run_results(const ResultsOptions& options, ResultsAction action) {
     auto format =
@@ -63,14 +62,17 @@ ExitStatus run_results(const ResultsOptions& options, ResultsAction action) {
             if (!options.sort.empty()) {
                 auto metric = results::parse_metric_choice(options.sort);
                 if (!metric) return report_error(metric.error());
-                if (auto ok = results::sort_rows(*table, results::resolve_metric(*metric, table->sweep.record)); !ok)
+                if (auto ok =
+                        results::sort_rows(*table, results::resolve_metric(*metric, table->sweep.record));
+                    !ok)
                     return report_error(ok.error());
             }
             printer->print_table(*table);
         } else {
             auto metric = results::parse_metric_choice(options.metric);
             if (!metric) return report_error(metric.error());
-            auto best = results::best_experiment(*table, results::resolve_metric(*metric, table->sweep.record));
+            auto best =
+                results::best_experiment(*table, results::resolve_metric(*metric, table->sweep.record));
             if (!best) return report_error(best.error());
             printer->print_best(*best);
         }

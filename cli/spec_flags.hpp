@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "core/spec/metric.hpp"
 #include "core/plan/planner.hpp"
-#include "core/target.hpp"
 #include "core/result.hpp"
+#include "core/spec/metric.hpp"
+#include "core/target.hpp"
 #include "results/store/store.hpp"
 
 namespace ncclsweep::cli {
@@ -35,7 +35,8 @@ PlanOptions plan_options_from(const SpecFlags& flags);
 /// says (`tpverify --describe --json`), then asks it (`tpverify --validate`) whether it can run
 /// each distinct command line of the plan (tp: 3 for a model of 64 heads cannot), and returns
 /// the engine's metric definitions. An engine that cannot describe itself or validate (not on
-/// this machine, older build) is a warning, and the check is left to the engine when it runs. Command specs: their own metric definitions.
+/// this machine, older build) is a warning, and the check is left to the engine when it runs. Command specs:
+/// their own metric definitions.
 struct CheckedWorkload {
     std::vector<MetricDefinition> metrics;  ///< declared by the spec or the engine
     std::string backend;                    ///< "sim", "cuda" or "" (command workload / unknown)

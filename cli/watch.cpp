@@ -27,7 +27,6 @@ struct WatchOptions {
     double kill_grace = 2.0;
 };
 
-
 ExitStatus run_watch(const WatchOptions& options) {
     if (options.command.empty() && options.log_file.empty())
         return report_error(Error::bad_input(
@@ -37,8 +36,8 @@ ExitStatus run_watch(const WatchOptions& options) {
         return report_error(Error::bad_input(
             "watch takes a command after `--` or --log FILE, not both: it watches one process or one log"));
     if (!options.command.empty())
-        if (auto runnable = check_local_program(options.command.front(),
-                                                std::getenv("PATH") ? std::getenv("PATH") : "", "the command");
+        if (auto runnable = check_local_program(
+                options.command.front(), std::getenv("PATH") ? std::getenv("PATH") : "", "the command");
             !runnable)
             return report_error(runnable.error());
     std::vector<Rule> user;
@@ -53,7 +52,8 @@ ExitStatus run_watch(const WatchOptions& options) {
     std::unique_ptr<Process> process;
     remote::LocalTarget local;
     if (!options.log_file.empty()) {
-        auto follower = remote::LogFollower::open(options.log_file, options.follow ? remote::Follow::yes : remote::Follow::no);
+        auto follower = remote::LogFollower::open(options.log_file,
+                                                  options.follow ? remote::Follow::yes : remote::Follow::no);
         if (!follower) return report_error(follower.error());
         process = std::move(*follower);
     } else {
@@ -112,8 +112,10 @@ Command setup_watch(CLI::App& app) {
     sub->add_flag("--no-echo", options->no_echo, "Do not copy the command's output to stderr");
     sub->add_flag("--expect-result", options->expect_result,
                   "A clean exit counts only with a tpverify result event");
-    sub->add_option("--startup-timeout", options->timeouts.startup, "Seconds without progress while starting (0 = none)");
-    sub->add_option("--capture-timeout", options->timeouts.capture, "Seconds a CUDA graph capture may take (0 = none)");
+    sub->add_option("--startup-timeout", options->timeouts.startup,
+                    "Seconds without progress while starting (0 = none)");
+    sub->add_option("--capture-timeout", options->timeouts.capture,
+                    "Seconds a CUDA graph capture may take (0 = none)");
     sub->add_option("--stall-timeout", options->timeouts.stall, "Seconds without any output (0 = none)");
     sub->add_option("--total-timeout", options->timeouts.total, "Seconds in all (0 = none)");
     sub->add_option("--kill-grace", options->kill_grace, "Seconds between SIGTERM and SIGKILL (default 2)");

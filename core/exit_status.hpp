@@ -3,7 +3,8 @@
 
 namespace ncclsweep {
 
-/// Exit statuses of ncclsweep (the contract README.md states: 0 done, 1 negative verdict, 2 bad input, 3 infrastructure).
+/// Exit statuses of ncclsweep (the contract README.md states: 0 done, 1 negative verdict, 2 bad input, 3
+/// infrastructure).
 enum class ExitStatus : int {
     done = 0,            ///< the command finished and its verdict is positive
     negative = 1,        ///< regression found (diff --fail-on-regression), crash (watch)
@@ -14,10 +15,13 @@ enum class ExitStatus : int {
 /// The exit status that reports `error`.
 inline ExitStatus exit_status_for(const Error& error) {
     switch (error.kind) {
-        case ErrorKind::bad_input: return ExitStatus::bad_input;
-        case ErrorKind::negative_verdict: return ExitStatus::negative;
+        case ErrorKind::bad_input:
+            return ExitStatus::bad_input;
+        case ErrorKind::negative_verdict:
+            return ExitStatus::negative;
         case ErrorKind::infrastructure:
-        case ErrorKind::internal: return ExitStatus::infrastructure;
+        case ErrorKind::internal:
+            return ExitStatus::infrastructure;
     }
     return ExitStatus::infrastructure;
 }

@@ -21,8 +21,8 @@ void write(Level level, std::string_view message);
 }  // namespace ncclsweep::log
 
 /// Formats only when the level is enabled (ccache-style).
-#define NCCLSWEEP_LOG(lvl, ...)                                                          \
-    do {                                                                                 \
-        if (::ncclsweep::log::level() >= ::ncclsweep::log::Level::lvl)                   \
+#define NCCLSWEEP_LOG(lvl, ...)                                                              \
+    do {                                                                                     \
+        if (::ncclsweep::log::level() >= ::ncclsweep::log::Level::lvl)                       \
             ::ncclsweep::log::write(::ncclsweep::log::Level::lvl, fmt::format(__VA_ARGS__)); \
     } while (0)

@@ -9,10 +9,10 @@ namespace ncclsweep {
 
 /// What kind of failure an Error is; cli/ maps it to an exit status (README.md, core/exit_status.hpp).
 enum class ErrorKind {
-    bad_input,        ///< the user's spec, flags or files are wrong (exit 2)
-    infrastructure,   ///< ssh, database, host busy, I/O: the sweep can be resumed (exit 3)
-    negative_verdict, ///< the command worked and its answer is "no" (exit 1)
-    internal,         ///< a bug or an unexpected system failure (exit 3)
+    bad_input,         ///< the user's spec, flags or files are wrong (exit 2)
+    infrastructure,    ///< ssh, database, host busy, I/O: the sweep can be resumed (exit 3)
+    negative_verdict,  ///< the command worked and its answer is "no" (exit 1)
+    internal,          ///< a bug or an unexpected system failure (exit 3)
 };
 
 /// A failure: what was wrong, where, and what to do. `message` is complete on its own
@@ -64,6 +64,8 @@ private:
 };
 
 /// Shorthand for a successful Result<void>.
-inline Result<void> success() { return {}; }
+inline Result<void> success() {
+    return {};
+}
 
 }  // namespace ncclsweep

@@ -34,10 +34,10 @@ struct ExitInfo {
 
 /// What a poll of a running process returned.
 enum class PollState {
-    line,        ///< `line` holds the next output line
-    timeout,     ///< nothing arrived within the wait
-    exited,      ///< all output was read and the process has been reaped
-    lost,        ///< the connection to the host was lost (infrastructure failure)
+    line,     ///< `line` holds the next output line
+    timeout,  ///< nothing arrived within the wait
+    exited,   ///< all output was read and the process has been reaped
+    lost,     ///< the connection to the host was lost (infrastructure failure)
 };
 
 /// Why a batch scheduler ended a task itself (the command did not end on its own).
@@ -71,9 +71,9 @@ public:
 
 /// What to start.
 struct Command {
-    std::vector<std::string> argv;            ///< argv[0] = program (looked up in PATH)
-    std::vector<Assignment> env;              ///< added to / overriding the target's environment
-    std::string workdir;                      ///< working directory ("" = the sweep work dir)
+    std::vector<std::string> argv;  ///< argv[0] = program (looked up in PATH)
+    std::vector<Assignment> env;    ///< added to / overriding the target's environment
+    std::string workdir;            ///< working directory ("" = the sweep work dir)
     /// Directory put first on PYTHONPATH for this command (env_delivery sitecustomize/both);
     /// the PYTHONPATH it would otherwise have is kept after it. "" = leave PYTHONPATH alone.
     std::string pythonpath_prepend;
@@ -84,7 +84,7 @@ struct Command {
 
 /// One command of a batch (Target::submit).
 struct BatchItem {
-    std::string key;            ///< unique within the run; Command::batch_key of the later start()
+    std::string key;  ///< unique within the run; Command::batch_key of the later start()
     Command command;
     std::string previous_task;  ///< the scheduler task it was given by an earlier run (a resume), or ""
 };
@@ -108,7 +108,8 @@ public:
     /// Starts `command` in a new process group/session.
     virtual Result<std::unique_ptr<Process>> start(const Command& command) = 0;
     /// Runs a short command to completion and returns its stdout (for preflight).
-    virtual Result<std::string> capture(const std::vector<std::string>& argv, std::chrono::seconds timeout) = 0;
+    virtual Result<std::string> capture(const std::vector<std::string>& argv,
+                                        std::chrono::seconds timeout) = 0;
     /// After a Process reported `lost`: drops the connection and opens a new one, so the sweep
     /// can retry that experiment. Fails (infrastructure) when the host is still unreachable.
     virtual Result<void> reconnect() { return success(); }

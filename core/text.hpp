@@ -1,8 +1,8 @@
 #pragma once
 // Small text helpers shared across core/.
 #include <cstddef>
-#include <string>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -32,8 +32,8 @@ namespace ncclsweep {
 /// sequence in two.
 [[nodiscard]] std::string_view utf8_prefix(std::string_view text, std::size_t max_bytes);
 
-/// `line` cut to `columns` display columns (one per code point) (UTF-8 aware, "..." marks the cut); as is when it
-/// fits or `columns` is 0.
+/// `line` cut to `columns` display columns (one per code point) (UTF-8 aware, "..." marks the cut); as is
+/// when it fits or `columns` is 0.
 [[nodiscard]] std::string fit_width(const std::string& line, int columns);
 
 /// The first line of `text` that is not blank, as one line for a table or a progress line:

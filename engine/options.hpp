@@ -54,10 +54,10 @@ struct Options {
     // backend
     BackendKind backend = BackendKind::automatic;
     Topology topology = Topology::pcie_gen5;
-    std::optional<unsigned> seed;      ///< sim: seeded noise (none = deterministic)
-    unsigned repeat = 0;               ///< from $NCCLSWEEP_REPEAT (see repeat_index)
-    double noise = 0.0;                ///< sim: relative noise (e.g. 0.02)
-    std::string calibration;           ///< sim: measured collective times (engine/sim/calibration.hpp)
+    std::optional<unsigned> seed;  ///< sim: seeded noise (none = deterministic)
+    unsigned repeat = 0;           ///< from $NCCLSWEEP_REPEAT (see repeat_index)
+    double noise = 0.0;            ///< sim: relative noise (e.g. 0.02)
+    std::string calibration;       ///< sim: measured collective times (engine/sim/calibration.hpp)
     std::vector<Injection> inject;
     /// Flags given that only the sim backend uses (--topology, --noise, --inject), in order.
     std::vector<std::string> sim_only_flags;

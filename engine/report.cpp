@@ -21,7 +21,8 @@ std::string format_number(double value) {
 
 /// A value as text for the human-readable lines: strings lose their quotes.
 std::string plain(const std::string& json_value) {
-    if (json_value.size() >= 2 && json_value.front() == '"') return json_value.substr(1, json_value.size() - 2);
+    if (json_value.size() >= 2 && json_value.front() == '"')
+        return json_value.substr(1, json_value.size() - 2);
     return json_value;
 }
 
@@ -39,21 +40,35 @@ std::string json_quote(const std::string& s) {
     out += '"';
     for (unsigned char c : s) {
         switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        default:
-            if (c < 0x20 || c == 0x7f) {
-                char buf[8];
-                std::snprintf(buf, sizeof buf, "\\u%04x", c);
-                out += buf;
-            } else {
-                out += static_cast<char>(c);  // UTF-8 passes through untouched
-            }
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\b':
+                out += "\\b";
+                break;
+            case '\f':
+                out += "\\f";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            default:
+                if (c < 0x20 || c == 0x7f) {
+                    char buf[8];
+                    std::snprintf(buf, sizeof buf, "\\u%04x", c);
+                    out += buf;
+                } else {
+                    out += static_cast<char>(c);  // UTF-8 passes through untouched
+                }
         }
     }
     out += '"';
@@ -64,7 +79,9 @@ JsonLine& JsonLine::add(const std::string& key, const std::string& value) {
     m_fields.emplace_back(key, json_quote(value));
     return *this;
 }
-JsonLine& JsonLine::add(const std::string& key, const char* value) { return add(key, std::string(value)); }
+JsonLine& JsonLine::add(const std::string& key, const char* value) {
+    return add(key, std::string(value));
+}
 JsonLine& JsonLine::add(const std::string& key, double value) {
     m_fields.emplace_back(key, format_number(value));
     return *this;
@@ -94,7 +111,9 @@ std::string JsonLine::str() const {
     return out;
 }
 
-const std::vector<std::pair<std::string, std::string>>& JsonLine::fields() const { return m_fields; }
+const std::vector<std::pair<std::string, std::string>>& JsonLine::fields() const {
+    return m_fields;
+}
 
 Reporter::Reporter(bool json) : m_json(json) {}
 
@@ -137,8 +156,10 @@ JsonLine result_fields(const RunResult& r) {
         .add("collective_us", r.collective_us)
         .add("comm_pass_us", r.comm_pass_us)
         .add("samples", r.verify.samples);
-    if (r.check_wrong >= 0) f.add("check_wrong", static_cast<std::int64_t>(r.check_wrong));
-    else f.add_raw("check_wrong", "null");
+    if (r.check_wrong >= 0)
+        f.add("check_wrong", static_cast<std::int64_t>(r.check_wrong));
+    else
+        f.add_raw("check_wrong", "null");
     return f;
 }
 
@@ -150,18 +171,18 @@ void Reporter::result(const RunResult& r, JsonLine extra) {
         return;
     }
     std::string text;
-    text += "verify pass   p50 " + fixed(r.verify.p50_us, 1) + " us  (p10 " + fixed(r.verify.p10_us, 1) + ", p90 " +
-            fixed(r.verify.p90_us, 1) + ", " + std::to_string(r.verify.samples) + " samples, spread of median " +
-            fixed(100 * r.verify.rsd, 2) + "%)\n";
+    text += "verify pass   p50 " + fixed(r.verify.p50_us, 1) + " us  (p10 " + fixed(r.verify.p10_us, 1) +
+            ", p90 " + fixed(r.verify.p90_us, 1) + ", " + std::to_string(r.verify.samples) +
+            " samples, spread of median " + fixed(100 * r.verify.rsd, 2) + "%)\n";
     text += "tok/s         " + fixed(r.tok_s, 1) + " speculative   vs " + fixed(r.baseline_tok_s, 1) +
             " baseline decode (1-token pass " + fixed(r.baseline_pass_us, 1) + " us)\n";
-    text += "collectives   " + fixed(r.collective_us, 2) + " us each (comm-only pass " + fixed(r.comm_pass_us, 1) +
-            " us)\n";
+    text += "collectives   " + fixed(r.collective_us, 2) + " us each (comm-only pass " +
+            fixed(r.comm_pass_us, 1) + " us)\n";
     text += "setup         init " + fixed(r.init_s, 3) + " s, capture " + fixed(r.capture_s, 3) + " s\n";
     text += "check         " +
-            (r.check_wrong < 0 ? std::string("not run (use --check)")
-                               : r.check_wrong == 0 ? std::string("all elements correct")
-                                                    : std::to_string(r.check_wrong) + " wrong elements") +
+            (r.check_wrong < 0    ? std::string("not run (use --check)")
+             : r.check_wrong == 0 ? std::string("all elements correct")
+                                  : std::to_string(r.check_wrong) + " wrong elements") +
             "\n";
     for (const auto& [k, v] : extra.fields()) text += k + " = " + plain(v) + "\n";
     std::lock_guard<std::mutex> lock(g_output_mutex);

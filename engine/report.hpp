@@ -18,7 +18,7 @@ public:
     JsonLine& add(const std::string& key, int value) { return add(key, static_cast<std::int64_t>(value)); }
     JsonLine& add(const std::string& key, bool value);
     JsonLine& add_raw(const std::string& key, const std::string& json);  ///< value already JSON
-    [[nodiscard]] std::string str() const;  ///< "{...}" (no newline)
+    [[nodiscard]] std::string str() const;                               ///< "{...}" (no newline)
     /// The fields so far: key and already-encoded JSON value, in insertion order.
     [[nodiscard]] const std::vector<std::pair<std::string, std::string>>& fields() const;
 
@@ -39,13 +39,13 @@ struct PassStats {
 /// Final figures of a run (the `result` event).
 struct RunResult {
     PassStats verify;
-    double baseline_pass_us = 0;   ///< 1-token pass
-    double tok_s = 0;              ///< speculative: accept_len / (verify + draft)
-    double baseline_tok_s = 0;     ///< 1 / baseline pass
+    double baseline_pass_us = 0;  ///< 1-token pass
+    double tok_s = 0;             ///< speculative: accept_len / (verify + draft)
+    double baseline_tok_s = 0;    ///< 1 / baseline pass
     double init_s = 0, capture_s = 0;
-    double collective_us = 0;      ///< mean time per collective (comm-only pass)
-    double comm_pass_us = 0;       ///< whole comm-only pass
-    long long check_wrong = -1;    ///< --check: wrong elements (-1: not checked)
+    double collective_us = 0;    ///< mean time per collective (comm-only pass)
+    double comm_pass_us = 0;     ///< whole comm-only pass
+    long long check_wrong = -1;  ///< --check: wrong elements (-1: not checked)
 };
 
 /// The standard fields of the `result` event (tok_s, verify_us_p50, ..., check_wrong: null

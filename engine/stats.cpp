@@ -28,8 +28,10 @@ double median_relative_spread(std::vector<double> values) {
     const double half = 0.98 * std::sqrt(static_cast<double>(n));  // 1.96 * sqrt(n) / 2
     const double center = static_cast<double>(n) / 2.0;
     // 1-based order statistics, clamped to the sample.
-    const auto lo = static_cast<std::size_t>(std::clamp(std::floor(center - half), 1.0, static_cast<double>(n)));
-    const auto hi = static_cast<std::size_t>(std::clamp(std::ceil(center + half), 1.0, static_cast<double>(n)));
+    const auto lo =
+        static_cast<std::size_t>(std::clamp(std::floor(center - half), 1.0, static_cast<double>(n)));
+    const auto hi =
+        static_cast<std::size_t>(std::clamp(std::ceil(center + half), 1.0, static_cast<double>(n)));
     return (values[hi - 1] - values[lo - 1]) / 2.0 / median;
 }
 

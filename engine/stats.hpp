@@ -25,7 +25,7 @@ namespace tpverify {
 /// spread of the median is small enough (at least k_min_samples) or --max-seconds passed.
 class StopRule {
 public:
-    static constexpr std::size_t k_min_samples = 10;    ///< --target-rsd never stops before this
+    static constexpr std::size_t k_min_samples = 10;       ///< --target-rsd never stops before this
     static constexpr std::size_t k_max_samples = 1000000;  ///< hard cap for --target-rsd
     /// Takes --iters, --target-rsd and --max-seconds from the options.
     explicit StopRule(const Options& options);

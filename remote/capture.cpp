@@ -34,8 +34,9 @@ Result<std::string> capture_output(Target& target, const std::vector<std::string
         const auto now = std::chrono::steady_clock::now();
         if (now >= deadline) {
             process.kill(std::chrono::milliseconds(500));
-            return Error::infrastructure(fmt::format("{}: '{}' did not finish within {} s; check that the host is responsive",
-                                                     target.describe(), describe_argv(argv), timeout.count()));
+            return Error::infrastructure(
+                fmt::format("{}: '{}' did not finish within {} s; check that the host is responsive",
+                            target.describe(), describe_argv(argv), timeout.count()));
         }
         const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
         const PollState state = process.poll(wait, line);
@@ -46,7 +47,8 @@ Result<std::string> capture_output(Target& target, const std::vector<std::string
                 if (out.size() > k_capture_limit) {
                     process.kill(std::chrono::milliseconds(500));
                     return Error::infrastructure(fmt::format("{}: '{}' printed more than {} bytes",
-                                                             target.describe(), describe_argv(argv), k_capture_limit));
+                                                             target.describe(), describe_argv(argv),
+                                                             k_capture_limit));
                 }
             } else {
                 err_tail.push_back(line.text);
@@ -56,7 +58,8 @@ Result<std::string> capture_output(Target& target, const std::vector<std::string
         }
         if (state == PollState::lost) {
             return Error::infrastructure(fmt::format("{}: lost the connection while running '{}': {}",
-                                                     target.describe(), describe_argv(argv), process.lost_reason()));
+                                                     target.describe(), describe_argv(argv),
+                                                     process.lost_reason()));
         }
         if (state == PollState::exited) break;
     }
@@ -64,11 +67,12 @@ Result<std::string> capture_output(Target& target, const std::vector<std::string
     if (info && info->success()) return out;
     std::string stderr_text;
     for (const auto& text : err_tail) stderr_text += "\n  " + text;
-    const std::string how = !info ? "ended without a status"
+    const std::string how = !info               ? "ended without a status"
                             : info->signal != 0 ? fmt::format("was killed by signal {}", info->signal)
                                                 : fmt::format("exited with status {}", info->exit_code);
-    return Error::infrastructure(fmt::format("{}: '{}' {}{}", target.describe(), describe_argv(argv), how,
-                                             stderr_text.empty() ? std::string() : "; stderr:" + stderr_text));
+    return Error::infrastructure(
+        fmt::format("{}: '{}' {}{}", target.describe(), describe_argv(argv), how,
+                    stderr_text.empty() ? std::string() : "; stderr:" + stderr_text));
 }
 
 }  // namespace ncclsweep::remote

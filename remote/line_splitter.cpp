@@ -21,7 +21,8 @@ void LineSplitter::emit(std::deque<OutputLine>& out, bool truncated) {
 void LineSplitter::feed(const char* data, std::size_t size, std::deque<OutputLine>& out) {
     const char* end = data + size;
     while (data < end) {
-        const auto* newline = static_cast<const char*>(std::memchr(data, '\n', static_cast<std::size_t>(end - data)));
+        const auto* newline =
+            static_cast<const char*>(std::memchr(data, '\n', static_cast<std::size_t>(end - data)));
         const char* stop = newline != nullptr ? newline : end;
         if (m_discarding) {
             if (newline == nullptr) return;  // still inside the dropped tail

@@ -66,14 +66,19 @@ void close_fd(int& fd) {
 
 }  // namespace
 
-Result<std::unique_ptr<LocalProcess>> LocalProcess::spawn(const SpawnPlan& plan, const ProcessOptions& options) {
+Result<std::unique_ptr<LocalProcess>> LocalProcess::spawn(const SpawnPlan& plan,
+                                                          const ProcessOptions& options) {
     int out[2] = {-1, -1};
     int err[2] = {-1, -1};
     int status[2] = {-1, -1};
     if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 || ::pipe2(status, O_CLOEXEC) != 0) {
         const int saved = errno;
-        for (int* p : {out, err, status}) { close_fd(p[0]); close_fd(p[1]); }
-        return Error::infrastructure(fmt::format("local: cannot create pipes for '{}': {}", plan.program, std::strerror(saved)));
+        for (int* p : {out, err, status}) {
+            close_fd(p[0]);
+            close_fd(p[1]);
+        }
+        return Error::infrastructure(
+            fmt::format("local: cannot create pipes for '{}': {}", plan.program, std::strerror(saved)));
     }
     auto argv = pointers(plan.argv);
     auto envp = pointers(plan.envp);
@@ -84,8 +89,11 @@ Result<std::unique_ptr<LocalProcess>> LocalProcess::spawn(const SpawnPlan& plan,
     close_fd(err[1]);
     close_fd(status[1]);
     if (pid < 0) {
-        close_fd(out[0]); close_fd(err[0]); close_fd(status[0]);
-        return Error::infrastructure(fmt::format("local: cannot fork for '{}': {}", plan.program, std::strerror(fork_errno)));
+        close_fd(out[0]);
+        close_fd(err[0]);
+        close_fd(status[0]);
+        return Error::infrastructure(
+            fmt::format("local: cannot fork for '{}': {}", plan.program, std::strerror(fork_errno)));
     }
     ChildFailure failure;
     ssize_t got;
@@ -98,9 +106,12 @@ Result<std::unique_ptr<LocalProcess>> LocalProcess::spawn(const SpawnPlan& plan,
         ::waitpid(pid, &ignored, 0);
         close_fd(out[0]);
         close_fd(err[0]);
-        const char* what = failure.stage == 1 ? "cannot enter working directory" : failure.stage == 3 ? "cannot open /dev/null" : "cannot execute";
+        const char* what = failure.stage == 1   ? "cannot enter working directory"
+                           : failure.stage == 3 ? "cannot open /dev/null"
+                                                : "cannot execute";
         const std::string where = failure.stage == 1 ? plan.workdir : plan.program;
-        return Error::infrastructure(fmt::format("local: {} '{}': {}", what, where, std::strerror(failure.error)));
+        return Error::infrastructure(
+            fmt::format("local: {} '{}': {}", what, where, std::strerror(failure.error)));
     }
     ::fcntl(out[0], F_SETFL, ::fcntl(out[0], F_GETFL) | O_NONBLOCK);
     ::fcntl(err[0], F_SETFL, ::fcntl(err[0], F_GETFL) | O_NONBLOCK);
@@ -108,8 +119,12 @@ Result<std::unique_ptr<LocalProcess>> LocalProcess::spawn(const SpawnPlan& plan,
 }
 
 LocalProcess::LocalProcess(pid_t pid, int out_fd, int err_fd, const ProcessOptions& options)
-    : m_pid(pid), m_out_fd(out_fd), m_err_fd(err_fd), m_options(options),
-      m_out_splitter(Stream::out, options.line_limit), m_err_splitter(Stream::err, options.line_limit) {}
+    : m_pid(pid),
+      m_out_fd(out_fd),
+      m_err_fd(err_fd),
+      m_options(options),
+      m_out_splitter(Stream::out, options.line_limit),
+      m_err_splitter(Stream::err, options.line_limit) {}
 
 LocalProcess::~LocalProcess() {
     if (!m_exit) kill(std::chrono::milliseconds(200));
@@ -136,7 +151,8 @@ bool LocalProcess::read_available(int& fd, LineSplitter& splitter) {
 
 bool LocalProcess::leader_exited() {
     siginfo_t info{};
-    if (::waitid(P_PID, static_cast<id_t>(m_pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return errno == ECHILD;
+    if (::waitid(P_PID, static_cast<id_t>(m_pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0)
+        return errno == ECHILD;
     return info.si_pid == m_pid;
 }
 
@@ -195,7 +211,8 @@ PollState LocalProcess::poll(std::chrono::milliseconds wait, OutputLine& line) {
         // leader is about to exit; check often.
         const auto slice = pipes_open ? std::chrono::milliseconds(100) : std::chrono::milliseconds(5);
         const auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
-        const int timeout_ms = static_cast<int>(std::max<std::int64_t>(1, std::min(remaining, slice).count()));
+        const int timeout_ms =
+            static_cast<int>(std::max<std::int64_t>(1, std::min(remaining, slice).count()));
         pollfd fds[2];
         nfds_t count = 0;
         if (m_out_fd >= 0) fds[count++] = {m_out_fd, POLLIN, 0};
@@ -207,8 +224,10 @@ PollState LocalProcess::poll(std::chrono::milliseconds wait, OutputLine& line) {
         if (::poll(fds, count, timeout_ms) <= 0) continue;
         for (nfds_t i = 0; i < count; ++i) {
             if (fds[i].revents == 0) continue;
-            if (fds[i].fd == m_out_fd) read_available(m_out_fd, m_out_splitter);
-            else if (fds[i].fd == m_err_fd) read_available(m_err_fd, m_err_splitter);
+            if (fds[i].fd == m_out_fd)
+                read_available(m_out_fd, m_out_splitter);
+            else if (fds[i].fd == m_err_fd)
+                read_available(m_err_fd, m_err_splitter);
         }
     }
 }
@@ -217,7 +236,8 @@ void LocalProcess::kill(std::chrono::milliseconds grace) {
     if (m_exit) return;
     ::kill(-m_pid, SIGTERM);
     const auto deadline = Clock::now() + grace;
-    while (!leader_exited() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    while (!leader_exited() && Clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
     finish_group();  // SIGKILL to the group (also when the leader already went), then reap
     m_lines.clear();
 }

@@ -16,10 +16,10 @@ namespace ncclsweep::remote {
 
 /// What fork/exec needs, prepared before fork (the child allocates nothing).
 struct SpawnPlan {
-    std::string program;              ///< resolved path of argv[0]
+    std::string program;  ///< resolved path of argv[0]
     std::vector<std::string> argv;
-    std::vector<std::string> envp;    ///< NAME=value
-    std::string workdir;              ///< "" = inherit
+    std::vector<std::string> envp;  ///< NAME=value
+    std::string workdir;            ///< "" = inherit
 };
 
 /// Builds a SpawnPlan from a Command: environment = inherited + overrides (+ PYTHONPATH

@@ -32,14 +32,16 @@ Result<std::string> resolve_program(const std::string& name, const std::string& 
     std::size_t begin = 0;
     for (;;) {
         const std::size_t end = path_value.find(':', begin);
-        std::string dir = path_value.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+        std::string dir =
+            path_value.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
         if (dir.empty()) dir = ".";
         const std::string candidate = dir + "/" + name;
         if (is_executable_file(candidate)) return candidate;
         if (end == std::string::npos) break;
         begin = end + 1;
     }
-    return Error::infrastructure(fmt::format("local: program '{}' not found in PATH ({}); install it or give its full path", name, path_value));
+    return Error::infrastructure(fmt::format(
+        "local: program '{}' not found in PATH ({}); install it or give its full path", name, path_value));
 }
 
 Result<void> write_all(int fd, const std::string& content, const std::string& path) {
@@ -47,7 +49,9 @@ Result<void> write_all(int fd, const std::string& content, const std::string& pa
     while (done < content.size()) {
         const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return Error::infrastructure(fmt::format("local: cannot write '{}': {}", path, std::strerror(errno)));
+        if (n < 0)
+            return Error::infrastructure(
+                fmt::format("local: cannot write '{}': {}", path, std::strerror(errno)));
         done += static_cast<std::size_t>(n);
     }
     return success();
@@ -56,14 +60,18 @@ Result<void> write_all(int fd, const std::string& content, const std::string& pa
 }  // namespace
 
 Result<void> check_sweep_id(const std::string& id) {
-    if (id.empty() || id == "." || id == ".." || id.find('/') != std::string::npos || id.find('\0') != std::string::npos) {
-        return Error::bad_input(fmt::format("sweep id '{}' cannot name a work directory (it must be non-empty, without '/', not '.' or '..')", id));
+    if (id.empty() || id == "." || id == ".." || id.find('/') != std::string::npos ||
+        id.find('\0') != std::string::npos) {
+        return Error::bad_input(fmt::format(
+            "sweep id '{}' cannot name a work directory (it must be non-empty, without '/', not '.' or '..')",
+            id));
     }
     return success();
 }
 
 Result<SpawnPlan> make_spawn_plan(const Command& command, const std::string& default_workdir) {
-    if (command.argv.empty() || command.argv[0].empty()) return Error::bad_input("local: empty command: nothing to run");
+    if (command.argv.empty() || command.argv[0].empty())
+        return Error::bad_input("local: empty command: nothing to run");
     std::map<std::string, std::string> env;
     std::vector<std::string> order;
     for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
@@ -75,10 +83,12 @@ Result<SpawnPlan> make_spawn_plan(const Command& command, const std::string& def
     }
     for (const auto& [name, value] : command.env) {
         if (name.empty() || name.find('=') != std::string::npos || name.find('\0') != std::string::npos) {
-            return Error::bad_input(fmt::format("local: '{}' is not a valid environment variable name", name));
+            return Error::bad_input(
+                fmt::format("local: '{}' is not a valid environment variable name", name));
         }
         if (value.find('\0') != std::string::npos) {
-            return Error::bad_input(fmt::format("local: the value of {} contains a NUL byte, which no environment can carry", name));
+            return Error::bad_input(fmt::format(
+                "local: the value of {} contains a NUL byte, which no environment can carry", name));
         }
         if (env.insert_or_assign(name, value).second) order.push_back(name);
     }
@@ -89,11 +99,13 @@ Result<SpawnPlan> make_spawn_plan(const Command& command, const std::string& def
         env["PYTHONPATH"] = command.pythonpath_prepend + rest;
     }
     for (const auto& word : command.argv) {
-        if (word.find('\0') != std::string::npos) return Error::bad_input("local: a command argument contains a NUL byte");
+        if (word.find('\0') != std::string::npos)
+            return Error::bad_input("local: a command argument contains a NUL byte");
     }
     SpawnPlan plan;
     const auto path_it = env.find("PATH");
-    auto program = resolve_program(command.argv[0], path_it == env.end() ? "/usr/local/bin:/usr/bin:/bin" : path_it->second);
+    auto program = resolve_program(command.argv[0],
+                                   path_it == env.end() ? "/usr/local/bin:/usr/bin:/bin" : path_it->second);
     if (!program) return program.error();
     plan.program = *program;
     plan.argv = command.argv;
@@ -104,17 +116,21 @@ Result<SpawnPlan> make_spawn_plan(const Command& command, const std::string& def
 
 LocalTarget::LocalTarget(LocalOptions options) : m_options(std::move(options)) {}
 
-std::string LocalTarget::describe() const { return "local"; }
+std::string LocalTarget::describe() const {
+    return "local";
+}
 
 Result<std::string> LocalTarget::prepare_workdir(const std::string& sweep_id) {
     if (auto ok = check_sweep_id(sweep_id); !ok) return ok.error();
-    const fs::path root = m_options.workdir_root.empty() ? fs::path(".ncclsweep/work") : fs::path(m_options.workdir_root);
+    const fs::path root =
+        m_options.workdir_root.empty() ? fs::path(".ncclsweep/work") : fs::path(m_options.workdir_root);
     std::error_code ec;
     const fs::path dir = fs::absolute(root / sweep_id, ec);
     if (!ec) fs::create_directories(dir, ec);
     if (ec) {
-        return Error::infrastructure(fmt::format("local: cannot create work directory '{}': {}; check permissions or set target.workdir",
-                                                 (root / sweep_id).string(), ec.message()));
+        return Error::infrastructure(fmt::format(
+            "local: cannot create work directory '{}': {}; check permissions or set target.workdir",
+            (root / sweep_id).string(), ec.message()));
     }
     m_workdir = dir.lexically_normal().string();
     return m_workdir;
@@ -124,15 +140,22 @@ Result<void> LocalTarget::put_file(const std::string& path, const std::string& c
     const fs::path target(path);
     std::error_code ec;
     if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-    if (ec) return Error::infrastructure(fmt::format("local: cannot create directory '{}': {}", target.parent_path().string(), ec.message()));
+    if (ec)
+        return Error::infrastructure(fmt::format("local: cannot create directory '{}': {}",
+                                                 target.parent_path().string(), ec.message()));
     const std::string temp = fmt::format("{}.tmp.{}", path, ::getpid());
     const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return Error::infrastructure(fmt::format("local: cannot create '{}': {}", temp, std::strerror(errno)));
+    if (fd < 0)
+        return Error::infrastructure(
+            fmt::format("local: cannot create '{}': {}", temp, std::strerror(errno)));
     auto written = write_all(fd, content, temp);
-    if (written && ::fsync(fd) != 0) written = Error::infrastructure(fmt::format("local: cannot flush '{}': {}", temp, std::strerror(errno)));
+    if (written && ::fsync(fd) != 0)
+        written =
+            Error::infrastructure(fmt::format("local: cannot flush '{}': {}", temp, std::strerror(errno)));
     ::close(fd);
     if (written && ::rename(temp.c_str(), path.c_str()) != 0) {
-        written = Error::infrastructure(fmt::format("local: cannot rename '{}' to '{}': {}", temp, path, std::strerror(errno)));
+        written = Error::infrastructure(
+            fmt::format("local: cannot rename '{}' to '{}': {}", temp, path, std::strerror(errno)));
     }
     if (!written) ::unlink(temp.c_str());
     return written;

@@ -12,10 +12,12 @@
 
 namespace ncclsweep::remote {
 
-Result<std::unique_ptr<LogFollower>> LogFollower::open(const std::string& path, Follow follow, std::size_t line_limit) {
+Result<std::unique_ptr<LogFollower>> LogFollower::open(const std::string& path, Follow follow,
+                                                       std::size_t line_limit) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return Error::bad_input(fmt::format("cannot read log file {}: {}; check the path", path, std::strerror(errno)));
+        return Error::bad_input(
+            fmt::format("cannot read log file {}: {}; check the path", path, std::strerror(errno)));
     return std::unique_ptr<LogFollower>(new LogFollower(fd, path, follow, line_limit));
 }
 
@@ -71,6 +73,8 @@ PollState LogFollower::poll(std::chrono::milliseconds wait, OutputLine& line) {
     }
 }
 
-void LogFollower::kill(std::chrono::milliseconds) { m_stopped = true; }
+void LogFollower::kill(std::chrono::milliseconds) {
+    m_stopped = true;
+}
 
 }  // namespace ncclsweep::remote

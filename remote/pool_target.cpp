@@ -20,10 +20,11 @@ Result<std::string> PoolTarget::prepare_workdir(const std::string& sweep_id) {
         if (first.empty()) {
             first = *dir;
         } else if (*dir != first) {
-            return Error::bad_input(fmt::format(
-                "the pool's work directories differ ({} on {}, {} on {}); set target.workdir to an absolute path "
-                "that exists on every host",
-                first, m_hosts.front()->describe(), *dir, host->describe()));
+            return Error::bad_input(
+                fmt::format("the pool's work directories differ ({} on {}, {} on {}); set target.workdir to "
+                            "an absolute path "
+                            "that exists on every host",
+                            first, m_hosts.front()->describe(), *dir, host->describe()));
         }
     }
     return first;
@@ -33,7 +34,9 @@ Result<void> PoolTarget::put_file(const std::string& path, const std::string& co
     return m_hosts.front()->put_file(path, content);
 }
 
-Result<std::unique_ptr<Process>> PoolTarget::start(const Command& command) { return m_hosts.front()->start(command); }
+Result<std::unique_ptr<Process>> PoolTarget::start(const Command& command) {
+    return m_hosts.front()->start(command);
+}
 
 Result<std::string> PoolTarget::capture(const std::vector<std::string>& argv, std::chrono::seconds timeout) {
     return m_hosts.front()->capture(argv, timeout);

@@ -61,7 +61,9 @@ std::string version_from_path(const std::string& path) {
     if (at == std::string::npos) return {};
     const std::string version = path.substr(at + key.size());
     if (std::count(version.begin(), version.end(), '.') < 2) return {};
-    if (!std::all_of(version.begin(), version.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; })) return {};
+    if (!std::all_of(version.begin(), version.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || c == '.'; }))
+        return {};
     return version;
 }
 
@@ -81,11 +83,16 @@ HostPreflight parse_preflight(const std::string& probe_output, const std::string
     while (std::getline(stream, line)) {
         if (line.rfind(mark, 0) == 0) {
             const std::string name = line.substr(mark.size());
-            if (name == "no_nvidia_smi") out.notes.emplace_back("nvidia-smi not found: GPU count 0, busy-GPU checks disabled");
-            else if (name == "gpus_failed") out.notes.emplace_back("nvidia-smi --query-gpu failed (see the lines above in the probe)");
-            else if (name == "apps_failed") out.notes.emplace_back("nvidia-smi --query-compute-apps failed: busy GPUs unknown");
-            else if (name == "end") saw_end = true;
-            else section = name;
+            if (name == "no_nvidia_smi")
+                out.notes.emplace_back("nvidia-smi not found: GPU count 0, busy-GPU checks disabled");
+            else if (name == "gpus_failed")
+                out.notes.emplace_back("nvidia-smi --query-gpu failed (see the lines above in the probe)");
+            else if (name == "apps_failed")
+                out.notes.emplace_back("nvidia-smi --query-compute-apps failed: busy GPUs unknown");
+            else if (name == "end")
+                saw_end = true;
+            else
+                section = name;
             if (name == "gpus") out.has_nvidia_smi = true;
             if (name == "no_nvidia_smi") out.has_nvidia_smi = false;
             continue;
@@ -95,7 +102,8 @@ HostPreflight parse_preflight(const std::string& probe_output, const std::string
             if (fields.size() >= 3) out.gpus.push_back({fields[0], fields[1], fields[2]});
         } else if (section == "apps") {
             const auto fields = split_csv(line);
-            if (fields.size() >= 3 && !fields[0].empty() && std::all_of(fields[0].begin(), fields[0].end(), ::isdigit)) {
+            if (fields.size() >= 3 && !fields[0].empty() &&
+                std::all_of(fields[0].begin(), fields[0].end(), ::isdigit)) {
                 out.busy.push_back({std::stol(fields[0]), fields[1], fields[2]});
             }
         } else if (section == "libnccl") {
@@ -128,7 +136,8 @@ HostPreflight parse_preflight(const std::string& probe_output, const std::string
             }
         }
     }
-    if (out.nccl_version.empty()) out.notes.emplace_back("NCCL version unknown: no libnccl.so in ldconfig and no importable torch");
+    if (out.nccl_version.empty())
+        out.notes.emplace_back("NCCL version unknown: no libnccl.so in ldconfig and no importable torch");
     if (!saw_end) out.notes.emplace_back("the probe's output was incomplete");
     return out;
 }
@@ -140,14 +149,17 @@ nlohmann::json HostPreflight::to_json() const {
     json["has_nvidia_smi"] = has_nvidia_smi;
     json["gpu_count"] = gpus.size();
     json["gpus"] = nlohmann::json::array();
-    for (const auto& gpu : gpus) json["gpus"].push_back({{"name", gpu.name}, {"driver", gpu.driver}, {"memory_used", gpu.memory_used}});
+    for (const auto& gpu : gpus)
+        json["gpus"].push_back(
+            {{"name", gpu.name}, {"driver", gpu.driver}, {"memory_used", gpu.memory_used}});
     json["driver"] = driver;
     json["nccl_version"] = nccl_version;
     json["nccl_source"] = nccl_source;
     json["etc_nccl_conf"] = etc_nccl_conf;
     json["home_nccl_conf"] = home_nccl_conf;
     json["busy"] = nlohmann::json::array();
-    for (const auto& p : busy) json["busy"].push_back({{"pid", p.pid}, {"name", p.name}, {"used_memory", p.used_memory}});
+    for (const auto& p : busy)
+        json["busy"].push_back({{"pid", p.pid}, {"name", p.name}, {"used_memory", p.used_memory}});
     json["notes"] = notes;
     json["command_start_s"] = command_start_s;
     json["warnings"] = warnings;
@@ -165,8 +177,10 @@ Result<HostPreflight> run_preflight(Target& target, std::chrono::seconds timeout
     preflight.command_start_s = start_s;
     if (start_s > k_slow_command_start_s) {
         preflight.warnings.push_back(fmt::format(
-            "{}: starting a command takes {:.2f} s, and every experiment starts at least one. On an ssh host this is "
-            "mostly the login shell's start-up files: bash runs ~/.bashrc for ssh commands too (pyenv, conda and nvm "
+            "{}: starting a command takes {:.2f} s, and every experiment starts at least one. On an ssh host "
+            "this is "
+            "mostly the login shell's start-up files: bash runs ~/.bashrc for ssh commands too (pyenv, conda "
+            "and nvm "
             "init are the usual cost). Let non-interactive shells return early (first line of ~/.bashrc: "
             "case $- in *i*) ;; *) return;; esac) or log in as a user with a lean shell",
             preflight.target, start_s));
@@ -182,13 +196,16 @@ Result<HostPreflight> run_preflight(Target& target, std::chrono::seconds timeout
 Result<void> check_gpus_idle(const HostPreflight& preflight, BusyPolicy policy) {
     if (preflight.busy.empty() || policy == BusyPolicy::force) return success();
     std::string list;
-    for (const auto& p : preflight.busy) list += fmt::format("\n  pid {} {} ({})", p.pid, p.name, p.used_memory);
-    return Error::infrastructure(fmt::format("{}: GPUs are busy; measurements would be disturbed. Compute processes:{}\n"
-                                             "Stop them, or pass --force to run anyway",
-                                             preflight.target, list));
+    for (const auto& p : preflight.busy)
+        list += fmt::format("\n  pid {} {} ({})", p.pid, p.name, p.used_memory);
+    return Error::infrastructure(
+        fmt::format("{}: GPUs are busy; measurements would be disturbed. Compute processes:{}\n"
+                    "Stop them, or pass --force to run anyway",
+                    preflight.target, list));
 }
 
-Result<std::string> verify_gpus_released(Target& target, const std::vector<long>& process_groups, std::chrono::seconds timeout) {
+Result<std::string> verify_gpus_released(Target& target, const std::vector<long>& process_groups,
+                                         std::chrono::seconds timeout) {
     if (process_groups.empty()) return std::string();
     // pid and pgid of each GPU compute process, in one round trip.
     constexpr const char* k_check = R"SH(
@@ -201,7 +218,8 @@ exit 0
 )SH";
     auto output = target.capture({"/bin/sh", "-c", k_check}, timeout);
     if (!output) return output.error();
-    if (output->rfind("no_nvidia_smi", 0) == 0) return std::string("nvidia-smi not found: GPU release not checked");
+    if (output->rfind("no_nvidia_smi", 0) == 0)
+        return std::string("nvidia-smi not found: GPU release not checked");
     std::stringstream stream(*output);
     long pid = 0, pgid = 0;
     std::string held;
@@ -211,13 +229,15 @@ exit 0
         }
     }
     if (held.empty()) return std::string();
-    return Error::infrastructure(fmt::format("{}: a previous experiment's process still holds a GPU:{}; it was killed but has not "
-                                             "exited (stuck in the driver?). Check the host before resuming",
-                                             target.describe(), held));
+    return Error::infrastructure(
+        fmt::format("{}: a previous experiment's process still holds a GPU:{}; it was killed but has not "
+                    "exited (stuck in the driver?). Check the host before resuming",
+                    target.describe(), held));
 }
 
-std::function<Result<void>(const std::vector<long>&)> gpu_release_check(Target& target, const HostPreflight& preflight,
-                                                                       std::chrono::seconds timeout) {
+std::function<Result<void>(const std::vector<long>&)> gpu_release_check(Target& target,
+                                                                        const HostPreflight& preflight,
+                                                                        std::chrono::seconds timeout) {
     const bool check = preflight.has_nvidia_smi;
     return [&target, check, timeout](const std::vector<long>& previous_groups) -> Result<void> {
         if (!check || previous_groups.empty()) return success();

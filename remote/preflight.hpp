@@ -30,16 +30,16 @@ struct GpuProcess {
 
 /// What a host looks like before a sweep.
 struct HostPreflight {
-    std::string target;                 ///< Target::describe()
+    std::string target;  ///< Target::describe()
     bool has_nvidia_smi = false;
-    std::vector<GpuInfo> gpus;          ///< empty without nvidia-smi
-    std::string driver;                 ///< driver of the first GPU ("" when none)
-    std::string nccl_version;           ///< e.g. "2.21.5"; "" when not found
-    std::string nccl_source;            ///< where it came from: "libnccl.so path", "torch", ""
-    std::string etc_nccl_conf;          ///< contents of /etc/nccl.conf ("" if missing)
-    std::string home_nccl_conf;         ///< contents of ~/.nccl.conf ("" if missing)
-    std::vector<GpuProcess> busy;       ///< compute processes already on the GPUs
-    std::vector<std::string> notes;     ///< what could not be determined and why
+    std::vector<GpuInfo> gpus;       ///< empty without nvidia-smi
+    std::string driver;              ///< driver of the first GPU ("" when none)
+    std::string nccl_version;        ///< e.g. "2.21.5"; "" when not found
+    std::string nccl_source;         ///< where it came from: "libnccl.so path", "torch", ""
+    std::string etc_nccl_conf;       ///< contents of /etc/nccl.conf ("" if missing)
+    std::string home_nccl_conf;      ///< contents of ~/.nccl.conf ("" if missing)
+    std::vector<GpuProcess> busy;    ///< compute processes already on the GPUs
+    std::vector<std::string> notes;  ///< what could not be determined and why
     /// Seconds the target took to run `true` (over ssh: a new exec channel and the user's login
     /// shell with its start-up files); every experiment pays it at least once. < 0: not measured.
     double command_start_s = -1;

@@ -11,22 +11,30 @@ namespace {
 
 bool valid_name(const std::string& name) {
     return !name.empty() && (std::isdigit(static_cast<unsigned char>(name[0])) == 0) &&
-           std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isalnum(c) != 0 || c == '_'; });
+           std::all_of(name.begin(), name.end(),
+                       [](unsigned char c) { return std::isalnum(c) != 0 || c == '_'; });
 }
 
-bool has_nul(const std::string& text) { return text.find('\0') != std::string::npos; }
+bool has_nul(const std::string& text) {
+    return text.find('\0') != std::string::npos;
+}
 
 }  // namespace
 
 Result<std::string> command_script(const Command& command, const std::string& default_workdir, ExecLast exec,
                                    std::string_view who) {
-    if (command.argv.empty() || command.argv[0].empty()) return Error::bad_input(fmt::format("{}: empty command: nothing to run", who));
+    if (command.argv.empty() || command.argv[0].empty())
+        return Error::bad_input(fmt::format("{}: empty command: nothing to run", who));
     std::string env_words;
     bool env_has_pythonpath = false;
     std::string env_pythonpath;
     for (const auto& [name, value] : command.env) {
-        if (!valid_name(name)) return Error::bad_input(fmt::format("{}: '{}' is not a valid environment variable name (letters, digits, '_')", who, name));
-        if (has_nul(value)) return Error::bad_input(fmt::format("{}: the value of {} contains a NUL byte, which no environment can carry", who, name));
+        if (!valid_name(name))
+            return Error::bad_input(fmt::format(
+                "{}: '{}' is not a valid environment variable name (letters, digits, '_')", who, name));
+        if (has_nul(value))
+            return Error::bad_input(fmt::format(
+                "{}: the value of {} contains a NUL byte, which no environment can carry", who, name));
         if (name == "PYTHONPATH" && !command.pythonpath_prepend.empty()) {
             env_has_pythonpath = true;
             env_pythonpath = value;
@@ -36,20 +44,24 @@ Result<std::string> command_script(const Command& command, const std::string& de
     }
     std::string script;
     const std::string workdir = command.workdir.empty() ? default_workdir : command.workdir;
-    if (has_nul(workdir) || has_nul(command.pythonpath_prepend)) return Error::bad_input(fmt::format("{}: a path contains a NUL byte", who));
+    if (has_nul(workdir) || has_nul(command.pythonpath_prepend))
+        return Error::bad_input(fmt::format("{}: a path contains a NUL byte", who));
     if (!workdir.empty()) script += "cd " + shell_quote(workdir) + " || exit 126; ";
     if (!command.pythonpath_prepend.empty()) {
         if (env_has_pythonpath) {
-            const std::string joined = command.pythonpath_prepend + (env_pythonpath.empty() ? "" : ":" + env_pythonpath);
+            const std::string joined =
+                command.pythonpath_prepend + (env_pythonpath.empty() ? "" : ":" + env_pythonpath);
             script += "PYTHONPATH=" + shell_quote(joined) + "; ";
         } else {
-            script += "PYTHONPATH=" + shell_quote(command.pythonpath_prepend) + "\"${PYTHONPATH:+:$PYTHONPATH}\"; ";
+            script +=
+                "PYTHONPATH=" + shell_quote(command.pythonpath_prepend) + "\"${PYTHONPATH:+:$PYTHONPATH}\"; ";
         }
         script += "export PYTHONPATH; ";
     }
     script += (exec == ExecLast::yes ? "exec env --" : "env --") + env_words;
     for (const auto& word : command.argv) {
-        if (has_nul(word)) return Error::bad_input(fmt::format("{}: a command argument contains a NUL byte", who));
+        if (has_nul(word))
+            return Error::bad_input(fmt::format("{}: a command argument contains a NUL byte", who));
         script += ' ' + shell_quote(word);
     }
     return script;
@@ -58,7 +70,8 @@ Result<std::string> command_script(const Command& command, const std::string& de
 Result<std::string> remote_command_line(const Command& command, const std::string& default_workdir) {
     auto body = command_script(command, default_workdir, ExecLast::yes, "ssh");
     if (!body) return body.error();
-    return "exec /bin/sh -c " + shell_quote(fmt::format("echo \"{}$$\" >&2 || exit 126; ", k_pgid_marker) + *body);
+    return "exec /bin/sh -c " +
+           shell_quote(fmt::format("echo \"{}$$\" >&2 || exit 126; ", k_pgid_marker) + *body);
 }
 
 }  // namespace ncclsweep::remote

@@ -5,9 +5,9 @@
 #include <string_view>
 
 #include "core/plan/render.hpp"
-#include "core/text.hpp"
 #include "core/result.hpp"
 #include "core/target.hpp"
+#include "core/text.hpp"
 
 namespace ncclsweep::remote {
 

@@ -16,9 +16,10 @@ public:
         command.argv = argv;
         auto started = m_login.start(command);
         if (!started) {
-            return Error::infrastructure(fmt::format("slurm: cannot run {}: {}; is Slurm's client installed "
-                                                     "(slurm-client) and SLURM_CONF set?",
-                                                     argv.front(), started.error().message));
+            return Error::infrastructure(
+                fmt::format("slurm: cannot run {}: {}; is Slurm's client installed "
+                            "(slurm-client) and SLURM_CONF set?",
+                            argv.front(), started.error().message));
         }
         Process& process = **started;
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -27,7 +28,8 @@ public:
         for (;;) {
             if (std::chrono::steady_clock::now() >= deadline) {
                 process.kill(std::chrono::milliseconds(500));
-                return Error::infrastructure(fmt::format("slurm: {} did not answer within 60 s; is slurmctld up?", argv.front()));
+                return Error::infrastructure(
+                    fmt::format("slurm: {} did not answer within 60 s; is slurmctld up?", argv.front()));
             }
             const PollState state = process.poll(std::chrono::milliseconds(200), line);
             if (state == PollState::line) {
@@ -35,7 +37,9 @@ public:
                 continue;
             }
             if (state == PollState::exited) break;
-            if (state == PollState::lost) return Error::infrastructure(fmt::format("slurm: {}: {}", argv.front(), process.lost_reason()));
+            if (state == PollState::lost)
+                return Error::infrastructure(
+                    fmt::format("slurm: {}: {}", argv.front(), process.lost_reason()));
         }
         ExitInfo exit = process.exit_info().value_or(ExitInfo{255, 0});
         output.exit_code = exit.signal ? 128 + exit.signal : exit.exit_code;
@@ -48,6 +52,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<SlurmCommands> login_node_commands(Target& login) { return std::make_unique<LoginNodeCommands>(login); }
+std::unique_ptr<SlurmCommands> login_node_commands(Target& login) {
+    return std::make_unique<LoginNodeCommands>(login);
+}
 
 }  // namespace ncclsweep::remote

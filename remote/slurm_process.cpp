@@ -105,10 +105,14 @@ void SlurmTaskProcess::check_end() {
                     return;
                 }
                 const std::string message = fmt::format(
-                    "slurm: Slurm says task {} ended ({}{}, exit {}:{}{}), yet nothing it wrote reached this node: "
-                    "neither {} nor {} exists here. The work directory {} is not on a filesystem that node shares "
-                    "with this one (or it is not mounted there). Set target.workdir to a directory on a shared "
-                    "filesystem (under your home or a /shared, /scratch or /lustre mount; `df -T DIR` shows its "
+                    "slurm: Slurm says task {} ended ({}{}, exit {}:{}{}), yet nothing it wrote reached this "
+                    "node: "
+                    "neither {} nor {} exists here. The work directory {} is not on a filesystem that node "
+                    "shares "
+                    "with this one (or it is not mounted there). Set target.workdir to a directory on a "
+                    "shared "
+                    "filesystem (under your home or a /shared, /scratch or /lustre mount; `df -T DIR` shows "
+                    "its "
                     "type), then continue the sweep with --resume",
                     m_task, final.state, why, final.exit.exit_code, final.exit.signal,
                     final.node.empty() ? "" : ", on node " + final.node, m_files.out, m_files.status,
@@ -124,17 +128,19 @@ void SlurmTaskProcess::check_end() {
         case TaskVerdict::time_limit:
             m_pending_exit = ExitInfo{0, 15};
             m_scheduler_end = SchedulerEnd{
-                final.state, fmt::format("Slurm ended task {} at its time limit (target.slurm.time {}): the experiment "
-                                         "needed longer; raise target.slurm.time",
-                                         m_task, m_target.options().spec.time)};
+                final.state,
+                fmt::format("Slurm ended task {} at its time limit (target.slurm.time {}): the experiment "
+                            "needed longer; raise target.slurm.time",
+                            m_task, m_target.options().spec.time)};
             m_ending = true;
             return;
         case TaskVerdict::out_of_memory:
             m_pending_exit = ExitInfo{0, 9};
             m_scheduler_end = SchedulerEnd{
-                final.state, fmt::format("Slurm ended task {} for exceeding its memory (OUT_OF_MEMORY); ask for more "
-                                         "with target.slurm.sbatch, e.g. --mem=0",
-                                         m_task)};
+                final.state,
+                fmt::format("Slurm ended task {} for exceeding its memory (OUT_OF_MEMORY); ask for more "
+                            "with target.slurm.sbatch, e.g. --mem=0",
+                            m_task)};
             m_ending = true;
             return;
         case TaskVerdict::cancelled:
@@ -148,9 +154,10 @@ void SlurmTaskProcess::check_end() {
             return;
         case TaskVerdict::infrastructure:
             m_lost = true;
-            m_lost_reason = fmt::format("Slurm ended task {} with state {}{}: a failure of the cluster, not of the "
-                                        "experiment",
-                                        m_task, final.state, why);
+            m_lost_reason = fmt::format(
+                "Slurm ended task {} with state {}{}: a failure of the cluster, not of the "
+                "experiment",
+                m_task, final.state, why);
             return;
     }
 }
@@ -169,7 +176,8 @@ PollState SlurmTaskProcess::poll(std::chrono::milliseconds wait, OutputLine& lin
         if (m_ending || m_lost) continue;
         const auto now = Clock::now();
         if (now >= deadline) return PollState::timeout;
-        std::this_thread::sleep_for(std::min<Clock::duration>(m_target.options().follow_interval, deadline - now));
+        std::this_thread::sleep_for(
+            std::min<Clock::duration>(m_target.options().follow_interval, deadline - now));
     }
 }
 

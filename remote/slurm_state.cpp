@@ -16,7 +16,8 @@ std::vector<std::string_view> split(std::string_view text, char separator) {
     std::size_t begin = 0;
     for (;;) {
         std::size_t end = text.find(separator, begin);
-        parts.push_back(text.substr(begin, end == std::string_view::npos ? std::string_view::npos : end - begin));
+        parts.push_back(
+            text.substr(begin, end == std::string_view::npos ? std::string_view::npos : end - begin));
         if (end == std::string_view::npos) return parts;
         begin = end + 1;
     }
@@ -70,17 +71,25 @@ std::map<std::string, TaskFinal> parse_scontrol_jobs(std::string_view text) {
             if (eq == std::string_view::npos) continue;
             const auto key = word.substr(0, eq);
             const auto value = word.substr(eq + 1);
-            if (key == "JobId") job_id = value;
-            else if (key == "ArrayJobId") array_job = value;
-            else if (key == "ArrayTaskId") task_id = value;
-            else if (key == "JobState") final.state = value;
-            else if (key == "Reason") final.reason = value;
-            else if (key == "ExitCode") final.exit = parse_exit_code(value);
-            else if (key == "NodeList" && value != "(null)") final.node = value;
+            if (key == "JobId")
+                job_id = value;
+            else if (key == "ArrayJobId")
+                array_job = value;
+            else if (key == "ArrayTaskId")
+                task_id = value;
+            else if (key == "JobState")
+                final.state = value;
+            else if (key == "Reason")
+                final.reason = value;
+            else if (key == "ExitCode")
+                final.exit = parse_exit_code(value);
+            else if (key == "NodeList" && value != "(null)")
+                final.node = value;
         }
         if (final.state.empty()) continue;
         // A job outside an array is its own task 0 (how ncclsweep names single submissions too).
-        const std::string id = !array_job.empty() && !task_id.empty() ? array_job + "_" + task_id : job_id + "_0";
+        const std::string id =
+            !array_job.empty() && !task_id.empty() ? array_job + "_" + task_id : job_id + "_0";
         tasks[id] = final;
     }
     return tasks;
@@ -115,8 +124,8 @@ TaskVerdict verdict_of(const TaskFinal& final) {
 
 bool is_live_state(std::string_view state) {
     static constexpr std::array<std::string_view, 11> k_live = {
-        "PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED",
-        "REQUEUE_FED", "REQUEUE_HOLD", "RESIZING", "SIGNALING", "STAGE_OUT"};
+        "PENDING",     "CONFIGURING",  "RUNNING",  "COMPLETING", "SUSPENDED", "REQUEUED",
+        "REQUEUE_FED", "REQUEUE_HOLD", "RESIZING", "SIGNALING",  "STAGE_OUT"};
     return std::find(k_live.begin(), k_live.end(), state) != k_live.end();
 }
 
@@ -127,7 +136,8 @@ Result<std::string> parse_sbatch_job_id(std::string_view text) {
         return std::isdigit(static_cast<unsigned char>(c)) != 0;
     });
     if (!digits)
-        return Error::infrastructure(fmt::format("sbatch printed '{}' where a job id was expected", std::string(text)));
+        return Error::infrastructure(
+            fmt::format("sbatch printed '{}' where a job id was expected", std::string(text)));
     return std::string(text);
 }
 

@@ -28,8 +28,8 @@ struct QueuedTask {
 struct TaskFinal {
     std::string state;  ///< COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL, PREEMPTED, ...
     std::string reason;
-    ExitInfo exit;      ///< from ExitCode=CODE:SIGNAL
-    std::string node;   ///< where it ran (NodeList; "" when Slurm did not say)
+    ExitInfo exit;     ///< from ExitCode=CODE:SIGNAL
+    std::string node;  ///< where it ran (NodeList; "" when Slurm did not say)
 };
 
 /// `scontrol -o show job ID` lines (one per task of the array) by task id.
@@ -40,11 +40,11 @@ struct TaskFinal {
 
 /// What an ended task means for the sweep.
 enum class TaskVerdict {
-    exited,         ///< the command ran and ended (its exit status is the outcome)
-    time_limit,     ///< Slurm killed it at its time limit
-    out_of_memory,  ///< Slurm killed it for exceeding its memory
-    cancelled,      ///< scancel (ours, or someone else's)
-    infrastructure, ///< node failure, preemption, boot failure, ... : retried, never the setting's fault
+    exited,          ///< the command ran and ended (its exit status is the outcome)
+    time_limit,      ///< Slurm killed it at its time limit
+    out_of_memory,   ///< Slurm killed it for exceeding its memory
+    cancelled,       ///< scancel (ours, or someone else's)
+    infrastructure,  ///< node failure, preemption, boot failure, ... : retried, never the setting's fault
 };
 
 /// The verdict for a final state.

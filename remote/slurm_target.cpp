@@ -38,7 +38,9 @@ bool task_file_exists(const std::string& path) {
     return ::stat(path.c_str(), &st) == 0;
 }
 
-std::string job_of(const std::string& task) { return task.substr(0, task.find('_')); }
+std::string job_of(const std::string& task) {
+    return task.substr(0, task.find('_'));
+}
 
 namespace {
 
@@ -49,14 +51,16 @@ std::optional<std::chrono::milliseconds> pending_timeout_of(const SlurmSpec& spe
 
 }  // namespace
 
-SlurmTarget::SlurmTarget(std::unique_ptr<Target> login, std::unique_ptr<SlurmCommands> commands, SlurmOptions options)
+SlurmTarget::SlurmTarget(std::unique_ptr<Target> login, std::unique_ptr<SlurmCommands> commands,
+                         SlurmOptions options)
     : m_login(std::move(login)),
       m_commands(std::move(commands)),
       m_options(std::move(options)),
       m_pending(m_options.partition, pending_timeout_of(m_options.spec)) {
     if (!m_options.filesystem_of) m_options.filesystem_of = filesystem_of;
     if (!m_options.this_host) m_options.this_host = short_host_name;
-    if (!m_options.warn) m_options.warn = [](const std::string& message) { NCCLSWEEP_LOG(warning, "{}", message); };
+    if (!m_options.warn)
+        m_options.warn = [](const std::string& message) { NCCLSWEEP_LOG(warning, "{}", message); };
 }
 
 SlurmTarget::~SlurmTarget() = default;
@@ -66,7 +70,10 @@ Result<std::string> SlurmTarget::prepare_workdir(const std::string& sweep_id) {
     if (!dir) return dir.error();
     m_workdir = *dir;
     // The tasks write their output and status here; Slurm does not create directories.
-    if (auto keep = m_login->put_file(m_workdir + "/slurm/README", "Output (.out, .err) and exit status (.status) of each Slurm task, by JOBID_TASK.\n"); !keep)
+    if (auto keep = m_login->put_file(
+            m_workdir + "/slurm/README",
+            "Output (.out, .err) and exit status (.status) of each Slurm task, by JOBID_TASK.\n");
+        !keep)
         return keep.error();
     return m_workdir;
 }
@@ -123,23 +130,27 @@ Result<TargetFindings> SlurmTarget::check_before_sweep() {
     namespace fs = std::filesystem;
     WorkdirFacts facts;
     facts.partition = m_options.partition;
-    facts.origin = m_options.workdir_root.empty() ? "the default ./.ncclsweep/work; set target.workdir to choose"
-                                                  : "target.workdir";
+    facts.origin = m_options.workdir_root.empty()
+                       ? "the default ./.ncclsweep/work; set target.workdir to choose"
+                       : "target.workdir";
     std::error_code ec;
-    const fs::path root = fs::absolute(m_options.workdir_root.empty() ? ".ncclsweep/work" : m_options.workdir_root, ec);
+    const fs::path root =
+        fs::absolute(m_options.workdir_root.empty() ? ".ncclsweep/work" : m_options.workdir_root, ec);
     if (!ec) fs::create_directories(root, ec);
     facts.root = root.lexically_normal().string();
     if (ec)
-        return Error::infrastructure(fmt::format("slurm: cannot create the work directory root {} ({}): {}; create it, "
-                                                 "or set target.workdir to a directory on a filesystem the nodes share",
-                                                 facts.root, facts.origin, ec.message()));
+        return Error::infrastructure(
+            fmt::format("slurm: cannot create the work directory root {} ({}): {}; create it, "
+                        "or set target.workdir to a directory on a filesystem the nodes share",
+                        facts.root, facts.origin, ec.message()));
     const std::string probe = fmt::format("{}/.ncclsweep-write-check-{}", facts.root, ::getpid());
     const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
-        return Error::infrastructure(fmt::format("slurm: cannot write in the work directory root {} ({}): {}; fix its "
-                                                 "permissions, or set target.workdir to a directory you can write on a "
-                                                 "filesystem the nodes share",
-                                                 facts.root, facts.origin, std::strerror(errno)));
+        return Error::infrastructure(
+            fmt::format("slurm: cannot write in the work directory root {} ({}): {}; fix its "
+                        "permissions, or set target.workdir to a directory you can write on a "
+                        "filesystem the nodes share",
+                        facts.root, facts.origin, std::strerror(errno)));
     ::close(fd);
     ::unlink(probe.c_str());
     auto filesystem = m_options.filesystem_of(facts.root);
@@ -147,7 +158,8 @@ Result<TargetFindings> SlurmTarget::check_before_sweep() {
     facts.filesystem = *filesystem;
     // One node that is this very host (a workstation's Slurm, the test cluster) sees every
     // local filesystem of it.
-    auto nodes = m_commands->run({"sinfo", "--noheader", "--partition=" + m_options.partition, "--format=%N"});
+    auto nodes =
+        m_commands->run({"sinfo", "--noheader", "--partition=" + m_options.partition, "--format=%N"});
     const std::string host = m_options.this_host();
     facts.only_this_node = nodes && nodes->exit_code == 0 && !host.empty() && nodes->out == host + "\n";
     return judge_workdir(facts);
@@ -158,7 +170,8 @@ Result<std::string> SlurmTarget::task_script(const Command& command) const {
     if (!body) return body.error();
     // The status is written next to the output once the command ended (atomically, so a
     // reader never sees half of it); a task killed by Slurm leaves none.
-    const std::string status = shell_quote(m_workdir + "/slurm/") + "\"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}.status\"";
+    const std::string status =
+        shell_quote(m_workdir + "/slurm/") + "\"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}.status\"";
     return fmt::format(
         "#!/bin/sh\n"
         "# Written by ncclsweep: one experiment as one task of a Slurm job array.\n"
@@ -175,19 +188,27 @@ Result<std::vector<std::string>> SlurmTarget::submit_array(const std::vector<con
     for (std::size_t i = 0; i < commands.size(); ++i) {
         auto script = task_script(*commands[i]);
         if (!script) return script.error();
-        if (auto put = m_login->put_file(fmt::format("{}/task-{}.sh", batch_dir, i), *script); !put) return put.error();
+        if (auto put = m_login->put_file(fmt::format("{}/task-{}.sh", batch_dir, i), *script); !put)
+            return put.error();
     }
     const std::string array_script = fmt::format(
-        "#!/bin/sh\n# Written by ncclsweep: task N of the array runs task-N.sh.\nexec /bin/sh {}/\"task-$SLURM_ARRAY_TASK_ID.sh\"\n",
+        "#!/bin/sh\n# Written by ncclsweep: task N of the array runs task-N.sh.\nexec /bin/sh "
+        "{}/\"task-$SLURM_ARRAY_TASK_ID.sh\"\n",
         shell_quote(batch_dir));
     if (auto put = m_login->put_file(batch_dir + "/array.sh", array_script); !put) return put.error();
 
     const SlurmSpec& spec = m_options.spec;
     std::string array = fmt::format("--array=0-{}", commands.size() - 1);
     if (spec.array_limit) array += fmt::format("%{}", *spec.array_limit);
-    std::vector<std::string> argv{"sbatch", "--parsable", "--partition=" + m_options.partition, array,
-                                  "--time=" + spec.time, "--job-name=" + m_options.job_name, "--no-requeue",
-                                  "--output=" + m_workdir + "/slurm/%A_%a.out", "--error=" + m_workdir + "/slurm/%A_%a.err"};
+    std::vector<std::string> argv{"sbatch",
+                                  "--parsable",
+                                  "--partition=" + m_options.partition,
+                                  array,
+                                  "--time=" + spec.time,
+                                  "--job-name=" + m_options.job_name,
+                                  "--no-requeue",
+                                  "--output=" + m_workdir + "/slurm/%A_%a.out",
+                                  "--error=" + m_workdir + "/slurm/%A_%a.err"};
     if (!spec.gres.empty()) argv.push_back("--gres=" + spec.gres);
     if (!spec.account.empty()) argv.push_back("--account=" + spec.account);
     for (const auto& extra : spec.sbatch) argv.push_back(extra);
@@ -266,7 +287,8 @@ Result<std::unique_ptr<Process>> SlurmTarget::start(const Command& command) {
         if (!seen.live || (seen.state != "PENDING" && !seen.state.empty())) break;
         if (stopping()) {
             if (auto halted = halt_reason()) return *halted;
-            return Error::infrastructure(fmt::format("slurm: interrupted while task {} waited in the queue", task));
+            return Error::infrastructure(
+                fmt::format("slurm: interrupted while task {} waited in the queue", task));
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
@@ -283,7 +305,8 @@ void SlurmTarget::refresh_locked(bool force) {
         return;
     }
     ++m_counters.squeue_calls;
-    auto ran = m_commands->run({"squeue", "--noheader", "--array", "--jobs=" + join(m_jobs, ','), "--format=%i|%T|%r"});
+    auto ran = m_commands->run(
+        {"squeue", "--noheader", "--array", "--jobs=" + join(m_jobs, ','), "--format=%i|%T|%r"});
     if (!ran) return;  // keep the last answer; the next round asks again
     if (ran->exit_code != 0) {
         // Every listed job left Slurm's memory ("Invalid job id specified"): none is queued.
@@ -351,7 +374,8 @@ TaskObservation SlurmTarget::observe(const std::string& task) {
         return seen;
     }
     // Submitted after the last squeue: not listed yet, not gone.
-    if (auto submitted = m_submitted_at.find(job); submitted != m_submitted_at.end() && submitted->second >= m_last_refresh)
+    if (auto submitted = m_submitted_at.find(job);
+        submitted != m_submitted_at.end() && submitted->second >= m_last_refresh)
         return seen;
     seen.live = false;
     if (!m_finals.count(task)) ask_final_locked(job);

@@ -44,7 +44,7 @@ public:
 /// Settings of a SlurmTarget.
 struct SlurmOptions {
     std::string partition;
-    SlurmSpec spec;            ///< array limit, gres, time, account, extra sbatch options, poll
+    SlurmSpec spec;  ///< array limit, gres, time, account, extra sbatch options, poll
     std::string job_name = "ncclsweep";
     /// Raised by Ctrl-C: a start() waiting for its task to leave the queue gives up.
     const std::atomic<bool>* stop = nullptr;
@@ -79,9 +79,9 @@ struct SlurmTaskFiles {
 
 /// What the target knows of a task right now.
 struct TaskObservation {
-    bool live = true;                 ///< still in the queue (or too new to be listed)
-    std::string state;                ///< squeue's state while live
-    std::optional<TaskFinal> final;   ///< Slurm's final state once it left the queue, if known
+    bool live = true;                ///< still in the queue (or too new to be listed)
+    std::string state;               ///< squeue's state while live
+    std::optional<TaskFinal> final;  ///< Slurm's final state once it left the queue, if known
 };
 
 /// A Slurm partition as a Target (thread-safe: several slots follow tasks at once).
@@ -154,8 +154,8 @@ private:
     std::map<std::string, QueuedTask> m_queue;         ///< the last squeue
     std::chrono::steady_clock::time_point m_last_refresh{};
     std::map<std::string, std::chrono::steady_clock::time_point> m_submitted_at;  ///< by job id
-    std::map<std::string, TaskFinal> m_finals;          ///< final states by task id
-    std::map<std::string, std::chrono::steady_clock::time_point> m_final_asked;  ///< by job id
+    std::map<std::string, TaskFinal> m_finals;                                    ///< final states by task id
+    std::map<std::string, std::chrono::steady_clock::time_point> m_final_asked;   ///< by job id
     PendingWatch m_pending;
     std::optional<Error> m_halt;  ///< guarded by m_mutex
     std::atomic<bool> m_halted{false};

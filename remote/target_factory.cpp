@@ -12,7 +12,8 @@ namespace ncclsweep::remote {
 
 namespace {
 
-Result<std::unique_ptr<Target>> connect_ssh(const TargetUrl& url, const TargetSpec& spec, const TargetOverrides& overrides) {
+Result<std::unique_ptr<Target>> connect_ssh(const TargetUrl& url, const TargetSpec& spec,
+                                            const TargetOverrides& overrides) {
     SshOptions options;
     options.workdir_root = spec.workdir;
     options.accept_new_host_key = spec.accept_new_host_key || overrides.accept_new_host_key;
@@ -30,7 +31,8 @@ Result<std::unique_ptr<Target>> make_target(const TargetSpec& spec, const Target
         std::vector<std::unique_ptr<Target>> hosts;
         for (const auto& text : spec.hosts) {
             auto url = parse_target_url(text);
-            if (!url) return Error::bad_input(fmt::format("{}: {}", spec.mark.to_string(), url.error().message));
+            if (!url)
+                return Error::bad_input(fmt::format("{}: {}", spec.mark.to_string(), url.error().message));
             auto host = connect_ssh(*url, spec, overrides);
             if (!host) return host.error();
             hosts.push_back(std::move(*host));
@@ -58,7 +60,8 @@ Result<std::unique_ptr<Target>> make_target(const TargetSpec& spec, const Target
         options.spec = spec.slurm;
         options.stop = overrides.stop;
         options.workdir_root = spec.workdir;
-        return std::unique_ptr<Target>(std::make_unique<SlurmTarget>(std::move(login), std::move(commands), options));
+        return std::unique_ptr<Target>(
+            std::make_unique<SlurmTarget>(std::move(login), std::move(commands), options));
     }
     return connect_ssh(*url, spec, overrides);
 }

@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config git python3
   libcli11-dev libyaml-cpp-dev libfmt-dev libsqlite3-dev libssh-dev catch2
-  nlohmann-json3-dev libre2-dev ccache openssh-server openssh-client sqlite3
+  nlohmann-json3-dev libre2-dev ccache openssh-server openssh-client sqlite3 clang-format
   chromium slurmctld slurmd slurm-client munge
 )
 missing=()

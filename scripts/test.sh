@@ -14,6 +14,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
+# Formatting first: a drifted file fails in a second, before the builds (scripts/check-format.sh --fix mends it).
+bash scripts/check-format.sh
 # The test build leaves out debug info: -g costs about a quarter of each compile at -O2
 # (tests/e2e/test_nightly_gate.cpp: 12.3 s with it, 8.9 s without) and more in the links, and
 # no test reads it (Catch2 names the file and line of a failed check itself). scripts/build.sh

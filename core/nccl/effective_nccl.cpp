@@ -19,9 +19,11 @@ constexpr std::size_t k_max_summary_chars = 8192;
 
 /// The text after "NCCL INFO " (or the whole line, trimmed, when there is no prefix).
 std::string_view payload_of(std::string_view line) {
-    if (auto at = line.find(k_info_marker); at != std::string_view::npos) line.remove_prefix(at + k_info_marker.size());
+    if (auto at = line.find(k_info_marker); at != std::string_view::npos)
+        line.remove_prefix(at + k_info_marker.size());
     while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
-    while (!line.empty() && (line.back() == ' ' || line.back() == '\r' || line.back() == '\t')) line.remove_suffix(1);
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r' || line.back() == '\t'))
+        line.remove_suffix(1);
     return line;
 }
 
@@ -49,13 +51,15 @@ std::string upper(std::string_view s) {
 std::string algo_name(std::string_view token) {
     static constexpr std::array<std::string_view, 7> k_algos = {
         "TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"};
-    if (unsigned id = 0; parse_number(token, id)) return id < k_algos.size() ? std::string(k_algos[id]) : fmt::format("ALGO{}", id);
+    if (unsigned id = 0; parse_number(token, id))
+        return id < k_algos.size() ? std::string(k_algos[id]) : fmt::format("ALGO{}", id);
     return upper(token);
 }
 
 std::string proto_name(std::string_view token) {
     static constexpr std::array<std::string_view, 3> k_protos = {"LL", "LL128", "SIMPLE"};
-    if (unsigned id = 0; parse_number(token, id)) return id < k_protos.size() ? std::string(k_protos[id]) : fmt::format("PROTO{}", id);
+    if (unsigned id = 0; parse_number(token, id))
+        return id < k_protos.size() ? std::string(k_protos[id]) : fmt::format("PROTO{}", id);
     return upper(token);
 }
 
@@ -64,8 +68,11 @@ bool parse_channel_range(std::string_view token, int& lo, int& hi) {
     auto open = token.find("={");
     auto dots = token.find("..", open == std::string_view::npos ? 0 : open);
     auto close = token.rfind('}');
-    if (open == std::string_view::npos || dots == std::string_view::npos || close == std::string_view::npos || close < dots) return false;
-    return parse_number(token.substr(open + 2, dots - open - 2), lo) && parse_number(token.substr(dots + 2, close - dots - 2), hi);
+    if (open == std::string_view::npos || dots == std::string_view::npos || close == std::string_view::npos ||
+        close < dots)
+        return false;
+    return parse_number(token.substr(open + 2, dots - open - 2), lo) &&
+           parse_number(token.substr(dots + 2, close - dots - 2), hi);
 }
 
 constexpr std::string_view k_tuner_marker = "ncclsweep tuner: ";
@@ -155,8 +162,10 @@ std::optional<TuningChoice> parse_tuning_line(std::string_view line) {
     auto head = text.substr(0, marker);
     while (!head.empty() && head.back() == ' ') head.remove_suffix(1);
     auto digits_begin = head.size();
-    while (digits_begin > 0 && std::isdigit(static_cast<unsigned char>(head[digits_begin - 1]))) --digits_begin;
-    if (digits_begin == head.size() || !parse_number(head.substr(digits_begin), choice.bytes)) return std::nullopt;
+    while (digits_begin > 0 && std::isdigit(static_cast<unsigned char>(head[digits_begin - 1])))
+        --digits_begin;
+    if (digits_begin == head.size() || !parse_number(head.substr(digits_begin), choice.bytes))
+        return std::nullopt;
     head = head.substr(0, digits_begin);
     while (!head.empty() && (head.back() == ' ' || head.back() == ':')) head.remove_suffix(1);
     auto name_begin = head.size();
@@ -173,7 +182,8 @@ std::optional<TuningChoice> parse_tuning_line(std::string_view line) {
     while (!rest.empty()) {
         auto token = next_token(rest);
         if (token.starts_with("channel")) {
-            if (!parse_channel_range(token, choice.channel_lo, choice.channel_hi)) choice.channel_lo = choice.channel_hi = -1;
+            if (!parse_channel_range(token, choice.channel_lo, choice.channel_hi))
+                choice.channel_lo = choice.channel_hi = -1;
         } else if (token == "nchannels" || token == "nChannels") {
             if (!parse_number(next_token(rest), choice.nchannels)) choice.nchannels = -1;
         } else if (token == "nthreads" || token == "nThreads") {
@@ -192,8 +202,9 @@ std::optional<EnvSetting> parse_env_line(std::string_view line) {
     if (!name.starts_with("NCCL_") || name.size() <= 5) return std::nullopt;
     auto value = text.substr(marker + k_env_marker.size());
     // Numeric parameters are printed as "... to 2." — drop that full stop.
-    if (value.size() > 1 && value.back() == '.' &&
-        std::all_of(value.begin(), value.end() - 1, [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == '-'; }))
+    if (value.size() > 1 && value.back() == '.' && std::all_of(value.begin(), value.end() - 1, [](char c) {
+            return std::isdigit(static_cast<unsigned char>(c)) || c == '-';
+        }))
         value.remove_suffix(1);
     return EnvSetting{std::string(name), std::string(value)};
 }
@@ -204,8 +215,10 @@ bool EffectiveNccl::add_line(std::string_view line) {
     bool recorded = false;
     if (auto choice = parse_tuning_line(text)) {
         recorded = true;
-        if (m_choices.size() < k_max_entries) m_choices.insert(std::move(*choice));
-        else if (!m_choices.contains(*choice)) ++m_dropped;
+        if (m_choices.size() < k_max_entries)
+            m_choices.insert(std::move(*choice));
+        else if (!m_choices.contains(*choice))
+            ++m_dropped;
     } else if (auto event = parse_tuner_line(text)) {
         // Before the ENV parser: the plugin's lines quote file names that could say anything.
         recorded = true;
@@ -215,17 +228,23 @@ bool EffectiveNccl::add_line(std::string_view line) {
             ++m_dropped;
     } else if (auto env = parse_env_line(text)) {
         recorded = true;
-        if (m_env.size() < k_max_entries) m_env.insert(std::move(*env));
-        else if (!m_env.contains(*env)) ++m_dropped;
+        if (m_env.size() < k_max_entries)
+            m_env.insert(std::move(*env));
+        else if (!m_env.contains(*env))
+            ++m_dropped;
     }
     // Remember the payload so the next rank's identical line is a hash lookup; bounded too.
     if (recorded && m_seen.size() < 4 * k_max_entries) m_seen.emplace(text);
     return recorded;
 }
 
-std::vector<TuningChoice> EffectiveNccl::choices() const { return {m_choices.begin(), m_choices.end()}; }
+std::vector<TuningChoice> EffectiveNccl::choices() const {
+    return {m_choices.begin(), m_choices.end()};
+}
 
-std::vector<EnvSetting> EffectiveNccl::env() const { return {m_env.begin(), m_env.end()}; }
+std::vector<EnvSetting> EffectiveNccl::env() const {
+    return {m_env.begin(), m_env.end()};
+}
 
 std::vector<TunerEvent> EffectiveNccl::tuner() const {
     return {m_tuner.begin(), m_tuner.end()};

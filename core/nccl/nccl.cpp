@@ -22,8 +22,10 @@ std::string shown(std::string_view value) {
             out += "...";
             break;
         }
-        if (byte >= 0x20 && byte < 0x7f) out += c;
-        else out += fmt::format("\\x{:02x}", byte);
+        if (byte >= 0x20 && byte < 0x7f)
+            out += c;
+        else
+            out += fmt::format("\\x{:02x}", byte);
     }
     return out;
 }
@@ -58,8 +60,10 @@ std::optional<std::int64_t> checked_integer(const std::string& name, const std::
     if (!parsed) {
         std::string hint;
         if (!value.empty() && std::isdigit(static_cast<unsigned char>(value[0])))
-            hint = " (NCCL reads only the leading digits and silently ignores the rest, so a unit suffix like 4M "
-                   "becomes 4; write the plain number of bytes)";
+            hint =
+                " (NCCL reads only the leading digits and silently ignores the rest, so a unit suffix like "
+                "4M "
+                "becomes 4; write the plain number of bytes)";
         else if (upper(value) == "TRUE" || upper(value) == "YES" || upper(value) == "ON")
             hint = " (NCCL reads this variable as a number; write 1)";
         else if (upper(value) == "FALSE" || upper(value) == "NO" || upper(value) == "OFF")
@@ -79,8 +83,8 @@ std::optional<std::int64_t> checked_integer(const std::string& name, const std::
     return parsed;
 }
 
-void check_range(const std::string& name, const std::string& value, Kind kind, std::int64_t low, std::int64_t high,
-                 std::vector<Finding>& out) {
+void check_range(const std::string& name, const std::string& value, Kind kind, std::int64_t low,
+                 std::int64_t high, std::vector<Finding>& out) {
     auto number = checked_integer(name, value, kind, out);
     if (number && (*number < low || *number > high))
         out.push_back(error(name, "out-of-range",
@@ -89,22 +93,24 @@ void check_range(const std::string& name, const std::string& value, Kind kind, s
 }
 
 void check_words(const std::string& name, const std::string& value, Kind kind,
-                 const std::vector<std::string_view>& words, bool case_insensitive, std::vector<Finding>& out) {
+                 const std::vector<std::string_view>& words, bool case_insensitive,
+                 std::vector<Finding>& out) {
     for (auto word : words)
         if (value == word) return;
     std::string raised = upper(value);
     for (auto word : words) {
         if (raised != word) continue;
         if (case_insensitive) return;
-        out.push_back(error(name, "wrong-case",
-                            fmt::format("{}={} must be written in upper case ({}): NCCL compares it exactly and "
-                                        "would silently fall back to its default",
-                                        name, shown(value), word)));
+        out.push_back(
+            error(name, "wrong-case",
+                  fmt::format("{}={} must be written in upper case ({}): NCCL compares it exactly and "
+                              "would silently fall back to its default",
+                              name, shown(value), word)));
         return;
     }
-    out.push_back(error(name, "bad-value",
-                        fmt::format("{}={} is not accepted; accepted: {}", name, shown(value),
-                                    detail::accepted_text(kind))));
+    out.push_back(error(
+        name, "bad-value",
+        fmt::format("{}={} is not accepted; accepted: {}", name, shown(value), detail::accepted_text(kind))));
 }
 
 void check_path_level(const std::string& name, const std::string& value, std::vector<Finding>& out) {
@@ -118,8 +124,8 @@ void check_path_level(const std::string& name, const std::string& value, std::ve
 
 void check_debug_subsys(const std::string& name, const std::string& value, std::vector<Finding>& out) {
     static const std::vector<std::string_view> k_subsystems = {
-        "INIT",  "COLL",  "P2P", "SHM",       "NET", "GRAPH",   "TUNING", "ENV", "ALLOC",
-        "CALL",  "PROXY", "NVLS", "BOOTSTRAP", "REG", "PROFILE", "RAS",    "ALL"};
+        "INIT", "COLL",  "P2P",  "SHM",       "NET", "GRAPH",   "TUNING", "ENV", "ALLOC",
+        "CALL", "PROXY", "NVLS", "BOOTSTRAP", "REG", "PROFILE", "RAS",    "ALL"};
     std::string_view list = value;
     if (!list.empty() && list.front() == '^') list.remove_prefix(1);
     std::size_t start = 0;
@@ -130,16 +136,17 @@ void check_debug_subsys(const std::string& name, const std::string& value, std::
         if (token.empty()) continue;
         std::string raised = upper(token);
         if (std::find(k_subsystems.begin(), k_subsystems.end(), raised) == k_subsystems.end())
-            out.push_back(warning(name, "unknown-subsys",
-                                  fmt::format("{}: subsystem \"{}\" is unknown to this validator and NCCL ignores "
-                                              "names it does not know; accepted: {}",
-                                              name, shown(token), detail::accepted_text(Kind::debug_subsys))));
+            out.push_back(
+                warning(name, "unknown-subsys",
+                        fmt::format("{}: subsystem \"{}\" is unknown to this validator and NCCL ignores "
+                                    "names it does not know; accepted: {}",
+                                    name, shown(token), detail::accepted_text(Kind::debug_subsys))));
     }
 }
 
 std::string collective_names(const std::vector<std::size_t>& indices) {
-    static const std::array<std::string_view, 5> k_display = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
-                                                              "AllReduce"};
+    static const std::array<std::string_view, 5> k_display = {"Broadcast", "Reduce", "AllGather",
+                                                              "ReduceScatter", "AllReduce"};
     std::string out;
     for (auto f : indices) {
         if (!out.empty()) out += ", ";
@@ -169,23 +176,27 @@ void check_algo(const std::string& name, const std::string& value, std::vector<F
                 usable = usable || detail::algo_proto_exists(a, p, f);
         }
         if (usable) continue;
-        if (parsed->from_global[f] && only_tree) bare_tree.push_back(f);
-        else unavailable.push_back(f);
+        if (parsed->from_global[f] && only_tree)
+            bare_tree.push_back(f);
+        else
+            unavailable.push_back(f);
     }
     if (!bare_tree.empty())
         out.push_back(warning(
             name, "bare-tree",
-            fmt::format("{}={} applies to every collective, but NCCL implements Tree only for AllReduce: the first "
-                        "{} fails with \"No algorithm/protocol available ... NCCL_ALGO was set to {}\" "
-                        "(ncclInvalidUsage), and inside a CUDA-graph capture that invalidates the capture. "
-                        "Use \"allreduce:tree\" to force Tree for all-reduce only",
-                        name, shown(value), collective_names(bare_tree), shown(value))));
+            fmt::format(
+                "{}={} applies to every collective, but NCCL implements Tree only for AllReduce: the first "
+                "{} fails with \"No algorithm/protocol available ... NCCL_ALGO was set to {}\" "
+                "(ncclInvalidUsage), and inside a CUDA-graph capture that invalidates the capture. "
+                "Use \"allreduce:tree\" to force Tree for all-reduce only",
+                name, shown(value), collective_names(bare_tree), shown(value))));
     if (!unavailable.empty())
-        out.push_back(warning(name, "algo-unavailable",
-                              fmt::format("{}={} leaves no algorithm NCCL implements for {}; the first such call "
-                                          "fails with \"No algorithm/protocol available\". Add ring for those "
-                                          "collectives or restrict the value with a prefix such as allreduce:",
-                                          name, shown(value), collective_names(unavailable))));
+        out.push_back(
+            warning(name, "algo-unavailable",
+                    fmt::format("{}={} leaves no algorithm NCCL implements for {}; the first such call "
+                                "fails with \"No algorithm/protocol available\". Add ring for those "
+                                "collectives or restrict the value with a prefix such as allreduce:",
+                                name, shown(value), collective_names(unavailable))));
 }
 
 void check_proto(const std::string& name, const std::string& value, std::vector<Finding>& out) {
@@ -198,8 +209,12 @@ void check_proto(const std::string& name, const std::string& value, std::vector<
 void check_known(const detail::VariableInfo& info, const std::string& name, const std::string& value,
                  std::vector<Finding>& out) {
     switch (info.kind) {
-        case Kind::algo_list: check_algo(name, value, out); break;
-        case Kind::proto_list: check_proto(name, value, out); break;
+        case Kind::algo_list:
+            check_algo(name, value, out);
+            break;
+        case Kind::proto_list:
+            check_proto(name, value, out);
+            break;
         case Kind::nthreads: {
             auto number = checked_integer(name, value, info.kind, out);
             if (number && (*number < 64 || *number > 512 || *number % 32 != 0))
@@ -208,12 +223,24 @@ void check_known(const detail::VariableInfo& info, const std::string& name, cons
                                                 detail::accepted_text(info.kind))));
             break;
         }
-        case Kind::ctas: check_range(name, value, info.kind, 1, 64, out); break;
-        case Kind::path_level: check_path_level(name, value, out); break;
-        case Kind::boolean: check_range(name, value, info.kind, 0, 1, out); break;
-        case Kind::tristate: check_range(name, value, info.kind, 0, 2, out); break;
-        case Kind::count: check_range(name, value, info.kind, 0, INT64_MAX, out); break;
-        case Kind::positive: check_range(name, value, info.kind, 1, INT64_MAX, out); break;
+        case Kind::ctas:
+            check_range(name, value, info.kind, 1, 64, out);
+            break;
+        case Kind::path_level:
+            check_path_level(name, value, out);
+            break;
+        case Kind::boolean:
+            check_range(name, value, info.kind, 0, 1, out);
+            break;
+        case Kind::tristate:
+            check_range(name, value, info.kind, 0, 2, out);
+            break;
+        case Kind::count:
+            check_range(name, value, info.kind, 0, INT64_MAX, out);
+            break;
+        case Kind::positive:
+            check_range(name, value, info.kind, 1, INT64_MAX, out);
+            break;
         case Kind::size: {
             auto number = checked_integer(name, value, info.kind, out);
             if (!number) break;
@@ -231,10 +258,17 @@ void check_known(const detail::VariableInfo& info, const std::string& name, cons
         case Kind::debug_level:
             check_words(name, value, info.kind, {"VERSION", "WARN", "INFO", "TRACE", "ABORT"}, true, out);
             break;
-        case Kind::debug_subsys: check_debug_subsys(name, value, out); break;
-        case Kind::launch_mode: check_words(name, value, info.kind, {"PARALLEL", "GROUP"}, false, out); break;
-        case Kind::socket_family: check_words(name, value, info.kind, {"AF_INET", "AF_INET6"}, false, out); break;
-        case Kind::free_text: break;
+        case Kind::debug_subsys:
+            check_debug_subsys(name, value, out);
+            break;
+        case Kind::launch_mode:
+            check_words(name, value, info.kind, {"PARALLEL", "GROUP"}, false, out);
+            break;
+        case Kind::socket_family:
+            check_words(name, value, info.kind, {"AF_INET", "AF_INET6"}, false, out);
+            break;
+        case Kind::free_text:
+            break;
     }
 }
 
@@ -254,9 +288,12 @@ Finding unknown_variable(const std::string& name) {
         }
     }
     std::size_t limit = std::max<std::size_t>(2, name.size() / 4);
-    std::string message = fmt::format("{} is not a known NCCL variable, so NCCL would ignore it", shown(name));
-    if (best_distance <= limit) message += fmt::format("; did you mean {}?", best);
-    else message += "; check the name against NCCL's environment-variable documentation";
+    std::string message =
+        fmt::format("{} is not a known NCCL variable, so NCCL would ignore it", shown(name));
+    if (best_distance <= limit)
+        message += fmt::format("; did you mean {}?", best);
+    else
+        message += "; check the name against NCCL's environment-variable documentation";
     return warning(name, "unknown-var", std::move(message));
 }
 
@@ -271,10 +308,11 @@ std::vector<Finding> check_value(const std::string& name, const std::string& val
         return out;
     }
     if (value.empty()) {
-        out.push_back(warning(name, "empty-value",
-                              fmt::format("{} is set to an empty string, which NCCL treats as unset; remove it or "
-                                          "give a value ({})",
-                                          name, detail::accepted_text(info->kind))));
+        out.push_back(
+            warning(name, "empty-value",
+                    fmt::format("{} is set to an empty string, which NCCL treats as unset; remove it or "
+                                "give a value ({})",
+                                name, detail::accepted_text(info->kind))));
         return out;
     }
     check_known(*info, name, value, out);

@@ -18,7 +18,7 @@ struct Finding {
     std::string variable;  ///< NCCL_* name the finding is about ("" for combinations)
     std::string message;   ///< what is wrong and what to do, e.g. "bare NCCL_ALGO=Tree applies to
                            ///< every collective; use allreduce:tree"
-    std::string code;      ///< short stable id: "bare-tree", "ll128-pcie", "ignored-small", "unknown-var", ...
+    std::string code;  ///< short stable id: "bare-tree", "ll128-pcie", "ignored-small", "unknown-var", ...
 };
 
 /// What the validator knows about the workload (for "ignored at this size", "LL128 on PCIe").

@@ -104,7 +104,8 @@ std::vector<VariableInfo> build_catalog() {
         {"NCCL_LL_THRESHOLD", Kind::count, "deprecated"},
         {"NCCL_TREE_THRESHOLD", Kind::count, "deprecated"},
     };
-    std::sort(list.begin(), list.end(), [](const VariableInfo& a, const VariableInfo& b) { return a.name < b.name; });
+    std::sort(list.begin(), list.end(),
+              [](const VariableInfo& a, const VariableInfo& b) { return a.name < b.name; });
     return list;
 }
 
@@ -128,26 +129,40 @@ std::string accepted_text(Kind kind) {
         case Kind::algo_list:
             return "a comma list of Ring, Tree, CollnetDirect, CollnetChain, NVLS, NVLSTree, PAT (any case), "
                    "optionally starting with ^ to exclude, and per collective since NCCL 2.24 as "
-                   "\"ring,tree;allreduce:tree\" (collectives: broadcast, reduce, allgather, reducescatter, allreduce)";
+                   "\"ring,tree;allreduce:tree\" (collectives: broadcast, reduce, allgather, reducescatter, "
+                   "allreduce)";
         case Kind::proto_list:
-            return "a comma list of LL, LL128, Simple (any case), optionally starting with ^ to exclude, and per "
+            return "a comma list of LL, LL128, Simple (any case), optionally starting with ^ to exclude, and "
+                   "per "
                    "collective since NCCL 2.24 as \"simple;allreduce:ll\" (collectives: broadcast, reduce, "
                    "allgather, reducescatter, allreduce)";
-        case Kind::nthreads: return "a multiple of 32 from 64 to 512";
-        case Kind::ctas: return "an integer from 1 to 64";
-        case Kind::path_level: return "LOC, NVL, PIX, PXB, PHB, SYS or an integer 0..5";
-        case Kind::boolean: return "0 or 1";
-        case Kind::tristate: return "0, 1 or 2";
-        case Kind::size: return "a positive number of bytes written as a plain integer (a power of two is recommended)";
-        case Kind::count: return "a non-negative integer";
-        case Kind::positive: return "a positive integer";
-        case Kind::debug_level: return "VERSION, WARN, INFO, TRACE or ABORT";
+        case Kind::nthreads:
+            return "a multiple of 32 from 64 to 512";
+        case Kind::ctas:
+            return "an integer from 1 to 64";
+        case Kind::path_level:
+            return "LOC, NVL, PIX, PXB, PHB, SYS or an integer 0..5";
+        case Kind::boolean:
+            return "0 or 1";
+        case Kind::tristate:
+            return "0, 1 or 2";
+        case Kind::size:
+            return "a positive number of bytes written as a plain integer (a power of two is recommended)";
+        case Kind::count:
+            return "a non-negative integer";
+        case Kind::positive:
+            return "a positive integer";
+        case Kind::debug_level:
+            return "VERSION, WARN, INFO, TRACE or ABORT";
         case Kind::debug_subsys:
             return "a comma list of INIT, COLL, P2P, SHM, NET, GRAPH, TUNING, ENV, ALLOC, CALL, PROXY, NVLS, "
                    "BOOTSTRAP, REG, PROFILE, RAS or ALL, optionally starting with ^ to exclude";
-        case Kind::launch_mode: return "PARALLEL or GROUP";
-        case Kind::socket_family: return "AF_INET or AF_INET6";
-        case Kind::free_text: return "any text";
+        case Kind::launch_mode:
+            return "PARALLEL or GROUP";
+        case Kind::socket_family:
+            return "AF_INET or AF_INET6";
+        case Kind::free_text:
+            return "any text";
     }
     return "any text";
 }

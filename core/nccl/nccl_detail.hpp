@@ -13,21 +13,21 @@ namespace ncclsweep::nccl::detail {
 
 /// How a variable's value is checked.
 enum class Kind {
-    algo_list,     ///< NCCL_ALGO: algorithm tokens, per-collective syntax, ^
-    proto_list,    ///< NCCL_PROTO: protocol tokens, per-collective syntax, ^
-    nthreads,      ///< multiple of 32 in 64..512
-    ctas,          ///< 1..64
-    path_level,    ///< LOC NVL PIX PXB PHB SYS or an integer 0..5
-    boolean,       ///< 0 or 1
-    tristate,      ///< 0, 1 or 2
-    size,          ///< positive integer; power of two recommended
-    count,         ///< non-negative integer
-    positive,      ///< integer >= 1
-    debug_level,   ///< VERSION WARN INFO TRACE ABORT
-    debug_subsys,  ///< comma list of subsystems, optional leading ^
-    launch_mode,   ///< PARALLEL GROUP
-    socket_family, ///< AF_INET AF_INET6
-    free_text,     ///< any string (paths, interface names, plugin names)
+    algo_list,      ///< NCCL_ALGO: algorithm tokens, per-collective syntax, ^
+    proto_list,     ///< NCCL_PROTO: protocol tokens, per-collective syntax, ^
+    nthreads,       ///< multiple of 32 in 64..512
+    ctas,           ///< 1..64
+    path_level,     ///< LOC NVL PIX PXB PHB SYS or an integer 0..5
+    boolean,        ///< 0 or 1
+    tristate,       ///< 0, 1 or 2
+    size,           ///< positive integer; power of two recommended
+    count,          ///< non-negative integer
+    positive,       ///< integer >= 1
+    debug_level,    ///< VERSION WARN INFO TRACE ABORT
+    debug_subsys,   ///< comma list of subsystems, optional leading ^
+    launch_mode,    ///< PARALLEL GROUP
+    socket_family,  ///< AF_INET AF_INET6
+    free_text,      ///< any string (paths, interface names, plugin names)
 };
 
 /// One known variable.
@@ -49,8 +49,8 @@ using ncclsweep::edit_distance;
 /// The collectives NCCL_ALGO/NCCL_PROTO prefixes may name (NCCL's function list, lower case).
 constexpr std::array<std::string_view, 5> k_collectives = {"broadcast", "reduce", "allgather",
                                                            "reducescatter", "allreduce"};
-constexpr std::array<std::string_view, 7> k_algorithms = {"tree", "ring", "collnetdirect", "collnetchain",
-                                                          "nvls", "nvlstree", "pat"};
+constexpr std::array<std::string_view, 7> k_algorithms = {
+    "tree", "ring", "collnetdirect", "collnetchain", "nvls", "nvlstree", "pat"};
 constexpr std::array<std::string_view, 3> k_protocols = {"ll", "ll128", "simple"};
 
 /// Result of parsing an NCCL_ALGO / NCCL_PROTO value the way NCCL does.

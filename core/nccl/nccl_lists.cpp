@@ -42,7 +42,8 @@ std::string join(const std::vector<std::string_view>& items) {
 }
 
 bool has_space(std::string_view token) {
-    return std::any_of(token.begin(), token.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); });
+    return std::any_of(token.begin(), token.end(),
+                       [](char c) { return std::isspace(static_cast<unsigned char>(c)); });
 }
 
 /// ", e.g. \"allreduce:tree;allgather:ring\"" when `entry` joins per-collective entries with ','
@@ -82,7 +83,8 @@ std::optional<ParsedList> parse_list(std::string_view value, const std::vector<s
             prefix = entry.substr(0, colon);
             list = entry.substr(colon + 1);
             if (prefix.empty()) {
-                error = "entry \"" + shown(entry) + "\" has nothing before ':'; write collective:elements, e.g. allreduce:" +
+                error = "entry \"" + shown(entry) +
+                        "\" has nothing before ':'; write collective:elements, e.g. allreduce:" +
                         std::string(elements.front());
                 return std::nullopt;
             }
@@ -92,8 +94,8 @@ std::optional<ParsedList> parse_list(std::string_view value, const std::vector<s
                 return std::nullopt;
             }
             if (list.empty()) {
-                error = "entry \"" + shown(entry) + "\" names no elements after ':'; accepted elements: " +
-                        join(elements);
+                error = "entry \"" + shown(entry) +
+                        "\" names no elements after ':'; accepted elements: " + join(elements);
                 return std::nullopt;
             }
         } else if (index > 0) {
@@ -115,8 +117,9 @@ std::optional<ParsedList> parse_list(std::string_view value, const std::vector<s
                 if (has_space(prefix)) error += " (NCCL does not strip spaces)";
                 if (iequals(prefix, "sendrecv") || iequals(prefix, "send") || iequals(prefix, "recv") ||
                     iequals(prefix, "alltoall"))
-                    error += " (NCCL's per-collective lists cover only the collectives below; "
-                             "send/recv traffic is not selected through them)";
+                    error +=
+                        " (NCCL's per-collective lists cover only the collectives below; "
+                        "send/recv traffic is not selected through them)";
                 error += "; accepted collectives: " + join(collectives);
                 return std::nullopt;
             }
@@ -127,10 +130,12 @@ std::optional<ParsedList> parse_list(std::string_view value, const std::vector<s
         std::vector<bool> selection(elements.size(), exclude);
         bool matched_any = false;
         for (std::string_view token : split_nonempty(list, ',')) {
-            auto it = std::find_if(elements.begin(), elements.end(), [&](std::string_view e) { return iequals(token, e); });
+            auto it = std::find_if(elements.begin(), elements.end(),
+                                   [&](std::string_view e) { return iequals(token, e); });
             if (it == elements.end()) {
                 error = "unknown element \"" + shown(token) + "\"";
-                if (has_space(token)) error += " (NCCL does not strip spaces)";
+                if (has_space(token))
+                    error += " (NCCL does not strip spaces)";
                 else if (token.find('^') != std::string_view::npos)
                     error += " ('^' is allowed only at the start of a list)";
                 error += "; accepted: " + join(elements);

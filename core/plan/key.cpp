@@ -49,4 +49,4 @@ std::string experiment_key(const std::vector<Assignment>& params) {
     return key_of_canonical(canonical_text(params));
 }
 
-}  // namespace ncclsweep::plan
+}  // namespace ncclsweep::inline plan

@@ -18,4 +18,4 @@ namespace ncclsweep::inline plan {
 /// canonical_text() then key_of_canonical().
 [[nodiscard]] std::string experiment_key(const std::vector<Assignment>& params);
 
-}  // namespace ncclsweep::plan
+}  // namespace ncclsweep::inline plan

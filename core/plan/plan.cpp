@@ -91,7 +91,8 @@ std::string IdRanges::to_text(std::size_t max_ranges) const {
         out += first == last ? std::to_string(first) : fmt::format("{}-{}", first, last);
     }
     if (shown < m_ranges.size())
-        out += fmt::format(" and {} more range{}", m_ranges.size() - shown, m_ranges.size() - shown == 1 ? "" : "s");
+        out += fmt::format(" and {} more range{}", m_ranges.size() - shown,
+                           m_ranges.size() - shown == 1 ? "" : "s");
     return out;
 }
 
@@ -132,7 +133,8 @@ nccl::WorkloadContext workload_context(const Spec& spec, const Experiment& exper
 std::vector<std::string> inert_settings(const Spec& spec, const Experiment& experiment) {
     std::vector<std::string> out;
     for (const auto& finding : nccl::check_environment(experiment.env, workload_context(spec, experiment)))
-        if ((finding.code == "ignored-small" || finding.code == "buffsize-unused") && !finding.variable.empty())
+        if ((finding.code == "ignored-small" || finding.code == "buffsize-unused") &&
+            !finding.variable.empty())
             out.push_back(finding.variable);
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
@@ -201,4 +203,4 @@ Result<PlanSummary> check_plan(const Spec& spec, const PlanOptions& options) {
     return summary;
 }
 
-}  // namespace ncclsweep::plan
+}  // namespace ncclsweep::inline plan

@@ -71,4 +71,4 @@ struct PlanSummary {
 /// of any experiment, and groups the warnings by code and message.
 [[nodiscard]] Result<PlanSummary> check_plan(const Spec& spec, const PlanOptions& options);
 
-}  // namespace ncclsweep::plan
+}  // namespace ncclsweep::inline plan

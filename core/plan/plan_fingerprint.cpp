@@ -167,4 +167,4 @@ std::vector<std::string> plan_differences(const std::vector<Experiment>& stored,
     return out;
 }
 
-}  // namespace ncclsweep::plan
+}  // namespace ncclsweep::inline plan

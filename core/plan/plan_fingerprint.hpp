@@ -39,4 +39,4 @@ struct PlanFingerprint {
                                                         const std::vector<Experiment>& planned,
                                                         std::size_t limit = 5);
 
-}  // namespace ncclsweep::plan
+}  // namespace ncclsweep::inline plan

@@ -17,7 +17,6 @@ std::string dump(const Json& json) {
     return json.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-
 class TablePrinter final : public PlanPrinter {
 public:
     explicit TablePrinter(std::ostream& out) : m_out(out) {}
@@ -45,10 +44,11 @@ public:
                              spec.workload.engine.empty() ? "command" : spec.workload.engine);
         if (spec.search.enabled()) {
             // A search runs a subset: its rules, and the product it bounds (docs/search.md).
-            const std::uint64_t worst = summary.count * static_cast<std::uint64_t>(spec.search.max_repeats(spec.repeats));
+            const std::uint64_t worst =
+                summary.count * static_cast<std::uint64_t>(spec.search.max_repeats(spec.repeats));
             m_out << fmt::format("search: {}; worst case {} run{} ({} x {} repeats), usually far fewer\n",
-                                 spec.search.describe(spec.repeats), worst, worst == 1 ? "" : "s", summary.count,
-                                 spec.search.max_repeats(spec.repeats));
+                                 spec.search.describe(spec.repeats), worst, worst == 1 ? "" : "s",
+                                 summary.count, spec.search.max_repeats(spec.repeats));
         }
         std::string header = fmt::format("{:>{}}", "id", m_id_width);
         for (const auto& column : m_columns) header += "  " + pad(display_cell(column.name), column.width);
@@ -76,9 +76,9 @@ public:
         }
         m_out << fmt::format("\nwarnings ({}):\n", summary.warnings.size());
         for (const auto& group : summary.warnings)
-            m_out << fmt::format("  [{}] {}\n      experiments {} ({} of {})\n", group.code,
-                                 display_cell(group.message, 400), group.experiments.to_text(k_warning_ranges),
-                                 group.experiments.count(), summary.count);
+            m_out << fmt::format(
+                "  [{}] {}\n      experiments {} ({} of {})\n", group.code, display_cell(group.message, 400),
+                group.experiments.to_text(k_warning_ranges), group.experiments.count(), summary.count);
     }
 
 private:
@@ -120,11 +120,12 @@ public:
               << ",\"axes\":" << dump(axes);
         if (spec.search.enabled()) {
             const int max_repeats = spec.search.max_repeats(spec.repeats);
-            Json search = {{"description", spec.search.describe(spec.repeats)},
-                           {"prune_after", spec.search.prune_after},
-                           {"max_repeats", max_repeats},
-                           {"budget", spec.search.budget.empty() ? Json() : Json(spec.search.budget.to_string())},
-                           {"worst_case_runs", summary.count * static_cast<std::uint64_t>(max_repeats)}};
+            Json search = {
+                {"description", spec.search.describe(spec.repeats)},
+                {"prune_after", spec.search.prune_after},
+                {"max_repeats", max_repeats},
+                {"budget", spec.search.budget.empty() ? Json() : Json(spec.search.budget.to_string())},
+                {"worst_case_runs", summary.count * static_cast<std::uint64_t>(max_repeats)}};
             if (spec.search.race)
                 search["race"] = {{"min_repeats", spec.search.race->min_repeats},
                                   {"max_repeats", max_repeats},
@@ -287,4 +288,4 @@ std::string display_cell(const std::string& value, std::size_t max_chars) {
     return out;
 }
 
-}  // namespace ncclsweep::plan
+}  // namespace ncclsweep::inline plan

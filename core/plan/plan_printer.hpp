@@ -47,4 +47,4 @@ void append_json_string(std::string& out, std::string_view text);
 /// Number of characters (UTF-8 code points) in `text`.
 [[nodiscard]] std::size_t display_width(const std::string& text);
 
-}  // namespace ncclsweep::plan
+}  // namespace ncclsweep::inline plan

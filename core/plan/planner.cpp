@@ -225,4 +225,4 @@ Result<bool> Planner::build(const std::vector<Assignment>& params, Experiment& o
     return true;
 }
 
-}  // namespace ncclsweep::plan
+}  // namespace ncclsweep::inline plan

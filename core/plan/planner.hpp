@@ -97,4 +97,4 @@ struct Override {
 /// validate_spec afterwards.
 [[nodiscard]] Result<void> apply_overrides(Spec& spec, const std::vector<Override>& overrides);
 
-}  // namespace ncclsweep::plan
+}  // namespace ncclsweep::inline plan

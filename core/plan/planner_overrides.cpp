@@ -38,7 +38,8 @@ Result<void> set_repeats(Spec& spec, const Override& item) {
     int value = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (ec != std::errc() || end != text.data() + text.size() || value < 1 || value > 1000)
-        return Error::bad_input(fmt::format("--set repeats={}: repeats must be a whole number in 1..1000", text));
+        return Error::bad_input(
+            fmt::format("--set repeats={}: repeats must be a whole number in 1..1000", text));
     spec.repeats = value;
     return success();
 }
@@ -94,9 +95,11 @@ Result<void> apply_overrides(Spec& spec, const std::vector<Override>& overrides)
         bool env = classify_name(item.name) == NameKind::env;
         // A command only sees a lower_case parameter through a {name} placeholder: any other
         // name would be swept (or fixed) without reaching the workload.
-        if (!env && spec.workload.engine.empty() && axis == spec.axes.end() && !has_placeholder(spec.workload, item.name))
+        if (!env && spec.workload.engine.empty() && axis == spec.axes.end() &&
+            !has_placeholder(spec.workload, item.name))
             return Error::bad_input(fmt::format(
-                "{} {}: the spec has no axis '{}' and its command has no {{{}}} placeholder, so the value would "
+                "{} {}: the spec has no axis '{}' and its command has no {{{}}} placeholder, so the value "
+                "would "
                 "reach nothing; use a spec axis or a placeholder of the command (or add {{{}}} to it)",
                 mark.file, item.name, item.name, item.name, item.name));
         if (item.kind == OverrideKind::axis || axis != spec.axes.end() ||
@@ -122,4 +125,4 @@ Result<void> apply_overrides(Spec& spec, const std::vector<Override>& overrides)
     return success();
 }
 
-}  // namespace ncclsweep::plan
+}  // namespace ncclsweep::inline plan

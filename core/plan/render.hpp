@@ -12,7 +12,7 @@ namespace ncclsweep::inline plan::render {
 
 /// Identifies the experiment in rendered files' comments.
 struct Provenance {
-    std::string sweep;    ///< sweep name
+    std::string sweep;  ///< sweep name
     int experiment_id = 0;
     std::string key;
 };
@@ -38,4 +38,4 @@ Result<std::vector<std::string>> command_argv(const WorkloadSpec& workload,
                                               const std::vector<Assignment>& workload_params,
                                               const std::string& engine_path);
 
-}  // namespace ncclsweep::plan::render
+}  // namespace ncclsweep::inline plan::render

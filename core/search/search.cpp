@@ -17,7 +17,9 @@ std::string id_list(const std::set<int>& ids) {
 
 }  // namespace
 
-std::string_view to_string(Mark mark) { return mark == Mark::pruned ? "pruned" : "dropped"; }
+std::string_view to_string(Mark mark) {
+    return mark == Mark::pruned ? "pruned" : "dropped";
+}
 
 Settings Settings::from(const spec::SearchSpec& search, int repeats, const std::string& metric,
                         stats::Direction direction) {
@@ -38,7 +40,9 @@ int Settings::max_repeats() const {
     return search.max_repeats(repeats);
 }
 
-int Settings::min_repeats() const { return race ? std::min(race->min_repeats, max_repeats()) : repeats; }
+int Settings::min_repeats() const {
+    return race ? std::min(race->min_repeats, max_repeats()) : repeats;
+}
 
 Search::Search(std::vector<Point> points, Settings settings)
     : m_points(std::move(points)), m_settings(std::move(settings)), m_state(m_points.size()) {
@@ -83,7 +87,9 @@ void Search::restore(std::size_t index, const Observation& so_far) {
     if (dropped) point.state = State::dropped;
 }
 
-void Search::record(std::size_t index, const Observation& observation) { account(index, observation); }
+void Search::record(std::size_t index, const Observation& observation) {
+    account(index, observation);
+}
 
 void Search::account(std::size_t index, const Observation& observation) {
     PointState& point = m_state.at(index);
@@ -111,14 +117,16 @@ void Search::prune_values_of(std::size_t index, const std::string& failure_class
         const ValueRecord& record = m_values[value];
         if (record.succeeded) continue;
         const auto found = record.failures.find(failure_class);
-        if (found == record.failures.end() || static_cast<int>(found->second.size()) < m_settings.prune_after) continue;
+        if (found == record.failures.end() || static_cast<int>(found->second.size()) < m_settings.prune_after)
+            continue;
         const std::set<int>& evidence = found->second;
         bool explained = false;
         for (const auto& [other, other_record] : m_values) {
             if (other == value || other_record.succeeded) continue;
             auto theirs = other_record.failures.find(failure_class);
             if (theirs == other_record.failures.end()) continue;
-            if (std::includes(theirs->second.begin(), theirs->second.end(), evidence.begin(), evidence.end())) {
+            if (std::includes(theirs->second.begin(), theirs->second.end(), evidence.begin(),
+                              evidence.end())) {
                 // `other` failed in every one of these experiments too: it explains them at
                 // least as well (equal sets are ambiguous until the points differ).
                 explained = true;
@@ -170,9 +178,10 @@ std::optional<Step> Search::over_budget(int repeats) const {
     Step step;
     step.action = Action::stop;
     step.budget_spent = true;
-    step.reason = fmt::format("budget of {} spent ({} runs, {:.0f} s) in round {}; the best so far is the answer, "
-                              "a resume with a larger --budget continues",
-                              budget.to_string(), m_progress.runs, m_progress.seconds, m_progress.round);
+    step.reason = fmt::format(
+        "budget of {} spent ({} runs, {:.0f} s) in round {}; the best so far is the answer, "
+        "a resume with a larger --budget continues",
+        budget.to_string(), m_progress.runs, m_progress.seconds, m_progress.round);
     return step;
 }
 
@@ -202,7 +211,8 @@ void Search::eliminate() {
             continue;
         }
         const double mine = *median_of(i), best = *median_of(*leader);
-        if (m_settings.direction == stats::Direction::higher_is_better ? mine > best : mine < best) leader = i;
+        if (m_settings.direction == stats::Direction::higher_is_better ? mine > best : mine < best)
+            leader = i;
     }
     if (!leader) return;
     // The test and threshold of `diff` (core/stats compare): a point is dropped only when the
@@ -217,11 +227,11 @@ void Search::eliminate() {
         auto verdict = stats::compare(best, point.values, options);
         if (!verdict || verdict->verdict != stats::Verdict::regression) continue;
         point.state = State::dropped;
-        point.reason = fmt::format("behind experiment {} after round {}: median {:.6g} vs {:.6g} ({:+.1f}%), {}, "
-                                   "n={}+{}",
-                                   m_points[*leader].exp_id, m_progress.round, verdict->candidate.median,
-                                   verdict->base.median, verdict->delta * 100, verdict->reason, best.size(),
-                                   point.values.size());
+        point.reason = fmt::format(
+            "behind experiment {} after round {}: median {:.6g} vs {:.6g} ({:+.1f}%), {}, "
+            "n={}+{}",
+            m_points[*leader].exp_id, m_progress.round, verdict->candidate.median, verdict->base.median,
+            verdict->delta * 100, verdict->reason, best.size(), point.values.size());
         ++m_progress.dropped;
     }
 }
@@ -257,21 +267,24 @@ Step Search::next() {
             if (auto mark = pending_mark()) return *mark;
         }
         int alive = 0;
-        for (const auto& point : m_state) alive += point.state == State::alive || point.state == State::pending;
+        for (const auto& point : m_state)
+            alive += point.state == State::alive || point.state == State::pending;
         Step done;
         done.action = Action::stop;
         if (m_settings.race && alive <= 1) {
-            done.reason = alive == 1 ? fmt::format("one point is left after round {}: every other one was pruned, "
-                                                   "failed or dropped",
-                                                   m_progress.round)
+            done.reason = alive == 1 ? fmt::format(
+                                           "one point is left after round {}: every other one was pruned, "
+                                           "failed or dropped",
+                                           m_progress.round)
                                      : "no point is left to race";
             m_stopped = done;
             return done;
         }
         if (target(m_progress.round) >= m_settings.max_repeats()) {
-            done.reason = m_settings.race ? fmt::format("{} points reached {} repeats without one being clearly best",
-                                                        alive, m_settings.max_repeats())
-                                          : "";
+            done.reason = m_settings.race
+                              ? fmt::format("{} points reached {} repeats without one being clearly best",
+                                            alive, m_settings.max_repeats())
+                              : "";
             m_stopped = done;
             return done;
         }

@@ -20,13 +20,13 @@ namespace ncclsweep::search {
 
 /// How a search runs: the spec's `search:` with the run's repeats and metric filled in.
 struct Settings {
-    int repeats = 1;                      ///< samples per point without a race (the spec's `repeats`)
-    int prune_after = 0;                  ///< failures of one value with one class that prune it (0 = off)
-    std::optional<spec::RaceSpec> race;   ///< absent = every point gets `repeats` in one round
-    spec::Budget budget;                  ///< empty = no limit
-    std::string metric = "tok_s";         ///< what the race compares
+    int repeats = 1;                     ///< samples per point without a race (the spec's `repeats`)
+    int prune_after = 0;                 ///< failures of one value with one class that prune it (0 = off)
+    std::optional<spec::RaceSpec> race;  ///< absent = every point gets `repeats` in one round
+    spec::Budget budget;                 ///< empty = no limit
+    std::string metric = "tok_s";        ///< what the race compares
     stats::Direction direction = stats::Direction::higher_is_better;
-    bool interleave = false;              ///< order points for early information (any search setting)
+    bool interleave = false;  ///< order points for early information (any search setting)
     /// Settings for `search` (an absent section gives the full product in plan order).
     [[nodiscard]] static Settings from(const spec::SearchSpec& search, int repeats, const std::string& metric,
                                        stats::Direction direction);
@@ -64,12 +64,12 @@ struct Step {
 
 /// What one dispatch of a point showed (or, for restore, everything a point showed so far).
 struct Observation {
-    bool ok = true;               ///< every repeat ended ok
+    bool ok = true;                  ///< every repeat ended ok
     bool says_about_setting = true;  ///< false for infrastructure and timeouts: never prunes
-    std::string failure_class;    ///< when not ok
-    std::vector<double> values;   ///< samples of the race metric
-    int runs = 0;                 ///< workload runs started
-    double seconds = 0;           ///< time those runs took
+    std::string failure_class;       ///< when not ok
+    std::vector<double> values;      ///< samples of the race metric
+    int runs = 0;                    ///< workload runs started
+    double seconds = 0;              ///< time those runs took
 };
 
 /// Counters for progress lines and the summary.
@@ -77,8 +77,8 @@ struct Progress {
     int round = 1;
     int pruned = 0;
     int dropped = 0;
-    int runs = 0;         ///< workload runs spent (restored ones included)
-    double seconds = 0;   ///< their time
+    int runs = 0;        ///< workload runs spent (restored ones included)
+    double seconds = 0;  ///< their time
 };
 
 /// The search over a sweep's points.

@@ -59,24 +59,26 @@ std::vector<std::string> Search::plan_lines() const {
     const long long first_round = points * m_settings.min_repeats();
     const long long worst = worst_case_runs();
     if (m_settings.prune_after > 0)
-        lines.push_back(fmt::format("prune: a value that failed {} time{} with one failure class and never succeeded "
-                                    "is not run again (its points are recorded `pruned`)",
-                                    m_settings.prune_after, m_settings.prune_after == 1 ? "" : "s"));
+        lines.push_back(
+            fmt::format("prune: a value that failed {} time{} with one failure class and never succeeded "
+                        "is not run again (its points are recorded `pruned`)",
+                        m_settings.prune_after, m_settings.prune_after == 1 ? "" : "s"));
     if (m_settings.race) {
         std::string rounds;
         for (int round = 1;; ++round) {
             rounds += (rounds.empty() ? "" : ", ") + std::to_string(target(round));
             if (target(round) >= m_settings.max_repeats()) break;
         }
-        lines.push_back(fmt::format("race on {} ({} is better): samples per point by round {}; after each round a point "
-                                    "worse than the leader by the U test at alpha {:.3g} and by more than {:.0f}% is "
-                                    "recorded `dropped`",
-                                    m_settings.metric,
-                                    m_settings.direction == stats::Direction::higher_is_better ? "higher" : "lower",
-                                    rounds, 1 - m_settings.race->confidence, stats::k_default_threshold * 100));
+        lines.push_back(
+            fmt::format("race on {} ({} is better): samples per point by round {}; after each round a point "
+                        "worse than the leader by the U test at alpha {:.3g} and by more than {:.0f}% is "
+                        "recorded `dropped`",
+                        m_settings.metric,
+                        m_settings.direction == stats::Direction::higher_is_better ? "higher" : "lower",
+                        rounds, 1 - m_settings.race->confidence, stats::k_default_threshold * 100));
     }
-    lines.push_back(fmt::format("worst case: {} runs ({} points x {} repeats); the first round needs {}", worst, points,
-                                m_settings.max_repeats(), first_round));
+    lines.push_back(fmt::format("worst case: {} runs ({} points x {} repeats); the first round needs {}",
+                                worst, points, m_settings.max_repeats(), first_round));
     const spec::Budget& budget = m_settings.budget;
     if (budget.runs > 0) {
         if (budget.runs >= worst)
@@ -85,14 +87,16 @@ std::vector<std::string> Search::plan_lines() const {
             lines.push_back(fmt::format("budget {}: covers the first round and {} more runs for the leaders",
                                         budget.to_string(), budget.runs - first_round));
         else
-            lines.push_back(fmt::format("budget {}: covers {} of the first round's {} runs; the rest stays pending "
-                                        "(a resume with a larger --budget runs it)",
-                                        budget.to_string(), budget.runs, first_round));
+            lines.push_back(
+                fmt::format("budget {}: covers {} of the first round's {} runs; the rest stays pending "
+                            "(a resume with a larger --budget runs it)",
+                            budget.to_string(), budget.runs, first_round));
     } else if (budget.seconds > 0) {
-        lines.push_back(fmt::format("budget {}: the first round fits if a run takes at most {}, the worst case if at "
-                                    "most {}; the sweep stops with the best answer so far when the next run would not fit",
-                                    budget.to_string(), per_run(budget.seconds / std::max(1LL, first_round)),
-                                    per_run(budget.seconds / std::max(1LL, worst))));
+        lines.push_back(fmt::format(
+            "budget {}: the first round fits if a run takes at most {}, the worst case if at "
+            "most {}; the sweep stops with the best answer so far when the next run would not fit",
+            budget.to_string(), per_run(budget.seconds / std::max(1LL, first_round)),
+            per_run(budget.seconds / std::max(1LL, worst))));
     }
     return lines;
 }

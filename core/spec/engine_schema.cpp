@@ -137,4 +137,4 @@ Result<void> check_engine_parameters(const Spec& spec, const EngineSchema& schem
     return success();
 }
 
-}  // namespace ncclsweep::spec
+}  // namespace ncclsweep::inline spec

@@ -6,8 +6,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/spec/metric.hpp"
 #include "core/result.hpp"
+#include "core/spec/metric.hpp"
 #include "core/spec/spec.hpp"
 #include "core/target.hpp"
 
@@ -50,4 +50,4 @@ struct EngineSchema {
 /// bad_input at the value's place (file:line:col, or the --set/--axis flag).
 [[nodiscard]] Result<void> check_engine_parameters(const Spec& spec, const EngineSchema& schema);
 
-}  // namespace ncclsweep::spec
+}  // namespace ncclsweep::inline spec

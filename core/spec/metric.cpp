@@ -80,4 +80,4 @@ Result<std::vector<MetricDefinition>> metrics_from_json(std::string_view text) {
     return out;
 }
 
-}  // namespace ncclsweep::spec
+}  // namespace ncclsweep::inline spec

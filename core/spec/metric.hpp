@@ -42,4 +42,4 @@ struct MetricDefinition {
 /// Parses metrics_to_json's text ("" = none); bad_input when it is not that.
 [[nodiscard]] Result<std::vector<MetricDefinition>> metrics_from_json(std::string_view text);
 
-}  // namespace ncclsweep::spec
+}  // namespace ncclsweep::inline spec

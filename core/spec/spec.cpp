@@ -20,4 +20,4 @@ bool Axis::is_env() const {
     return upper;
 }
 
-}  // namespace ncclsweep::spec
+}  // namespace ncclsweep::inline spec

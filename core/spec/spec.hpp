@@ -53,12 +53,12 @@ enum class EnvDelivery { sitecustomize, env, both };
 
 /// `target.slurm:` — how a `slurm://PARTITION` target submits its job arrays.
 struct SlurmSpec {
-    std::optional<int> array_limit;    ///< tasks of the array running at once (`--array=...%N`)
-    std::string gres;                  ///< `--gres` ("" = none)
-    std::string time = "00:30:00";     ///< `--time` of each task
-    std::string account;               ///< `--account` ("" = the user's default)
-    std::vector<std::string> sbatch;   ///< more sbatch options, each one word
-    double poll_seconds = 2;           ///< seconds between squeue calls
+    std::optional<int> array_limit;   ///< tasks of the array running at once (`--array=...%N`)
+    std::string gres;                 ///< `--gres` ("" = none)
+    std::string time = "00:30:00";    ///< `--time` of each task
+    std::string account;              ///< `--account` ("" = the user's default)
+    std::vector<std::string> sbatch;  ///< more sbatch options, each one word
+    double poll_seconds = 2;          ///< seconds between squeue calls
     /// Give up when, for this long, tasks of the sweep wait in the queue and none of them runs
     /// (they are cancelled, the sweep stops, resumable); nullopt = wait as long as Slurm does.
     std::optional<double> pending_timeout_seconds;
@@ -72,7 +72,7 @@ struct TargetSpec {
     std::vector<std::string> hosts;
     SlurmSpec slurm;
     EnvDelivery env_delivery = EnvDelivery::both;
-    std::string workdir;        ///< per-sweep work directory root on the host ("" = default)
+    std::string workdir;  ///< per-sweep work directory root on the host ("" = default)
     std::optional<std::string> identity_file;
     bool accept_new_host_key = false;
     SourceMark mark;
@@ -100,9 +100,10 @@ struct WorkloadSpec {
     /// Optional client command started after the server reports ready (same forms as command).
     std::vector<SpecValue> client;
     bool client_is_shell = false;
-    std::string ready;                                   ///< regex: the server is ready
-    std::vector<std::pair<std::string, std::string>> metrics;  ///< metric name -> regex with one capture group
-    std::vector<MetricDefinition> metric_definitions;          ///< one per `metrics` entry: unit, better
+    std::string ready;  ///< regex: the server is ready
+    std::vector<std::pair<std::string, std::string>>
+        metrics;                                       ///< metric name -> regex with one capture group
+    std::vector<MetricDefinition> metric_definitions;  ///< one per `metrics` entry: unit, better
     std::vector<RuleSpec> rules;
     SourceMark mark;
 };
@@ -136,17 +137,18 @@ struct RaceSpec {
 /// `search:` — spend the runs where the answer is (docs/search.md). Absent = the full product,
 /// every point with every repeat, in plan order.
 struct SearchSpec {
-    int prune_after = 0;        ///< `prune.after`: failures of one value with one class that prune it (0 = off)
+    int prune_after = 0;  ///< `prune.after`: failures of one value with one class that prune it (0 = off)
     std::optional<RaceSpec> race;
     Budget budget;
-    std::string metric;         ///< the metric the race compares ("" = run's --metric)
+    std::string metric;  ///< the metric the race compares ("" = run's --metric)
     SourceMark mark;
     /// True when any of prune, race or budget is set.
     [[nodiscard]] bool enabled() const { return prune_after > 0 || race.has_value() || !budget.empty(); }
     /// Samples a point gets at most: race.max_repeats, else `repeats` (the spec's).
     [[nodiscard]] int max_repeats(int repeats) const {
         if (!race) return repeats;
-        return race->max_repeats > 0 ? race->max_repeats : (repeats > race->min_repeats ? repeats : race->min_repeats);
+        return race->max_repeats > 0 ? race->max_repeats
+                                     : (repeats > race->min_repeats ? repeats : race->min_repeats);
     }
     /// One line for people and the plan fingerprint, e.g. "prune after 2 failures of one class;
     /// race 2..8 repeats at 95% confidence; budget 60 runs" (`repeats` fills an unset max_repeats).
@@ -155,9 +157,9 @@ struct SearchSpec {
 
 /// The whole parsed spec.
 struct Spec {
-    std::string path;        ///< file it was read from
-    std::string text;        ///< full original text (stored with the sweep)
-    std::string name;        ///< `sweep:`
+    std::string path;  ///< file it was read from
+    std::string text;  ///< full original text (stored with the sweep)
+    std::string name;  ///< `sweep:`
     TargetSpec target;
     WorkloadSpec workload;
     std::vector<std::pair<std::string, SpecValue>> env;  ///< fixed variables, file order
@@ -171,4 +173,4 @@ struct Spec {
     SearchSpec search;
 };
 
-}  // namespace ncclsweep::spec
+}  // namespace ncclsweep::inline spec

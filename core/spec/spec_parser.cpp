@@ -16,14 +16,13 @@ namespace {
 
 using namespace yaml;
 
-const std::vector<std::string> k_top_level_keys = {"sweep", "target",  "workload", "env",     "axes",
-                                                   "zip",   "exclude", "include",  "repeats", "timeouts",
-                                                   "search"};
+const std::vector<std::string> k_top_level_keys = {"sweep",   "target",   "workload", "env",
+                                                   "axes",    "zip",      "exclude",  "include",
+                                                   "repeats", "timeouts", "search"};
 
 Where inner(const Where& where, const YAML::Node& key_node) {
     return Where{where.file, mark_of(key_node, where)};
 }
-
 
 SourceMark mark_at_offset(const std::string& text, std::size_t offset, const std::string& file) {
     SourceMark mark{file, 1, 1};
@@ -297,4 +296,4 @@ std::string name_problem(std::string_view name) {
         name);
 }
 
-}  // namespace ncclsweep::spec
+}  // namespace ncclsweep::inline spec

@@ -35,4 +35,4 @@ enum class NameKind { env, workload, invalid };
 /// Error text for an invalid name (what is wrong and how to write it), "" for a valid one.
 [[nodiscard]] std::string name_problem(std::string_view name);
 
-}  // namespace ncclsweep::spec
+}  // namespace ncclsweep::inline spec

@@ -26,8 +26,10 @@ Result<void> check_url(const SpecValue& url) {
     const std::string_view prefix = "ssh://";
     std::string_view rest = url.text;
     auto bad = [&](std::string_view why) {
-        return error_at(url.mark, fmt::format("target '{}' {}; write `local`, `ssh://user@host[:port]` or `slurm://PARTITION`",
-                                              url.text, why));
+        return error_at(
+            url.mark,
+            fmt::format("target '{}' {}; write `local`, `ssh://user@host[:port]` or `slurm://PARTITION`",
+                        url.text, why));
     };
     if (rest.substr(0, prefix.size()) != prefix) return bad("is neither local nor an ssh:// URL");
     rest.remove_prefix(prefix.size());
@@ -54,7 +56,9 @@ Result<void> check_url(const SpecValue& url) {
 
 Result<SlurmSpec> parse_slurm(const YAML::Node& node, const Where& where) {
     SlurmSpec slurm;
-    if (auto ok = check_map(node, where, "target.slurm", {"array_limit", "gres", "time", "account", "sbatch", "poll", "pending_timeout"}); !ok)
+    if (auto ok = check_map(node, where, "target.slurm",
+                            {"array_limit", "gres", "time", "account", "sbatch", "poll", "pending_timeout"});
+        !ok)
         return ok.error();
     for (const auto& entry : node) {
         const std::string& key = entry.first.Scalar();
@@ -68,31 +72,36 @@ Result<SlurmSpec> parse_slurm(const YAML::Node& node, const Where& where) {
         } else if (key == "poll") {
             auto value = read_seconds(entry.second, at, what);
             if (!value) return value.error();
-            if (*value < 0.1) return error_at(mark_of(entry.second, at), "target.slurm.poll must be at least 0.1 s");
+            if (*value < 0.1)
+                return error_at(mark_of(entry.second, at), "target.slurm.poll must be at least 0.1 s");
             slurm.poll_seconds = *value;
         } else if (key == "pending_timeout") {
             auto value = read_seconds(entry.second, at, what);
             if (!value) return value.error();
             if (*value > 0 && *value < 1)
                 return error_at(mark_of(entry.second, at),
-                                "target.slurm.pending_timeout must be at least 1 s (0 or null: wait as long as Slurm does)");
+                                "target.slurm.pending_timeout must be at least 1 s (0 or null: wait as long "
+                                "as Slurm does)");
             if (*value > 0) slurm.pending_timeout_seconds = *value;
         } else if (key == "sbatch") {
             if (!entry.second.IsSequence())
                 return error_at(mark_of(entry.second, at),
-                                "target.slurm.sbatch must be a list of sbatch options, e.g. [\"--exclusive\", \"--qos=high\"]");
+                                "target.slurm.sbatch must be a list of sbatch options, e.g. "
+                                "[\"--exclusive\", \"--qos=high\"]");
             for (std::size_t i = 0; i < entry.second.size(); ++i) {
                 auto word = read_scalar(entry.second[i], at, fmt::format("{}[{}]", what, i));
                 if (!word) return word.error();
                 if (word->text.rfind("--", 0) != 0 || word->text.find_first_of(" \t\n") != std::string::npos)
-                    return error_at(word->mark, fmt::format("{}[{}] '{}' is not one long sbatch option (--name or "
-                                                            "--name=value, no spaces)",
-                                                            what, i, word->text));
+                    return error_at(word->mark,
+                                    fmt::format("{}[{}] '{}' is not one long sbatch option (--name or "
+                                                "--name=value, no spaces)",
+                                                what, i, word->text));
                 if (word->text.rfind("--array", 0) == 0 || word->text.rfind("--output", 0) == 0 ||
                     word->text.rfind("--error", 0) == 0 || word->text.rfind("--partition", 0) == 0)
-                    return error_at(word->mark, fmt::format("{}[{}] '{}' is set by ncclsweep itself (the partition is "
-                                                            "the URL's, the array its experiments)",
-                                                            what, i, word->text));
+                    return error_at(word->mark,
+                                    fmt::format("{}[{}] '{}' is set by ncclsweep itself (the partition is "
+                                                "the URL's, the array its experiments)",
+                                                what, i, word->text));
                 slurm.sbatch.push_back(word->text);
             }
         } else {
@@ -108,14 +117,16 @@ Result<SlurmSpec> parse_slurm(const YAML::Node& node, const Where& where) {
 
 Result<std::vector<std::string>> parse_hosts(const YAML::Node& node, const Where& where) {
     if (!node.IsSequence() || node.size() == 0)
-        return error_at(mark_of(node, where), "target.hosts must be a non-empty list of ssh:// URLs, e.g. [ssh://a, ssh://b]");
+        return error_at(mark_of(node, where),
+                        "target.hosts must be a non-empty list of ssh:// URLs, e.g. [ssh://a, ssh://b]");
     std::vector<std::string> hosts;
     for (std::size_t i = 0; i < node.size(); ++i) {
         auto url = read_scalar(node[i], where, fmt::format("target.hosts[{}]", i));
         if (!url) return url.error();
         if (url->text.rfind("ssh://", 0) != 0)
-            return error_at(url->mark, fmt::format("target.hosts[{}] '{}' is not an ssh:// URL; a pool runs over ssh",
-                                                   i, url->text));
+            return error_at(url->mark,
+                            fmt::format("target.hosts[{}] '{}' is not an ssh:// URL; a pool runs over ssh", i,
+                                        url->text));
         if (auto ok = check_url(*url); !ok) return ok.error();
         hosts.push_back(url->text);
     }
@@ -191,8 +202,9 @@ Result<TargetSpec> parse_target(const YAML::Node& node, const Where& where) {
         target.url = url->text;
         return target;
     }
-    if (auto ok = check_map(node, where, "target",
-                            {"url", "hosts", "slurm", "env_delivery", "workdir", "identity_file", "accept_new_host_key"});
+    if (auto ok = check_map(
+            node, where, "target",
+            {"url", "hosts", "slurm", "env_delivery", "workdir", "identity_file", "accept_new_host_key"});
         !ok)
         return ok.error();
     for (const auto& entry : node) {
@@ -242,7 +254,8 @@ Result<TargetSpec> parse_target(const YAML::Node& node, const Where& where) {
     }
     if (!target.hosts.empty()) {
         if (node["url"])
-            return error_at(target.mark, "target has both `url` and `hosts`; a pool is `hosts: [ssh://a, ssh://b]` alone");
+            return error_at(target.mark,
+                            "target has both `url` and `hosts`; a pool is `hosts: [ssh://a, ssh://b]` alone");
         // What the plan, the fingerprint and the sweep record show for a pool.
         target.url = "hosts:";
         for (const auto& host : target.hosts) target.url += (target.url.size() > 6 ? "," : "") + host;
@@ -310,15 +323,20 @@ Result<WorkloadSpec> parse_workload(const YAML::Node& node, const Where& where) 
                 // form `name: {regex: ..., better: higher|lower, unit: ...}`.
                 MetricDefinition definition = definition_of(name, {});
                 if (metric.second.IsMap()) {
-                    if (auto ok = check_map(metric.second, metric_at, metric_what, {"regex", "better", "unit"}); !ok)
+                    if (auto ok =
+                            check_map(metric.second, metric_at, metric_what, {"regex", "better", "unit"});
+                        !ok)
                         return ok.error();
                     if (!metric.second["regex"].IsDefined())
-                        return error_at(mark_of(metric.second, metric_at),
-                                        fmt::format("{} needs `regex:` (with one capture group)", metric_what));
+                        return error_at(
+                            mark_of(metric.second, metric_at),
+                            fmt::format("{} needs `regex:` (with one capture group)", metric_what));
                     if (metric.second["better"].IsDefined()) {
-                        auto better = read_scalar(metric.second["better"], metric_at, metric_what + ".better");
+                        auto better =
+                            read_scalar(metric.second["better"], metric_at, metric_what + ".better");
                         if (!better) return better.error();
-                        auto direction = parse_better(better->text, better->mark.to_string() + ": " + metric_what);
+                        auto direction =
+                            parse_better(better->text, better->mark.to_string() + ": " + metric_what);
                         if (!direction) return direction.error();
                         definition.better = *direction;
                     }
@@ -352,4 +370,4 @@ Result<WorkloadSpec> parse_workload(const YAML::Node& node, const Where& where) 
     return workload;
 }
 
-}  // namespace ncclsweep::spec::yaml
+}  // namespace ncclsweep::inline spec::yaml

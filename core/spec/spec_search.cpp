@@ -1,8 +1,8 @@
 // `search:` (prune, race, budget) and budgets: YAML -> SearchSpec, "2h" / "60 runs" -> Budget.
 #include <fmt/format.h>
 
-#include <charconv>
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 
 #include "core/spec/spec_parser.hpp"
@@ -22,10 +22,11 @@ std::string Budget::to_string() const {
 std::string SearchSpec::describe(int repeats, bool with_budget) const {
     std::string out;
     auto add = [&out](const std::string& part) { out += (out.empty() ? "" : "; ") + part; };
-    if (prune_after > 0) add(fmt::format("prune a value after {} failure{} of one class", prune_after, prune_after == 1 ? "" : "s"));
+    if (prune_after > 0)
+        add(fmt::format("prune a value after {} failure{} of one class", prune_after,
+                        prune_after == 1 ? "" : "s"));
     if (race)
-        add(fmt::format("race {}..{} repeats at {}% confidence", race->min_repeats,
-                        max_repeats(repeats),
+        add(fmt::format("race {}..{} repeats at {}% confidence", race->min_repeats, max_repeats(repeats),
                         race->confidence * 100));
     if (!metric.empty() && (prune_after > 0 || race)) add("metric " + metric);
     if (with_budget && !budget.empty()) add("budget " + budget.to_string());
@@ -47,7 +48,8 @@ Result<Budget> parse_budget(std::string_view text, std::string_view what) {
         while (!rest.empty() && rest.back() == ' ') rest.remove_suffix(1);
         long long runs = 0;
         auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), runs);
-        if (rest.empty() || ec != std::errc() || end != rest.data() + rest.size() || runs < 1 || runs > 100000000)
+        if (rest.empty() || ec != std::errc() || end != rest.data() + rest.size() || runs < 1 ||
+            runs > 100000000)
             return bad();
         budget.runs = static_cast<int>(runs);
         return budget;
@@ -59,7 +61,8 @@ Result<Budget> parse_budget(std::string_view text, std::string_view what) {
     }
     double number = 0;
     auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), number);
-    if (rest.empty() || ec != std::errc() || end != rest.data() + rest.size() || !(number > 0) || !std::isfinite(number))
+    if (rest.empty() || ec != std::errc() || end != rest.data() + rest.size() || !(number > 0) ||
+        !std::isfinite(number))
         return bad();
     budget.seconds = number * unit;
     return budget;
@@ -68,7 +71,9 @@ Result<Budget> parse_budget(std::string_view text, std::string_view what) {
 namespace yaml {
 namespace {
 
-Where inner(const Where& where, const YAML::Node& key_node) { return Where{where.file, mark_of(key_node, where)}; }
+Where inner(const Where& where, const YAML::Node& key_node) {
+    return Where{where.file, mark_of(key_node, where)};
+}
 
 Result<RaceSpec> parse_race(const YAML::Node& node, const Where& where) {
     if (auto ok = check_map(node, where, "search.race", {"min_repeats", "max_repeats", "confidence"}); !ok)
@@ -84,9 +89,10 @@ Result<RaceSpec> parse_race(const YAML::Node& node, const Where& where) {
             const std::string& text = value->text;
             auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
             if (ec != std::errc() || end != text.data() + text.size() || !(number >= 0.5 && number < 1))
-                return error_at(value->mark, fmt::format("search.race.confidence must be a number in [0.5, 1) "
-                                                         "such as 0.95 (the U test's alpha is 1 - confidence), not '{}'",
-                                                         text));
+                return error_at(value->mark,
+                                fmt::format("search.race.confidence must be a number in [0.5, 1) "
+                                            "such as 0.95 (the U test's alpha is 1 - confidence), not '{}'",
+                                            text));
             race.confidence = number;
             continue;
         }
@@ -95,17 +101,19 @@ Result<RaceSpec> parse_race(const YAML::Node& node, const Where& where) {
         (key == "min_repeats" ? race.min_repeats : race.max_repeats) = static_cast<int>(*number);
     }
     if (race.max_repeats != 0 && race.max_repeats < race.min_repeats)
-        return error_at(mark_of(node, where),
-                        fmt::format("search.race.max_repeats ({}) is below min_repeats ({}); a point cannot get "
-                                    "fewer samples than every point gets first",
-                                    race.max_repeats, race.min_repeats));
+        return error_at(
+            mark_of(node, where),
+            fmt::format("search.race.max_repeats ({}) is below min_repeats ({}); a point cannot get "
+                        "fewer samples than every point gets first",
+                        race.max_repeats, race.min_repeats));
     return race;
 }
 
 }  // namespace
 
 Result<SearchSpec> parse_search(const YAML::Node& node, const Where& where) {
-    if (auto ok = check_map(node, where, "search", {"prune", "race", "budget", "metric"}); !ok) return ok.error();
+    if (auto ok = check_map(node, where, "search", {"prune", "race", "budget", "metric"}); !ok)
+        return ok.error();
     SearchSpec search;
     search.mark = where.fallback;
     for (const auto& entry : node) {
@@ -131,7 +139,8 @@ Result<SearchSpec> parse_search(const YAML::Node& node, const Where& where) {
         } else {
             auto value = read_scalar(entry.second, at, "search.metric");
             if (!value) return value.error();
-            if (value->text.empty()) return error_at(value->mark, "search.metric is empty; name a metric such as tok_s");
+            if (value->text.empty())
+                return error_at(value->mark, "search.metric is empty; name a metric such as tok_s");
             search.metric = value->text;
         }
     }
@@ -139,4 +148,4 @@ Result<SearchSpec> parse_search(const YAML::Node& node, const Where& where) {
 }
 
 }  // namespace yaml
-}  // namespace ncclsweep::spec
+}  // namespace ncclsweep::inline spec

@@ -17,4 +17,4 @@ Result<WorkloadSpec> parse_workload(const YAML::Node& node, const Where& where);
 /// `search:` — {prune: {after}, race: {min_repeats, max_repeats, confidence}, budget, metric}.
 Result<SearchSpec> parse_search(const YAML::Node& node, const Where& where);
 
-}  // namespace ncclsweep::spec::yaml
+}  // namespace ncclsweep::inline spec::yaml

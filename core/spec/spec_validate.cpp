@@ -181,4 +181,4 @@ Result<void> validate_spec(const Spec& spec) {
     return check_include(spec);
 }
 
-}  // namespace ncclsweep::spec
+}  // namespace ncclsweep::inline spec

@@ -175,4 +175,4 @@ Result<void> check_regex(const std::string& pattern, const SourceMark& mark, std
     return success();
 }
 
-}  // namespace ncclsweep::spec::yaml
+}  // namespace ncclsweep::inline spec::yaml

@@ -56,4 +56,4 @@ Result<std::vector<SpecValue>> read_command(const YAML::Node& node, const Where&
 Result<void> check_regex(const std::string& pattern, const SourceMark& mark, std::string_view what,
                          int groups);
 
-}  // namespace ncclsweep::spec::yaml
+}  // namespace ncclsweep::inline spec::yaml

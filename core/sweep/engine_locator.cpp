@@ -39,16 +39,17 @@ std::string locate_engine(const std::filesystem::path& self_exe) {
     return "tpverify";
 }
 
-Result<void> check_local_program(const std::string& program, const std::string& path_value, const std::string& what) {
+Result<void> check_local_program(const std::string& program, const std::string& path_value,
+                                 const std::string& what) {
     if (program.find('/') != std::string::npos) {
         std::error_code ec;
         if (!std::filesystem::exists(program, ec))
-            return Error::bad_input(fmt::format("{} '{}' does not exist; {}", what, program,
-                                                what == "the engine" ? "build it or give its path with --engine"
-                                                                     : "check the path"));
+            return Error::bad_input(fmt::format(
+                "{} '{}' does not exist; {}", what, program,
+                what == "the engine" ? "build it or give its path with --engine" : "check the path"));
         if (!is_executable(program))
-            return Error::bad_input(fmt::format("{} '{}' is not an executable file; check its path and mode (chmod +x)",
-                                                what, program));
+            return Error::bad_input(fmt::format(
+                "{} '{}' is not an executable file; check its path and mode (chmod +x)", what, program));
         return success();
     }
     std::string_view rest = path_value;
@@ -59,8 +60,8 @@ Result<void> check_local_program(const std::string& program, const std::string& 
         if (colon == std::string_view::npos) break;
         rest.remove_prefix(colon + 1);
     }
-    return Error::bad_input(fmt::format("{} '{}' is not on PATH ({}); install it or give its full path", what, program,
-                                        path_value));
+    return Error::bad_input(fmt::format("{} '{}' is not on PATH ({}); install it or give its full path", what,
+                                        program, path_value));
 }
 
 std::filesystem::path current_executable() {
@@ -75,7 +76,8 @@ Result<void> check_local_programs(const Spec& spec, const std::string& engine_pa
     if (!spec.workload.engine.empty()) return check_local_program(engine_path, path_value, "the engine");
     std::set<std::string> checked;
     for (const auto& experiment : experiments) {
-        if (experiment.shell || experiment.argv.empty() || !checked.insert(experiment.argv.front()).second) continue;
+        if (experiment.shell || experiment.argv.empty() || !checked.insert(experiment.argv.front()).second)
+            continue;
         if (auto ok = check_local_program(experiment.argv.front(), path_value,
                                           fmt::format("the workload command (experiment {})", experiment.id));
             !ok)
@@ -84,4 +86,4 @@ Result<void> check_local_programs(const Spec& spec, const std::string& engine_pa
     return success();
 }
 
-}  // namespace ncclsweep::sweep
+}  // namespace ncclsweep::inline sweep

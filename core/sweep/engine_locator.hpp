@@ -33,4 +33,4 @@ namespace ncclsweep::inline sweep {
 /// The path of the running executable (/proc/self/exe), or "" when it cannot be read.
 [[nodiscard]] std::filesystem::path current_executable();
 
-}  // namespace ncclsweep::sweep
+}  // namespace ncclsweep::inline sweep

@@ -18,7 +18,6 @@ std::string format_duration(double seconds) {
     return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
 }
 
-
 /// Pruned and dropped points are the search's decisions, not failures of the configuration.
 bool is_failure(RunStatus status) {
     return status == RunStatus::failed || status == RunStatus::timed_out || status == RunStatus::infra_error;
@@ -47,7 +46,8 @@ std::string describe_params(const Experiment& experiment) {
 
 std::string pick_metric(const ExperimentReport& report, const std::string& preferred) {
     auto has = [&](const std::string& name) {
-        return std::any_of(report.samples.begin(), report.samples.end(), [&](const SampleValue& s) { return s.metric == name; });
+        return std::any_of(report.samples.begin(), report.samples.end(),
+                           [&](const SampleValue& s) { return s.metric == name; });
     };
     if (!preferred.empty() && has(preferred)) return preferred;
     if (has("tok_s")) return "tok_s";
@@ -59,9 +59,11 @@ ProgressPrinter::ProgressPrinter(ProgressStyle style, std::FILE* human, std::FIL
 
 void ProgressPrinter::header(const RunHeader& h) {
     if (m_style != ProgressStyle::live && m_style != ProgressStyle::plain) return;
-    std::fprintf(m_human, "# ncclsweep %s: sweep '%s', %d experiment%s x %d repeat%s\n", h.version.c_str(), h.sweep.c_str(),
-                 h.experiments, h.experiments == 1 ? "" : "s", h.repeats, h.repeats == 1 ? "" : "s");
-    std::fprintf(m_human, "# target %s%s\n", h.target.c_str(), h.host.empty() ? "" : (", host " + h.host).c_str());
+    std::fprintf(m_human, "# ncclsweep %s: sweep '%s', %d experiment%s x %d repeat%s\n", h.version.c_str(),
+                 h.sweep.c_str(), h.experiments, h.experiments == 1 ? "" : "s", h.repeats,
+                 h.repeats == 1 ? "" : "s");
+    std::fprintf(m_human, "# target %s%s\n", h.target.c_str(),
+                 h.host.empty() ? "" : (", host " + h.host).c_str());
     std::fprintf(m_human, "# GPUs: %s\n", h.gpus.c_str());
     std::fprintf(m_human, "# NCCL: %s\n", h.nccl.c_str());
     std::string engine;
@@ -88,10 +90,11 @@ void ProgressPrinter::clear_live_line() {
 void ProgressPrinter::started(const Experiment& experiment, int index, int total, int repeat) {
     if (m_style != ProgressStyle::live) return;
     double elapsed = std::chrono::duration<double>(Clock::now() - m_start).count();
-    std::string left_out = m_pruned + m_dropped ? fmt::format(", pruned {}, dropped {}", m_pruned, m_dropped) : "";
-    std::string line = fmt::format("[{}/{}] {} elapsed, ETA {}, failures {}{} | running #{}{}: {}{}", index, total,
-                                   format_duration(elapsed), eta(index, total), m_failures, left_out, experiment.id,
-                                   repeat > 0 ? fmt::format(" (repeat {})", repeat + 1) : "",
+    std::string left_out =
+        m_pruned + m_dropped ? fmt::format(", pruned {}, dropped {}", m_pruned, m_dropped) : "";
+    std::string line = fmt::format("[{}/{}] {} elapsed, ETA {}, failures {}{} | running #{}{}: {}{}", index,
+                                   total, format_duration(elapsed), eta(index, total), m_failures, left_out,
+                                   experiment.id, repeat > 0 ? fmt::format(" (repeat {})", repeat + 1) : "",
                                    describe_params(experiment), m_last.empty() ? "" : " | last: " + m_last);
     line = fit_width(line, m_columns > 0 ? m_columns - 1 : 160);
     std::fprintf(m_human, "\r\033[K%s", line.c_str());
@@ -99,9 +102,11 @@ void ProgressPrinter::started(const Experiment& experiment, int index, int total
     m_live_shown = true;
 }
 
-void ProgressPrinter::finished(const Experiment& experiment, const ExperimentReport& report, int index, int total) {
+void ProgressPrinter::finished(const Experiment& experiment, const ExperimentReport& report, int index,
+                               int total) {
     // A point of a race is reported once per round: the summary keeps its latest report.
-    auto same = std::find_if(m_reports.begin(), m_reports.end(), [&](const auto& e) { return e.first.id == experiment.id; });
+    auto same = std::find_if(m_reports.begin(), m_reports.end(),
+                             [&](const auto& e) { return e.first.id == experiment.id; });
     const bool failed_before = same != m_reports.end() && is_failure(same->second.status);
     if (same != m_reports.end())
         same->second = report;
@@ -142,8 +147,9 @@ void ProgressPrinter::finished(const Experiment& experiment, const ExperimentRep
     if (m_style == ProgressStyle::plain || report.status != RunStatus::ok) {
         // (a pruned or dropped point shows its reason as the line below, like a failure's diagnosis)
         const double elapsed = std::chrono::duration<double>(Clock::now() - m_start).count();
-        std::fprintf(m_human, "[%d/%d %s] #%d %s: %s\n", index, total, format_duration(elapsed).c_str(), experiment.id,
-                     describe_params(experiment).c_str(), outcome_text(report, metric).c_str());
+        std::fprintf(m_human, "[%d/%d %s] #%d %s: %s\n", index, total, format_duration(elapsed).c_str(),
+                     experiment.id, describe_params(experiment).c_str(),
+                     outcome_text(report, metric).c_str());
         if (report.status != RunStatus::ok && !report.diagnosis.empty())
             std::fprintf(m_human, "        %s\n", first_line(report.diagnosis, 200).c_str());
         std::fflush(m_human);
@@ -164,4 +170,4 @@ std::string ProgressPrinter::summary_metric(const std::string& preferred) const 
     return preferred;
 }
 
-}  // namespace ncclsweep::sweep
+}  // namespace ncclsweep::inline sweep

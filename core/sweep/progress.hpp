@@ -22,16 +22,16 @@ enum class ProgressStyle {
 /// What the run header says about a sweep before it starts (nccl-tests prints the same kind
 /// of facts above its table): where it runs and on what.
 struct RunHeader {
-    std::string version;       ///< ncclsweep's version
-    std::string sweep;         ///< the sweep's name
-    int experiments = 0;       ///< experiments to run
-    int repeats = 1;           ///< repeats of each
-    std::string target;        ///< Target::describe()
-    std::string host;          ///< host name ("" = unknown)
-    std::string gpus;          ///< e.g. "8 x NVIDIA H100 80GB, driver 550.54" or "none found"
-    std::string nccl;          ///< e.g. "2.21.5 (torch)" or "not found"
-    std::string ranks;         ///< e.g. "8 (tp)" or "" when the workload does not say
-    std::string backend;       ///< the engine's backend ("" for a plain command)
+    std::string version;  ///< ncclsweep's version
+    std::string sweep;    ///< the sweep's name
+    int experiments = 0;  ///< experiments to run
+    int repeats = 1;      ///< repeats of each
+    std::string target;   ///< Target::describe()
+    std::string host;     ///< host name ("" = unknown)
+    std::string gpus;     ///< e.g. "8 x NVIDIA H100 80GB, driver 550.54" or "none found"
+    std::string nccl;     ///< e.g. "2.21.5 (torch)" or "not found"
+    std::string ranks;    ///< e.g. "8 (tp)" or "" when the workload does not say
+    std::string backend;  ///< the engine's backend ("" for a plain command)
 };
 
 /// A SweepObserver that prints progress and remembers every report for the summary.
@@ -45,7 +45,8 @@ public:
     void header(const RunHeader& header);
 
     void started(const Experiment& experiment, int index, int total, int repeat) override;
-    void finished(const Experiment& experiment, const ExperimentReport& report, int index, int total) override;
+    void finished(const Experiment& experiment, const ExperimentReport& report, int index,
+                  int total) override;
     void notice(const std::string& message) override;
 
     /// Prints the summary table (best median first, which way is better from `definitions` or
@@ -53,16 +54,20 @@ public:
     /// with a footnote where an experiment has too few samples for a 95% interval; then
     /// failures with their class) and hyperfine's closing comparison ("#2 ... ran 1.62 ± 0.03
     /// times faster than #3 ...") to `out`. Lines are cut to `columns` (0 = no limit).
-    void print_summary(std::FILE* out, const std::string& metric, const std::vector<MetricDefinition>& definitions,
-                       int columns = 0) const;
+    void print_summary(std::FILE* out, const std::string& metric,
+                       const std::vector<MetricDefinition>& definitions, int columns = 0) const;
     /// The metric print_summary shows for `preferred`: it, else tok_s, else the first one an ok
     /// experiment reported ("" when none did).
     [[nodiscard]] std::string summary_metric(const std::string& preferred) const;
     /// Adds an experiment that finished before this process started (a resume): it enters the
     /// summary like the others; nothing is printed.
-    void remember(const Experiment& experiment, const ExperimentReport& report) { m_reports.emplace_back(experiment, report); }
+    void remember(const Experiment& experiment, const ExperimentReport& report) {
+        m_reports.emplace_back(experiment, report);
+    }
     /// Reports seen so far, in order.
-    [[nodiscard]] const std::vector<std::pair<Experiment, ExperimentReport>>& reports() const { return m_reports; }
+    [[nodiscard]] const std::vector<std::pair<Experiment, ExperimentReport>>& reports() const {
+        return m_reports;
+    }
 
 private:
     [[nodiscard]] std::string eta(int index, int total) const;
@@ -94,4 +99,4 @@ struct Ratio {
 [[nodiscard]] Ratio ratio_of(const stats::Summary& better, const stats::Summary& worse,
                              stats::Direction direction);
 
-}  // namespace ncclsweep::sweep
+}  // namespace ncclsweep::inline sweep

@@ -43,10 +43,11 @@ std::string spread_cell(const stats::Summary& s, bool& footnote) {
 /// Word for the closing comparison: "faster" for throughput and times, "better" otherwise.
 std::string_view better_word_for(const std::string& metric, const MetricDefinition& definition) {
     const std::string& unit = definition.unit;
-    if (metric == "tok_s" || unit.find("/s") != std::string::npos || unit == "s" || unit == "ms" || unit == "us" ||
-        unit == "\xC2\xB5s" || unit == "ns")
+    if (metric == "tok_s" || unit.find("/s") != std::string::npos || unit == "s" || unit == "ms" ||
+        unit == "us" || unit == "\xC2\xB5s" || unit == "ns")
         return "faster";
-    if (default_direction(metric) == stats::Direction::lower_is_better && metric.find("_s") != std::string::npos)
+    if (default_direction(metric) == stats::Direction::lower_is_better &&
+        metric.find("_s") != std::string::npos)
         return "faster";
     return "better";
 }
@@ -57,10 +58,14 @@ void print_row(std::FILE* out, const std::vector<std::size_t>& widths, const std
     for (std::size_t i = 0; i < cells.size(); ++i) {
         const bool right = i == 0 || (i >= 2 && i <= 4);  // id, value, ±, n
         std::size_t shown = 0;
-        for (std::size_t k = 0; k < cells[i].size(); k += std::max<std::size_t>(1, utf8_sequence(cells[i], k))) ++shown;
+        for (std::size_t k = 0; k < cells[i].size();
+             k += std::max<std::size_t>(1, utf8_sequence(cells[i], k)))
+            ++shown;
         const std::string pad(widths[i] > shown ? widths[i] - shown : 0, ' ');
-        if (i + 1 == cells.size()) line += cells[i];
-        else line += (right ? pad + cells[i] : cells[i] + pad) + "  ";
+        if (i + 1 == cells.size())
+            line += cells[i];
+        else
+            line += (right ? pad + cells[i] : cells[i] + pad) + "  ";
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
     std::fprintf(out, "%s\n", fit_width(line, columns).c_str());
@@ -87,10 +92,16 @@ void ProgressPrinter::print_summary(std::FILE* out, const std::string& metric_na
     std::vector<const Entry*> ok, failed, decided;
     for (const auto& entry : m_reports) {
         switch (entry.second.status) {
-            case RunStatus::ok: ok.push_back(&entry); break;
+            case RunStatus::ok:
+                ok.push_back(&entry);
+                break;
             case RunStatus::pruned:
-            case RunStatus::dropped: decided.push_back(&entry); break;
-            default: failed.push_back(&entry); break;
+            case RunStatus::dropped:
+                decided.push_back(&entry);
+                break;
+            default:
+                failed.push_back(&entry);
+                break;
         }
     }
     std::string metric = metric_name;
@@ -108,44 +119,51 @@ void ProgressPrinter::print_summary(std::FILE* out, const std::string& metric_na
 
     const std::string value_header =
         metric.empty() ? std::string("result")
-                       : definition.unit.empty() ? metric
-                                                 : fmt::format("{} [{}]", metric, definition.unit == "us" ? "\xC2\xB5s" : definition.unit);
+        : definition.unit.empty()
+            ? metric
+            : fmt::format("{} [{}]", metric, definition.unit == "us" ? "\xC2\xB5s" : definition.unit);
     std::vector<std::vector<std::string>> rows{{"id", "status", value_header, "±", "n", "parameters"}};
     bool footnote = false;
     for (std::size_t i = 0; i < ok.size(); ++i) {
         const stats::Summary& s = summaries[i];
-        rows.push_back({std::to_string(ok[i]->first.id), "ok", s.n ? number(s.median) : "-", spread_cell(s, footnote),
-                        std::to_string(s.n), describe_params(ok[i]->first)});
+        rows.push_back({std::to_string(ok[i]->first.id), "ok", s.n ? number(s.median) : "-",
+                        spread_cell(s, footnote), std::to_string(s.n), describe_params(ok[i]->first)});
     }
     for (const Entry* entry : failed)
         rows.push_back({std::to_string(entry->first.id),
-                        fmt::format("{} ({})", to_string(entry->second.status), entry->second.failure_class), "-", "",
-                        "", describe_params(entry->first)});
+                        fmt::format("{} ({})", to_string(entry->second.status), entry->second.failure_class),
+                        "-", "", "", describe_params(entry->first)});
     for (const Entry* entry : decided) {
         const stats::Summary s = stats::summarize(values_of(entry->second, metric));
         rows.push_back({std::to_string(entry->first.id), std::string(to_string(entry->second.status)),
-                        s.n ? number(s.median) : "-", s.n ? spread_cell(s, footnote) : "", std::to_string(s.n),
-                        describe_params(entry->first)});
+                        s.n ? number(s.median) : "-", s.n ? spread_cell(s, footnote) : "",
+                        std::to_string(s.n), describe_params(entry->first)});
     }
     failed.insert(failed.end(), decided.begin(), decided.end());  // rows below ok: their reasons follow
     std::vector<std::size_t> widths(rows.front().size(), 0);
     for (const auto& row : rows)
         for (std::size_t i = 0; i < row.size(); ++i) {
             std::size_t shown = 0;
-            for (std::size_t k = 0; k < row[i].size(); k += std::max<std::size_t>(1, utf8_sequence(row[i], k))) ++shown;
+            for (std::size_t k = 0; k < row[i].size();
+                 k += std::max<std::size_t>(1, utf8_sequence(row[i], k)))
+                ++shown;
             widths[i] = std::max(widths[i], shown);
         }
     for (std::size_t r = 0; r < rows.size(); ++r) {
         print_row(out, widths, rows[r], columns);
         const std::size_t failed_index = r >= 1 + ok.size() ? r - 1 - ok.size() : failed.size();
         if (failed_index < failed.size() && !failed[failed_index]->second.diagnosis.empty())
-            std::fprintf(out, "%s\n",
-                         fit_width("      " + first_line(failed[failed_index]->second.diagnosis, 150), columns).c_str());
+            std::fprintf(
+                out, "%s\n",
+                fit_width("      " + first_line(failed[failed_index]->second.diagnosis, 150), columns)
+                    .c_str());
     }
     if (footnote)
-        std::fprintf(out, "\xC2\xB9 fewer than %zu samples: \xC2\xB1 is half the min-max range, not a 95%% interval "
-                          "(repeats: %zu or more gives one)\n",
-                     stats::min_samples_for_interval(), stats::min_samples_for_interval());
+        std::fprintf(
+            out,
+            "\xC2\xB9 fewer than %zu samples: \xC2\xB1 is half the min-max range, not a 95%% interval "
+            "(repeats: %zu or more gives one)\n",
+            stats::min_samples_for_interval(), stats::min_samples_for_interval());
 
     // hyperfine's closing lines: the best against the next few and the last.
     std::vector<std::size_t> measured;
@@ -155,23 +173,26 @@ void ProgressPrinter::print_summary(std::FILE* out, const std::string& metric_na
     const std::string_view word = better_word_for(metric, definition);
     const std::size_t best = measured.front();
     std::fprintf(out, "\nSummary (%s, median)\n", metric.c_str());
-    std::fprintf(out, "%s\n", fit_width(fmt::format("  #{} ({}) ran", ok[best]->first.id, describe_params(ok[best]->first)),
-                                       columns).c_str());
-    std::vector<std::size_t> named(measured.begin() + 1,
-                                   measured.begin() + static_cast<std::ptrdiff_t>(std::min(measured.size(), k_compared)));
+    std::fprintf(
+        out, "%s\n",
+        fit_width(fmt::format("  #{} ({}) ran", ok[best]->first.id, describe_params(ok[best]->first)),
+                  columns)
+            .c_str());
+    std::vector<std::size_t> named(
+        measured.begin() + 1,
+        measured.begin() + static_cast<std::ptrdiff_t>(std::min(measured.size(), k_compared)));
     if (measured.size() > k_compared) named.push_back(measured.back());
     for (std::size_t k = 0; k < named.size(); ++k) {
         const std::size_t hidden = measured.size() - 1 - named.size();
-        if (k + 1 == named.size() && hidden > 0)
-            std::fprintf(out, "    ... %zu more ...\n", hidden);
+        if (k + 1 == named.size() && hidden > 0) std::fprintf(out, "    ... %zu more ...\n", hidden);
         const std::size_t i = named[k];
         const Ratio r = ratio_of(summaries[best], summaries[i], definition.better);
         std::fprintf(out, "%s\n",
-                     fit_width(fmt::format("    {:.2f} \xC2\xB1 {:.2f} times {} than #{} ({})", r.value, r.spread, word,
-                                           ok[i]->first.id, describe_params(ok[i]->first)),
+                     fit_width(fmt::format("    {:.2f} \xC2\xB1 {:.2f} times {} than #{} ({})", r.value,
+                                           r.spread, word, ok[i]->first.id, describe_params(ok[i]->first)),
                                columns)
                          .c_str());
     }
 }
 
-}  // namespace ncclsweep::sweep
+}  // namespace ncclsweep::inline sweep

@@ -7,8 +7,8 @@
 
 #include "core/plan/render.hpp"
 #include "core/stats/stats.hpp"
-#include "core/text.hpp"
 #include "core/sweep/sweep_detail.hpp"
+#include "core/text.hpp"
 #include "core/watch/supervise.hpp"
 
 namespace ncclsweep::inline sweep {
@@ -25,22 +25,27 @@ Result<std::string> deliver(Target& target, const Experiment& experiment, const 
     if (!env_text) return env_text.error();
     if (auto put = target.put_file(dir + "/" + k_env_file, *env_text); !put) return put.error();
     if (options.delivery != EnvDelivery::env) {
-        auto put = target.put_file(dir + "/" + k_sitecustomize_file, render::sitecustomize(experiment.env, provenance));
+        auto put = target.put_file(dir + "/" + k_sitecustomize_file,
+                                   render::sitecustomize(experiment.env, provenance));
         if (!put) return put.error();
     }
     return dir;
 }
 
-std::string batch_key(int exp_id, int repeat) { return fmt::format("exp-{}/rep-{}", exp_id, repeat); }
+std::string batch_key(int exp_id, int repeat) {
+    return fmt::format("exp-{}/rep-{}", exp_id, repeat);
+}
 
-Command command_for(const std::vector<std::string>& argv, const Experiment& experiment, const std::string& dir,
-                    EnvDelivery delivery, int repeat, Batched batched, const std::vector<Assignment>& extra_env) {
+Command command_for(const std::vector<std::string>& argv, const Experiment& experiment,
+                    const std::string& dir, EnvDelivery delivery, int repeat, Batched batched,
+                    const std::vector<Assignment>& extra_env) {
     Command command;
     command.argv = argv;
     command.workdir = dir;
     if (delivery != EnvDelivery::sitecustomize) command.env = experiment.env;
     for (const auto& extra : extra_env)
-        if (std::none_of(experiment.env.begin(), experiment.env.end(), [&](const Assignment& a) { return a.first == extra.first; }))
+        if (std::none_of(experiment.env.begin(), experiment.env.end(),
+                         [&](const Assignment& a) { return a.first == extra.first; }))
             command.env.push_back(extra);
     if (delivery != EnvDelivery::env) command.pythonpath_prepend = dir;
     command.env.emplace_back("NCCLSWEEP_EXPERIMENT_ID", std::to_string(experiment.id));
@@ -88,8 +93,8 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
         outcome.seconds = std::chrono::duration<double>(Clock::now() - start_time).count();
         return std::move(outcome);
     };
-    auto process = target.start(detail::command_for(experiment.argv, experiment, dir, options.delivery, repeat, batched,
-                                                                options.extra_env));
+    auto process = target.start(detail::command_for(experiment.argv, experiment, dir, options.delivery,
+                                                    repeat, batched, options.extra_env));
     // A batch target returns once the task runs: the time it waited in the queue is not the
     // experiment's (its timeouts start now).
     start_time = Clock::now();
@@ -118,9 +123,11 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
         supervise_options.stop_when = [&]() {
             if (client_done) return true;
             if (!client && (watcher.state() == WatchState::ready)) {
-                auto started = target.start(detail::command_for(client_args, experiment, dir, options.delivery, repeat, Batched::no, {}));
+                auto started = target.start(detail::command_for(client_args, experiment, dir,
+                                                                options.delivery, repeat, Batched::no, {}));
                 if (!started) {
-                    watcher.feed(OutputLine{Stream::err, "client: " + started.error().message, Clock::now(), false});
+                    watcher.feed(
+                        OutputLine{Stream::err, "client: " + started.error().message, Clock::now(), false});
                     client_done = true;
                     client_exit = ExitInfo{127, 0};
                     return true;
@@ -159,10 +166,11 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
             return finish(RepeatEnd::interrupted);
         case SupervisionEnd::stopped:
             if (client_exit && !client_exit->success() && watcher.state() != WatchState::failed) {
-                watcher.feed(OutputLine{Stream::err,
-                                        fmt::format("client exited with status {}{}", client_exit->exit_code,
-                                                    client_exit->signal ? fmt::format(" (signal {})", client_exit->signal) : ""),
-                                        Clock::now(), false});
+                watcher.feed(OutputLine{
+                    Stream::err,
+                    fmt::format("client exited with status {}{}", client_exit->exit_code,
+                                client_exit->signal ? fmt::format(" (signal {})", client_exit->signal) : ""),
+                    Clock::now(), false});
                 return finish(RepeatEnd::failed);
             }
             break;
@@ -174,9 +182,12 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
             break;
     }
     switch (watcher.state()) {
-        case WatchState::failed: return finish(RepeatEnd::failed);
-        case WatchState::timed_out: return finish(RepeatEnd::timed_out);
-        default: return finish(RepeatEnd::ok);
+        case WatchState::failed:
+            return finish(RepeatEnd::failed);
+        case WatchState::timed_out:
+            return finish(RepeatEnd::timed_out);
+        default:
+            return finish(RepeatEnd::ok);
     }
 }
 
@@ -204,12 +215,18 @@ void fill_from_watcher(ExperimentReport& report, const Watcher& watcher, int rep
 
 std::string_view to_string(RunStatus status) {
     switch (status) {
-        case RunStatus::ok: return "ok";
-        case RunStatus::failed: return "failed";
-        case RunStatus::timed_out: return "timed_out";
-        case RunStatus::infra_error: return "infra_error";
-        case RunStatus::pruned: return "pruned";
-        case RunStatus::dropped: return "dropped";
+        case RunStatus::ok:
+            return "ok";
+        case RunStatus::failed:
+            return "failed";
+        case RunStatus::timed_out:
+            return "timed_out";
+        case RunStatus::infra_error:
+            return "infra_error";
+        case RunStatus::pruned:
+            return "pruned";
+        case RunStatus::dropped:
+            return "dropped";
     }
     return "?";
 }
@@ -225,9 +242,10 @@ std::optional<double> ExperimentReport::median(const std::string& name) const {
 namespace detail {
 
 Result<ExperimentRun> run_experiment(Target& target, const Experiment& experiment, int index, int total,
-                                     ResultSink& sink, SweepObserver& observer, const SweepRunOptions& options,
-                                     const std::atomic<bool>& stop, std::vector<long>& previous_groups,
-                                     Batched batched, const Rounds& rounds) {
+                                     ResultSink& sink, SweepObserver& observer,
+                                     const SweepRunOptions& options, const std::atomic<bool>& stop,
+                                     std::vector<long>& previous_groups, Batched batched,
+                                     const Rounds& rounds) {
     ExperimentRun run;
     ExperimentReport& report = run.report;
     const ExperimentReport before = rounds.before != nullptr ? *rounds.before : ExperimentReport{};
@@ -250,7 +268,8 @@ Result<ExperimentRun> run_experiment(Target& target, const Experiment& experimen
         // The client command and the environment files are prepared once per attempt; every
         // repeat uses them. One that cannot be rendered is a failure of this point, not of the host.
         auto client_args = client_argv(options, experiment);
-        auto dir = client_args ? deliver(target, experiment, options) : Result<std::string>(client_args.error());
+        auto dir =
+            client_args ? deliver(target, experiment, options) : Result<std::string>(client_args.error());
         if (!dir && dir.error().kind != ErrorKind::infrastructure) {
             report.status = RunStatus::failed;
             report.failure_class = "config";
@@ -265,9 +284,11 @@ Result<ExperimentRun> run_experiment(Target& target, const Experiment& experimen
         for (int repeat = first_repeat; !lost && repeat < first_repeat + repeats; ++repeat) {
             observer.started(experiment, index, total, repeat);
             ++run.runs;
-            RepeatOutcome outcome = run_repeat(target, experiment, *dir, repeat, *client_args, options, stop, batched);
+            RepeatOutcome outcome =
+                run_repeat(target, experiment, *dir, repeat, *client_args, options, stop, batched);
             total_s += outcome.seconds;
-            previous_groups.insert(previous_groups.end(), outcome.process_groups.begin(), outcome.process_groups.end());
+            previous_groups.insert(previous_groups.end(), outcome.process_groups.begin(),
+                                   outcome.process_groups.end());
             if (outcome.end == RepeatEnd::interrupted) {
                 run.end = ExperimentEnd::interrupted;
                 return run;
@@ -288,13 +309,16 @@ Result<ExperimentRun> run_experiment(Target& target, const Experiment& experimen
             }
             if (outcome.scheduler_end) {
                 // Ended by the scheduler, not by the setting: its time limit is a timeout.
-                const bool time_limit = outcome.scheduler_end->state == "TIMEOUT" || outcome.scheduler_end->state == "DEADLINE";
+                const bool time_limit =
+                    outcome.scheduler_end->state == "TIMEOUT" || outcome.scheduler_end->state == "DEADLINE";
                 if (time_limit && attempt < options.max_attempts) {
                     // Infrastructure, not the setting (a slow or shared node, a late start):
                     // retried like a lost connection, as a task of its own.
-                    observer.notice(fmt::format("experiment {}: {}; retrying as a new task (attempt {} of {}) in case the node was the cause",
-                                                experiment.id, first_line(outcome.scheduler_end->message, 200),
-                                                attempt + 1, options.max_attempts));
+                    observer.notice(
+                        fmt::format("experiment {}: {}; retrying as a new task (attempt {} of {}) in case "
+                                    "the node was the cause",
+                                    experiment.id, first_line(outcome.scheduler_end->message, 200),
+                                    attempt + 1, options.max_attempts));
                     time_limit_retry = true;
                     break;
                 }
@@ -306,7 +330,8 @@ Result<ExperimentRun> run_experiment(Target& target, const Experiment& experimen
                 break;
             }
             if (outcome.end != RepeatEnd::ok) {
-                report.status = outcome.end == RepeatEnd::timed_out ? RunStatus::timed_out : RunStatus::failed;
+                report.status =
+                    outcome.end == RepeatEnd::timed_out ? RunStatus::timed_out : RunStatus::failed;
                 report.failure_class = watcher.failure_class();
                 report.diagnosis = watcher.diagnosis().text();
                 report.detected_after_s = watcher.seconds_to_detection();
@@ -320,16 +345,17 @@ Result<ExperimentRun> run_experiment(Target& target, const Experiment& experimen
             return run;
         }
         if (attempt < options.max_attempts) {
-            observer.notice(fmt::format("experiment {}: connection to {} lost ({}); reconnecting and retrying (attempt {} of {})",
-                                        experiment.id, target.describe(), lost_reason, attempt + 1, options.max_attempts));
+            observer.notice(fmt::format(
+                "experiment {}: connection to {} lost ({}); reconnecting and retrying (attempt {} of {})",
+                experiment.id, target.describe(), lost_reason, attempt + 1, options.max_attempts));
             if (auto again = target.reconnect(); !again) {
                 report.status = RunStatus::infra_error;
                 report.failure_class = "infrastructure";
                 report.diagnosis = lost_reason + "\nreconnect failed: " + again.error().message;
                 (void)sink.experiment_finished(report);
-                return Error::infrastructure(fmt::format(
-                    "lost the connection to {} during experiment {} and could not reconnect: {}",
-                    target.describe(), experiment.id, again.error().message));
+                return Error::infrastructure(
+                    fmt::format("lost the connection to {} during experiment {} and could not reconnect: {}",
+                                target.describe(), experiment.id, again.error().message));
             }
             continue;
         }
@@ -337,8 +363,9 @@ Result<ExperimentRun> run_experiment(Target& target, const Experiment& experimen
         report.failure_class = "infrastructure";
         report.diagnosis = lost_reason;
         (void)sink.experiment_finished(report);
-        return Error::infrastructure(fmt::format("lost the connection to {} during experiment {} ({} attempts): {}",
-                                                 target.describe(), experiment.id, attempt, lost_reason));
+        return Error::infrastructure(
+            fmt::format("lost the connection to {} during experiment {} ({} attempts): {}", target.describe(),
+                        experiment.id, attempt, lost_reason));
     }
     return run;
 }
@@ -389,14 +416,16 @@ Result<SweepRunSummary> run_search(Target& target, const std::vector<Experiment>
         auto found = index_of.find(report.exp_id);
         if (found == index_of.end()) continue;
         if (report.status == RunStatus::pruned || report.status == RunStatus::dropped)
-            search.restore_mark(found->second, report.status == RunStatus::pruned ? search::Mark::pruned : search::Mark::dropped);
+            search.restore_mark(found->second, report.status == RunStatus::pruned ? search::Mark::pruned
+                                                                                  : search::Mark::dropped);
     }
     for (const auto& report : history) {
         auto found = index_of.find(report.exp_id);
         if (found == index_of.end() || report.status == RunStatus::pruned) continue;
         search.restore(found->second, observation_of(report, settings.metric));
         recorded[report.exp_id] = report;
-        if (recorded[report.exp_id].status == RunStatus::dropped) recorded[report.exp_id].status = RunStatus::ok;
+        if (recorded[report.exp_id].status == RunStatus::dropped)
+            recorded[report.exp_id].status = RunStatus::ok;
     }
 
     SweepRunSummary summary;
@@ -418,7 +447,8 @@ Result<SweepRunSummary> run_search(Target& target, const std::vector<Experiment>
         const Experiment& experiment = experiments[step.point];
         const int index = static_cast<int>(step.point) + 1;
         if (step.action == search::Action::skip) {
-            ExperimentReport report = recorded.count(experiment.id) ? recorded[experiment.id] : ExperimentReport{};
+            ExperimentReport report =
+                recorded.count(experiment.id) ? recorded[experiment.id] : ExperimentReport{};
             report.exp_id = experiment.id;
             report.status = step.mark == search::Mark::pruned ? RunStatus::pruned : RunStatus::dropped;
             report.diagnosis = step.reason;
@@ -429,10 +459,11 @@ Result<SweepRunSummary> run_search(Target& target, const std::vector<Experiment>
         }
         if (search.progress().round != round) {
             round = search.progress().round;
-            observer.notice(fmt::format("round {}: up to {} repeats per point still in the race ({} pruned, {} dropped, "
-                                        "{} runs so far)",
-                                        round, step.first_repeat + step.repeats, search.progress().pruned,
-                                        search.progress().dropped, search.progress().runs));
+            observer.notice(
+                fmt::format("round {}: up to {} repeats per point still in the race ({} pruned, {} dropped, "
+                            "{} runs so far)",
+                            round, step.first_repeat + step.repeats, search.progress().pruned,
+                            search.progress().dropped, search.progress().runs));
         }
         if (options.before_experiment)
             if (auto ready = options.before_experiment(previous_groups); !ready) return ready.error();
@@ -440,8 +471,8 @@ Result<SweepRunSummary> run_search(Target& target, const std::vector<Experiment>
         ExperimentReport& report = recorded[experiment.id];
         if (step.first_repeat == 0) report = ExperimentReport{};
         const double seconds_before = report.total_s.value_or(0);
-        auto ended = detail::run_experiment(target.slot_target(0), experiment, index, total, sink, observer, options,
-                                            stop, previous_groups, detail::Batched::no,
+        auto ended = detail::run_experiment(target.slot_target(0), experiment, index, total, sink, observer,
+                                            options, stop, previous_groups, detail::Batched::no,
                                             detail::Rounds{step.first_repeat, step.repeats, &report});
         if (!ended) return ended.error();
         summary.runs += ended->runs;
@@ -468,4 +499,4 @@ Result<SweepRunSummary> run_search(Target& target, const std::vector<Experiment>
     return summary;
 }
 
-}  // namespace ncclsweep::sweep
+}  // namespace ncclsweep::inline sweep

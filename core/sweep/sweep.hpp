@@ -14,9 +14,9 @@
 #include "core/experiment.hpp"
 #include "core/result.hpp"
 #include "core/search/search.hpp"
-#include "core/watch/rule_catalog.hpp"
 #include "core/spec/spec.hpp"
 #include "core/target.hpp"
+#include "core/watch/rule_catalog.hpp"
 #include "core/watch/watcher.hpp"
 
 namespace ncclsweep::inline sweep {
@@ -62,7 +62,9 @@ public:
     virtual Result<void> experiment_finished(const ExperimentReport& report) = 0;
     /// A batch target (Slurm) gave experiment `exp_id` its scheduler tasks, one per repeat,
     /// space-separated ("4242_0 4242_1"), so a resume can find them again.
-    virtual Result<void> experiment_scheduled(int /*exp_id*/, const std::string& /*tasks*/) { return success(); }
+    virtual Result<void> experiment_scheduled(int /*exp_id*/, const std::string& /*tasks*/) {
+        return success();
+    }
 };
 
 /// Progress for people or machines (cli/ implements it).
@@ -72,7 +74,8 @@ public:
     /// `index` is 1-based among the experiments of this run; `total` their number.
     virtual void started(const Experiment& experiment, int index, int total, int repeat) = 0;
     /// The experiment has ended and been recorded.
-    virtual void finished(const Experiment& experiment, const ExperimentReport& report, int index, int total) = 0;
+    virtual void finished(const Experiment& experiment, const ExperimentReport& report, int index,
+                          int total) = 0;
     /// A note for people (retry after a lost connection, ...).
     virtual void notice(const std::string& message) = 0;
 };
@@ -80,14 +83,14 @@ public:
 /// Settings of a sweep run.
 struct SweepRunOptions {
     std::string sweep_name;
-    std::string workdir;                 ///< per-sweep directory on the host (Target::prepare_workdir)
+    std::string workdir;  ///< per-sweep directory on the host (Target::prepare_workdir)
     EnvDelivery delivery = EnvDelivery::both;
     int repeats = 1;
-    WatcherOptions watcher;              ///< timeouts, success rule
+    WatcherOptions watcher;  ///< timeouts, success rule
     std::shared_ptr<const RuleCatalog> catalog;
-    WorkloadSpec workload;               ///< for the optional client command
+    WorkloadSpec workload;  ///< for the optional client command
     std::chrono::milliseconds kill_grace{2000};
-    int max_attempts = 3;                ///< per experiment, on lost connections
+    int max_attempts = 3;  ///< per experiment, on lost connections
     /// Variables every experiment's process also gets, unless its own environment names them
     /// (NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=TUNING, so NCCL says what it chose).
     std::vector<Assignment> extra_env;
@@ -109,8 +112,8 @@ struct SweepRunSummary {
     int runs = 0;                 ///< workload runs started (this run)
     int rounds = 1;               ///< the search's last round
     bool interrupted = false;
-    bool budget_spent = false;    ///< the search's budget ended the sweep (resumable with a larger one)
-    std::string search_end;       ///< how the search ended ("" for the full product)
+    bool budget_spent = false;  ///< the search's budget ended the sweep (resumable with a larger one)
+    std::string search_end;     ///< how the search ended ("" for the full product)
 };
 
 /// Runs what `search` decides among `experiments` (the sweep's points, id order), one point at a
@@ -144,4 +147,4 @@ Result<SweepRunSummary> run_experiments(Target& target, const std::vector<Experi
 inline constexpr const char* k_sitecustomize_file = "sitecustomize.py";
 inline constexpr const char* k_env_file = "env";
 
-}  // namespace ncclsweep::sweep
+}  // namespace ncclsweep::inline sweep

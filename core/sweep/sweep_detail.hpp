@@ -48,8 +48,9 @@ Result<std::string> deliver(Target& target, const Experiment& experiment, const 
 /// `previous_groups` gets the process groups it started. Errors: infrastructure (host lost
 /// for good, sink failed).
 Result<ExperimentRun> run_experiment(Target& target, const Experiment& experiment, int index, int total,
-                                     ResultSink& sink, SweepObserver& observer, const SweepRunOptions& options,
-                                     const std::atomic<bool>& stop, std::vector<long>& previous_groups,
-                                     Batched batched, const Rounds& rounds = {});
+                                     ResultSink& sink, SweepObserver& observer,
+                                     const SweepRunOptions& options, const std::atomic<bool>& stop,
+                                     std::vector<long>& previous_groups, Batched batched,
+                                     const Rounds& rounds = {});
 
-}  // namespace ncclsweep::sweep::detail
+}  // namespace ncclsweep::inline sweep::detail

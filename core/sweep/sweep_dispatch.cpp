@@ -49,7 +49,8 @@ public:
         std::lock_guard lock(m_mutex);
         m_observer.started(experiment, index, total, repeat);
     }
-    void finished(const Experiment& experiment, const ExperimentReport& report, int index, int total) override {
+    void finished(const Experiment& experiment, const ExperimentReport& report, int index,
+                  int total) override {
         std::lock_guard lock(m_mutex);
         m_observer.finished(experiment, report, index, total);
     }
@@ -85,14 +86,16 @@ Result<void> submit_batch(Target& target, const std::vector<Experiment>& experim
             continue;
         }
         auto previous = options.previous_tasks.find(experiment.id);
-        const std::vector<std::string> before =
-            previous == options.previous_tasks.end() ? std::vector<std::string>{} : split_words(previous->second);
+        const std::vector<std::string> before = previous == options.previous_tasks.end()
+                                                    ? std::vector<std::string>{}
+                                                    : split_words(previous->second);
         for (int repeat = 0; repeat < repeats; ++repeat) {
             BatchItem item;
-            item.command = detail::command_for(experiment.argv, experiment, *dir, options.delivery, repeat, Batched::yes,
-                                                options.extra_env);
+            item.command = detail::command_for(experiment.argv, experiment, *dir, options.delivery, repeat,
+                                               Batched::yes, options.extra_env);
             item.key = item.command.batch_key;
-            if (static_cast<std::size_t>(repeat) < before.size()) item.previous_task = before[static_cast<std::size_t>(repeat)];
+            if (static_cast<std::size_t>(repeat) < before.size())
+                item.previous_task = before[static_cast<std::size_t>(repeat)];
             items.push_back(std::move(item));
             owners.push_back(experiment.id);
         }
@@ -101,7 +104,8 @@ Result<void> submit_batch(Target& target, const std::vector<Experiment>& experim
     auto tasks = target.submit(items);
     if (!tasks) return tasks.error();
     if (tasks->size() != items.size())
-        return Error::internal(fmt::format("{} gave {} tasks for {} commands", target.describe(), tasks->size(), items.size()));
+        return Error::internal(
+            fmt::format("{} gave {} tasks for {} commands", target.describe(), tasks->size(), items.size()));
     std::string joined;
     for (std::size_t i = 0; i < items.size(); ++i) {
         joined += (joined.empty() ? "" : " ") + (*tasks)[i];
@@ -124,9 +128,10 @@ void count_outcome(SweepRunSummary& summary, const detail::ExperimentRun& run) {
 }
 
 /// One experiment after another on slot 0.
-Result<SweepRunSummary> run_in_order(Target& target, const std::vector<Experiment>& experiments, ResultSink& sink,
-                                     SweepObserver& observer, const SweepRunOptions& options,
-                                     const std::atomic<bool>& stop, Batched batched) {
+Result<SweepRunSummary> run_in_order(Target& target, const std::vector<Experiment>& experiments,
+                                     ResultSink& sink, SweepObserver& observer,
+                                     const SweepRunOptions& options, const std::atomic<bool>& stop,
+                                     Batched batched) {
     SweepRunSummary summary;
     const int total = static_cast<int>(experiments.size());
     Target& host = target.slot_target(0);
@@ -155,8 +160,9 @@ Result<SweepRunSummary> run_in_order(Target& target, const std::vector<Experimen
 
 /// Up to `slots` experiments at once, one worker thread per slot taking the next experiment in
 /// plan order. The first error (or `stop`) halts every worker: running experiments are killed.
-Result<SweepRunSummary> run_concurrently(Target& target, int slots, const std::vector<Experiment>& experiments,
-                                         ResultSink& sink, SweepObserver& observer, const SweepRunOptions& options,
+Result<SweepRunSummary> run_concurrently(Target& target, int slots,
+                                         const std::vector<Experiment>& experiments, ResultSink& sink,
+                                         SweepObserver& observer, const SweepRunOptions& options,
                                          const std::atomic<bool>& stop, Batched batched) {
     std::mutex sink_mutex;
     std::mutex state_mutex;
@@ -189,8 +195,9 @@ Result<SweepRunSummary> run_concurrently(Target& target, int slots, const std::v
                 }
             }
             previous_groups.clear();
-            auto run = detail::run_experiment(host, experiment, static_cast<int>(index) + 1, total, locked_sink,
-                                              locked_observer, options, halt, previous_groups, batched);
+            auto run =
+                detail::run_experiment(host, experiment, static_cast<int>(index) + 1, total, locked_sink,
+                                       locked_observer, options, halt, previous_groups, batched);
             std::lock_guard lock(state_mutex);
             if (!run) {
                 if (!first_error) first_error = run.error();
@@ -234,10 +241,11 @@ Result<SweepRunSummary> run_experiments(Target& target, const std::vector<Experi
         batched = Batched::yes;
     }
     const int slots = std::clamp(target.slots(), 1, std::max(1, static_cast<int>(experiments.size())));
-    auto summary = slots == 1 ? run_in_order(target, experiments, sink, observer, options, stop, batched)
-                              : run_concurrently(target, slots, experiments, sink, observer, options, stop, batched);
+    auto summary = slots == 1
+                       ? run_in_order(target, experiments, sink, observer, options, stop, batched)
+                       : run_concurrently(target, slots, experiments, sink, observer, options, stop, batched);
     if (!summary || summary->interrupted) target.cancel_all();
     return summary;
 }
 
-}  // namespace ncclsweep::sweep
+}  // namespace ncclsweep::inline sweep

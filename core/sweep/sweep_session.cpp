@@ -11,8 +11,10 @@ namespace {
 /// A resume re-plans from the spec and flags: refused (bad_input, before anything is written)
 /// unless the stored points and settings are the ones planned now.
 Result<void> check_same_plan(const StoredPlan& stored, const SweepRequest& request, std::int64_t id) {
-    std::vector<std::string> differences = fingerprint_differences(stored.fingerprint, request.sweep.fingerprint);
-    for (auto& d : plan_differences(stored.experiments, request.experiments)) differences.push_back(std::move(d));
+    std::vector<std::string> differences =
+        fingerprint_differences(stored.fingerprint, request.sweep.fingerprint);
+    for (auto& d : plan_differences(stored.experiments, request.experiments))
+        differences.push_back(std::move(d));
     if (differences.empty()) return success();
     std::string list;
     for (const auto& d : differences) list += "\n  - " + d;
@@ -20,16 +22,18 @@ Result<void> check_same_plan(const StoredPlan& stored, const SweepRequest& reque
                           ? std::string("resume it with the spec and flags it started with")
                           : fmt::format("resume it with the command it started with: {} --resume {}",
                                         stored.fingerprint.command_line, id);
-    return Error::bad_input(fmt::format(
-        "refusing to resume sweep {}: it would mix configurations; what differs from when it started:{}\n{}, or run "
-        "it as a new sweep (without --resume); nothing was changed in the database",
-        id, list, how));
+    return Error::bad_input(
+        fmt::format("refusing to resume sweep {}: it would mix configurations; what differs from when it "
+                    "started:{}\n{}, or run "
+                    "it as a new sweep (without --resume); nothing was changed in the database",
+                    id, list, how));
 }
 
 }  // namespace
 
 Result<SweepOutcome> run_sweep(const SweepRequest& request, Target& target, SweepStore& store,
-                               SweepObserver& observer, SweepRunOptions options, const std::atomic<bool>& stop) {
+                               SweepObserver& observer, SweepRunOptions options,
+                               const std::atomic<bool>& stop) {
     SweepOutcome outcome;
     outcome.total = static_cast<int>(request.experiments.size());
     std::vector<Experiment> todo;
@@ -83,7 +87,8 @@ Result<SweepOutcome> run_sweep(const SweepRequest& request, Target& target, Swee
     }
     outcome.summary = *ran;
     if (ran->interrupted) {
-        if (auto f = store.finish(SweepEnd::interrupted, "stopped by the user (interrupt)"); !f) return f.error();
+        if (auto f = store.finish(SweepEnd::interrupted, "stopped by the user (interrupt)"); !f)
+            return f.error();
     } else if (ran->budget_spent) {
         if (auto f = store.finish(SweepEnd::interrupted, ran->search_end); !f) return f.error();
     } else {
@@ -99,4 +104,4 @@ SweepEnding ending_of(const SweepOutcome& outcome) {
     return SweepEnding::done;
 }
 
-}  // namespace ncclsweep::sweep
+}  // namespace ncclsweep::inline sweep

@@ -23,7 +23,7 @@ enum class SweepEnd { done, interrupted, failed };
 struct NewSweep {
     std::string name, tag, spec_path, spec_text, target, preflight_json, tool_version;
     int repeats = 1;
-    PlanFingerprint fingerprint;  ///< what it runs besides its points (checked by a resume)
+    PlanFingerprint fingerprint;            ///< what it runs besides its points (checked by a resume)
     std::vector<MetricDefinition> metrics;  ///< declared by the spec or the engine (unit, better)
     std::string backend;                    ///< engine backend producing the numbers ("sim", "cuda", "")
 };
@@ -38,7 +38,8 @@ struct StoredPlan {
 class SweepStore : public ResultSink {
 public:
     /// Records a new sweep (state running) with its planned experiments; returns its id.
-    virtual Result<std::int64_t> create(const NewSweep& sweep, const std::vector<Experiment>& experiments) = 0;
+    virtual Result<std::int64_t> create(const NewSweep& sweep,
+                                        const std::vector<Experiment>& experiments) = 0;
     /// Reads sweep `id`'s plan for a resume without writing anything.
     virtual Result<StoredPlan> load_plan(std::int64_t id) = 0;
     /// Reopens sweep `id` (state running, one more resume, this process its runner) once its
@@ -61,17 +62,17 @@ public:
 /// What to run.
 struct SweepRequest {
     NewSweep sweep;
-    std::vector<Experiment> experiments;             ///< the plan, in order
+    std::vector<Experiment> experiments;                             ///< the plan, in order
     std::vector<std::pair<std::string, std::string>> plan_warnings;  ///< code, message (with ids)
-    std::optional<std::int64_t> resume_id;           ///< --resume: continue this sweep
+    std::optional<std::int64_t> resume_id;                           ///< --resume: continue this sweep
 };
 
 /// What happened.
 struct SweepOutcome {
     std::int64_t sweep_id = 0;
     SweepRunSummary summary;
-    int skipped_finished = 0;   ///< experiments a resume did not run again
-    int total = 0;              ///< experiments in the sweep
+    int skipped_finished = 0;  ///< experiments a resume did not run again
+    int total = 0;             ///< experiments in the sweep
 };
 
 /// How a run ended, for the exit status: `done` (0), `interrupted` (3, resumable) or
@@ -89,6 +90,7 @@ enum class SweepEnding { done, interrupted, nothing_succeeded };
 /// longer matches (naming what differs; nothing is written then); infrastructure from the
 /// target or store (the sweep is then marked failed and can be resumed).
 Result<SweepOutcome> run_sweep(const SweepRequest& request, Target& target, SweepStore& store,
-                               SweepObserver& observer, SweepRunOptions options, const std::atomic<bool>& stop);
+                               SweepObserver& observer, SweepRunOptions options,
+                               const std::atomic<bool>& stop);
 
-}  // namespace ncclsweep::sweep
+}  // namespace ncclsweep::inline sweep

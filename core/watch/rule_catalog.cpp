@@ -45,27 +45,33 @@ Result<std::shared_ptr<const RuleCatalog>> RuleCatalog::compile(std::vector<Rule
     catalog->m_set = std::make_unique<Prefilter>(set_options);
     for (const auto& rule : rules) {
         if (rule.name.empty())
-            return Error::bad_input(fmt::format("{}: a watcher rule has no name; give every rule a unique `name:`",
-                                                rule.mark.file.empty() ? "built-in" : rule.mark.to_string()));
+            return Error::bad_input(
+                fmt::format("{}: a watcher rule has no name; give every rule a unique `name:`",
+                            rule.mark.file.empty() ? "built-in" : rule.mark.to_string()));
         if (rule.pattern.empty())
-            return Error::bad_input(fmt::format("{}: the regex is empty; write what the line contains", where(rule)));
+            return Error::bad_input(
+                fmt::format("{}: the regex is empty; write what the line contains", where(rule)));
         auto regex = std::make_unique<RE2>(rule.pattern, rule_options());
         if (!regex->ok())
-            return Error::bad_input(fmt::format("{}: invalid regex '{}': {}; fix the pattern (RE2 syntax: no "
-                                                "backreferences or lookaround)",
-                                                where(rule), rule.pattern, regex->error()));
+            return Error::bad_input(
+                fmt::format("{}: invalid regex '{}': {}; fix the pattern (RE2 syntax: no "
+                            "backreferences or lookaround)",
+                            where(rule), rule.pattern, regex->error()));
         if (rule.extract == Extract::single_group && regex->NumberOfCapturingGroups() < 1)
-            return Error::bad_input(fmt::format("{}: metric regex '{}' has no capture group; put the number in "
-                                                "parentheses, e.g. 'tok/s: ([0-9.]+)'",
-                                                where(rule), rule.pattern));
+            return Error::bad_input(
+                fmt::format("{}: metric regex '{}' has no capture group; put the number in "
+                            "parentheses, e.g. 'tok/s: ([0-9.]+)'",
+                            where(rule), rule.pattern));
         std::string set_error;
         if (catalog->m_set->set.Add(rule.pattern, &set_error) < 0)
-            return Error::bad_input(fmt::format("{}: invalid regex '{}': {}", where(rule), rule.pattern, set_error));
+            return Error::bad_input(
+                fmt::format("{}: invalid regex '{}': {}", where(rule), rule.pattern, set_error));
         catalog->m_regexes.push_back(std::move(regex));
     }
     if (!catalog->m_set->set.Compile())
-        return Error::internal("the watcher's rule set could not be compiled (RE2 ran out of memory); use fewer or "
-                               "simpler user rules");
+        return Error::internal(
+            "the watcher's rule set could not be compiled (RE2 ran out of memory); use fewer or "
+            "simpler user rules");
     catalog->m_rules = std::move(rules);
     return std::shared_ptr<const RuleCatalog>(std::move(catalog));
 }
@@ -104,7 +110,8 @@ Result<std::vector<Rule>> merge_rules(const std::vector<Rule>& user, const std::
     for (const auto& rule : user) {
         if (!names.insert(rule.name).second)
             return Error::bad_input(fmt::format("{}: rule name '{}' is used twice; rule names must be unique",
-                                                rule.mark.file.empty() ? "rules" : rule.mark.to_string(), rule.name));
+                                                rule.mark.file.empty() ? "rules" : rule.mark.to_string(),
+                                                rule.name));
         merged.push_back(rule);
     }
     for (const auto& rule : builtins)
@@ -129,24 +136,34 @@ std::vector<Rule> rules_from_specs(const std::vector<RuleSpec>& specs) {
 
 std::string_view to_string(Severity severity) {
     switch (severity) {
-        case Severity::fatal: return "fatal";
-        case Severity::warning: return "warning";
-        case Severity::progress: return "progress";
-        case Severity::info: return "info";
+        case Severity::fatal:
+            return "fatal";
+        case Severity::warning:
+            return "warning";
+        case Severity::progress:
+            return "progress";
+        case Severity::info:
+            return "info";
     }
     return "?";
 }
 
 std::string_view to_string(PhaseEffect effect) {
     switch (effect) {
-        case PhaseEffect::none: return "none";
-        case PhaseEffect::capture_begin: return "capture_begin";
-        case PhaseEffect::capture_end: return "capture_end";
-        case PhaseEffect::ready: return "ready";
-        case PhaseEffect::measuring: return "measuring";
-        case PhaseEffect::done: return "done";
+        case PhaseEffect::none:
+            return "none";
+        case PhaseEffect::capture_begin:
+            return "capture_begin";
+        case PhaseEffect::capture_end:
+            return "capture_end";
+        case PhaseEffect::ready:
+            return "ready";
+        case PhaseEffect::measuring:
+            return "measuring";
+        case PhaseEffect::done:
+            return "done";
     }
     return "?";
 }
 
-}  // namespace ncclsweep::watch
+}  // namespace ncclsweep::inline watch

@@ -40,18 +40,19 @@ enum class Extract {
 
 /// One rule. Patterns are RE2 syntax, matched case-insensitively anywhere in a line.
 struct Rule {
-    std::string name;           ///< stable identifier (a user rule with a built-in's name replaces it)
-    std::string pattern;        ///< RE2 pattern
-    std::string failure_class;  ///< graph_capture, nccl, cuda, oom, python, sitecustomize, hang, server, crash, ...
+    std::string name;     ///< stable identifier (a user rule with a built-in's name replaces it)
+    std::string pattern;  ///< RE2 pattern
+    std::string
+        failure_class;  ///< graph_capture, nccl, cuda, oom, python, sitecustomize, hang, server, crash, ...
     Severity severity = Severity::fatal;
     PhaseEffect effect = PhaseEffect::none;
     Extract extract = Extract::named_groups;
     /// A generic fatal rule (Python traceback, bare "CUDA error:") whose class a more specific
     /// fatal rule matching within the diagnosis' after-context window replaces.
     bool generic = false;
-    std::string metric;         ///< metric name for Extract::single_group
-    std::string example;        ///< a real-looking line it matches (docs and tests)
-    SourceMark mark;            ///< where a user rule was written (empty for built-ins)
+    std::string metric;   ///< metric name for Extract::single_group
+    std::string example;  ///< a real-looking line it matches (docs and tests)
+    SourceMark mark;      ///< where a user rule was written (empty for built-ins)
 };
 
 /// The built-in catalog, in priority order (when several fatal rules match one line, the
@@ -76,7 +77,8 @@ struct Rule {
 
 /// User rules first (in their order), then the built-ins not replaced by a user rule of the
 /// same name. Duplicate user names are an error.
-[[nodiscard]] Result<std::vector<Rule>> merge_rules(const std::vector<Rule>& user, const std::vector<Rule>& builtins);
+[[nodiscard]] Result<std::vector<Rule>> merge_rules(const std::vector<Rule>& user,
+                                                    const std::vector<Rule>& builtins);
 
 /// Rules compiled for matching. Immutable after compile(); share one per sweep.
 class RuleCatalog {
@@ -89,14 +91,17 @@ public:
     /// bad_input Error naming the rule, its file:line:col and RE2's message.
     [[nodiscard]] static Result<std::shared_ptr<const RuleCatalog>> compile(std::vector<Rule> rules);
     /// Built-ins plus `user` (see merge_rules), compiled.
-    [[nodiscard]] static Result<std::shared_ptr<const RuleCatalog>> with_user_rules(const std::vector<Rule>& user);
+    [[nodiscard]] static Result<std::shared_ptr<const RuleCatalog>> with_user_rules(
+        const std::vector<Rule>& user);
 
     /// Indexes of the rules matching `line`, ascending (= priority order); `hits` is reused.
     void match(std::string_view line, std::vector<int>& hits) const;
     /// Rule `index`.
     [[nodiscard]] const Rule& rule(int index) const { return m_rules[static_cast<std::size_t>(index)]; }
     /// Compiled regex of rule `index` (for submatches).
-    [[nodiscard]] const re2::RE2& regex(int index) const { return *m_regexes[static_cast<std::size_t>(index)]; }
+    [[nodiscard]] const re2::RE2& regex(int index) const {
+        return *m_regexes[static_cast<std::size_t>(index)];
+    }
     /// Number of rules.
     [[nodiscard]] std::size_t size() const { return m_rules.size(); }
     /// All rules, in priority order.
@@ -119,6 +124,7 @@ private:
 
 /// The catalog a sweep of `spec` watches with: the workload's own rules (`fatal:`, `ready:`,
 /// `metrics:`), then those of `rules_file` (`--rules`, "" for none), then the built-ins.
-[[nodiscard]] Result<std::shared_ptr<const RuleCatalog>> catalog_for(const Spec& spec, const std::string& rules_file);
+[[nodiscard]] Result<std::shared_ptr<const RuleCatalog>> catalog_for(const Spec& spec,
+                                                                     const std::string& rules_file);
 
-}  // namespace ncclsweep::watch
+}  // namespace ncclsweep::inline watch

@@ -20,10 +20,13 @@ SourceMark mark_of(const YAML::Node& node, const std::string& origin) {
     return SourceMark{origin, m.line + 1, m.column + 1};
 }
 
-Error at(const SourceMark& mark, const std::string& what) { return Error::bad_input(fmt::format("{}: {}", mark.to_string(), what)); }
+Error at(const SourceMark& mark, const std::string& what) {
+    return Error::bad_input(fmt::format("{}: {}", mark.to_string(), what));
+}
 
 Result<std::string> scalar(const YAML::Node& node, const std::string& key, const std::string& origin) {
-    if (!node.IsScalar()) return at(mark_of(node, origin), fmt::format("`{}` must be a single value (text)", key));
+    if (!node.IsScalar())
+        return at(mark_of(node, origin), fmt::format("`{}` must be a single value (text)", key));
     return node.Scalar();
 }
 
@@ -36,10 +39,12 @@ Result<Severity> parse_severity(const std::string& text, const SourceMark& mark)
 }
 
 Result<PhaseEffect> parse_effect(const std::string& text, const SourceMark& mark) {
-    for (auto effect : {PhaseEffect::none, PhaseEffect::capture_begin, PhaseEffect::capture_end, PhaseEffect::ready,
-                        PhaseEffect::measuring, PhaseEffect::done})
+    for (auto effect : {PhaseEffect::none, PhaseEffect::capture_begin, PhaseEffect::capture_end,
+                        PhaseEffect::ready, PhaseEffect::measuring, PhaseEffect::done})
         if (text == to_string(effect)) return effect;
-    return at(mark, fmt::format("unknown effect '{}'; use none, capture_begin, capture_end, ready, measuring or done", text));
+    return at(mark, fmt::format(
+                        "unknown effect '{}'; use none, capture_begin, capture_end, ready, measuring or done",
+                        text));
 }
 
 Result<bool> parse_bool(const std::string& text, const SourceMark& mark) {
@@ -59,15 +64,17 @@ Result<void> check_regex(const Rule& rule) {
                                          "backreferences or lookaround)",
                                          rule.name, rule.pattern, regex.error()));
     if (rule.extract == Extract::single_group && regex.NumberOfCapturingGroups() < 1)
-        return at(rule.mark, fmt::format("rule '{}': metric regex '{}' has no capture group; put the number in "
-                                         "parentheses, e.g. 'tok/s: ([0-9.]+)'",
-                                         rule.name, rule.pattern));
+        return at(rule.mark,
+                  fmt::format("rule '{}': metric regex '{}' has no capture group; put the number in "
+                              "parentheses, e.g. 'tok/s: ([0-9.]+)'",
+                              rule.name, rule.pattern));
     return success();
 }
 
 Result<Rule> parse_rule(const YAML::Node& node, const std::string& origin) {
     const auto node_mark = mark_of(node, origin);
-    if (!node.IsMap()) return at(node_mark, fmt::format("a rule must be a mapping with keys {}", k_rule_keys));
+    if (!node.IsMap())
+        return at(node_mark, fmt::format("a rule must be a mapping with keys {}", k_rule_keys));
     Rule rule;
     rule.mark = node_mark;
     std::optional<Severity> severity;
@@ -78,12 +85,15 @@ Result<Rule> parse_rule(const YAML::Node& node, const std::string& origin) {
         const auto mark = mark_of(entry.second, origin);
         auto value = scalar(entry.second, key, origin);
         if (!value) return value.error();
-        if (key == "name") rule.name = *value;
+        if (key == "name")
+            rule.name = *value;
         else if (key == "regex") {
             rule.pattern = *value;
             rule.mark = mark;  // regex errors point at the regex itself
-        } else if (key == "class") rule.failure_class = *value;
-        else if (key == "example") rule.example = *value;
+        } else if (key == "class")
+            rule.failure_class = *value;
+        else if (key == "example")
+            rule.example = *value;
         else if (key == "metric") {
             rule.metric = *value;
             rule.extract = Extract::single_group;
@@ -101,18 +111,22 @@ Result<Rule> parse_rule(const YAML::Node& node, const std::string& origin) {
             if (!parsed) return parsed.error();
             rule.effect = *parsed;
         } else {
-            return at(mark_of(entry.first, origin), fmt::format("unknown rule key '{}'; valid keys: {}", key, k_rule_keys));
+            return at(mark_of(entry.first, origin),
+                      fmt::format("unknown rule key '{}'; valid keys: {}", key, k_rule_keys));
         }
     }
     if (rule.name.empty()) return at(node_mark, "this rule has no `name:`; give every rule a unique name");
     if (rule.pattern.empty()) return at(node_mark, fmt::format("rule '{}' has no `regex:`", rule.name));
     if (severity && fatal && (*severity == Severity::fatal) != *fatal)
-        return at(severity_mark, fmt::format("rule '{}': `severity` and `fatal` disagree; keep one of them", rule.name));
+        return at(severity_mark,
+                  fmt::format("rule '{}': `severity` and `fatal` disagree; keep one of them", rule.name));
     // Default: fatal, unless the rule only marks a phase or records a metric.
     const bool data_only = rule.effect != PhaseEffect::none || rule.extract == Extract::single_group;
-    rule.severity = severity ? *severity : fatal ? (*fatal ? Severity::fatal : Severity::warning)
-                                                 : (data_only ? Severity::progress : Severity::fatal);
-    if (rule.failure_class.empty() && (rule.severity == Severity::fatal || rule.severity == Severity::warning))
+    rule.severity = severity ? *severity
+                    : fatal  ? (*fatal ? Severity::fatal : Severity::warning)
+                             : (data_only ? Severity::progress : Severity::fatal);
+    if (rule.failure_class.empty() &&
+        (rule.severity == Severity::fatal || rule.severity == Severity::warning))
         rule.failure_class = "user";
     if (auto ok = check_regex(rule); !ok) return ok.error();
     return rule;
@@ -135,13 +149,15 @@ Result<std::vector<Rule>> parse_rules_yaml(const std::string& text, const std::s
         }
         return rules;
     } catch (const YAML::Exception& e) {
-        return at(SourceMark{origin, e.mark.line + 1, e.mark.column + 1}, fmt::format("YAML error: {}", e.msg));
+        return at(SourceMark{origin, e.mark.line + 1, e.mark.column + 1},
+                  fmt::format("YAML error: {}", e.msg));
     }
 }
 
 Result<std::vector<Rule>> load_rules_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
-    if (!in) return Error::bad_input(fmt::format("{}: cannot read the rules file; check the --rules path", path));
+    if (!in)
+        return Error::bad_input(fmt::format("{}: cannot read the rules file; check the --rules path", path));
     std::ostringstream text;
     text << in.rdbuf();
     return parse_rules_yaml(text.str(), path);
@@ -185,4 +201,4 @@ Result<std::shared_ptr<const RuleCatalog>> catalog_for(const Spec& spec, const s
     return RuleCatalog::with_user_rules(user);
 }
 
-}  // namespace ncclsweep::watch
+}  // namespace ncclsweep::inline watch

@@ -60,4 +60,4 @@ Supervision supervise(Process& process, Watcher& watcher, const SuperviseOptions
     }
 }
 
-}  // namespace ncclsweep::watch
+}  // namespace ncclsweep::inline watch

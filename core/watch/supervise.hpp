@@ -48,4 +48,4 @@ struct Supervision {
 Supervision supervise(Process& process, Watcher& watcher, const SuperviseOptions& options,
                       const std::atomic<bool>* stop);
 
-}  // namespace ncclsweep::watch
+}  // namespace ncclsweep::inline watch

@@ -9,8 +9,12 @@ WatchReport make_watch_report(const Watcher& watcher, const Supervision& supervi
     WatchReport report;
     report.state = std::string(to_string(watcher.state()));
     switch (supervision.end) {
-        case SupervisionEnd::lost: report.verdict = "lost"; break;
-        case SupervisionEnd::interrupted: report.verdict = "interrupted"; break;
+        case SupervisionEnd::lost:
+            report.verdict = "lost";
+            break;
+        case SupervisionEnd::interrupted:
+            report.verdict = "interrupted";
+            break;
         default:
             report.verdict = watcher.state() == WatchState::failed      ? "failed"
                              : watcher.state() == WatchState::timed_out ? "timed_out"
@@ -48,7 +52,8 @@ std::string watch_report_text(const WatchReport& r) {
         if (!r.failure_class.empty())
             out += r.phase.empty() ? fmt::format(" ({})", r.failure_class)
                                    : fmt::format(" ({} while {})", r.failure_class, r.phase);
-        if (r.seconds_to_detection) out += fmt::format(", detected {:.2f} s after start", *r.seconds_to_detection);
+        if (r.seconds_to_detection)
+            out += fmt::format(", detected {:.2f} s after start", *r.seconds_to_detection);
     }
     out += '\n';
     if (!r.ok && !r.cause.empty()) out += "  cause: " + r.cause + "\n";
@@ -83,8 +88,10 @@ std::string watch_report_json(const WatchReport& r) {
     j["line"] = r.line.empty() ? nlohmann::json() : nlohmann::json(r.line);
     j["detail"] = r.detail;
     j["diagnosis"] = r.diagnosis;
-    j["seconds_to_detection"] = r.seconds_to_detection ? nlohmann::json(*r.seconds_to_detection) : nlohmann::json();
-    j["detection_latency_s"] = r.detection_latency_s ? nlohmann::json(*r.detection_latency_s) : nlohmann::json();
+    j["seconds_to_detection"] =
+        r.seconds_to_detection ? nlohmann::json(*r.seconds_to_detection) : nlohmann::json();
+    j["detection_latency_s"] =
+        r.detection_latency_s ? nlohmann::json(*r.detection_latency_s) : nlohmann::json();
     j["settle_latency_s"] = r.settle_latency_s ? nlohmann::json(*r.settle_latency_s) : nlohmann::json();
     j["exit_code"] = r.exit_code ? nlohmann::json(*r.exit_code) : nlohmann::json();
     j["exit_signal"] = r.exit_signal ? nlohmann::json(*r.exit_signal) : nlohmann::json();
@@ -94,4 +101,4 @@ std::string watch_report_json(const WatchReport& r) {
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-}  // namespace ncclsweep::watch
+}  // namespace ncclsweep::inline watch

@@ -13,15 +13,15 @@ namespace ncclsweep::inline watch {
 /// What `watch` reports.
 struct WatchReport {
     bool ok = false;
-    std::string verdict;        ///< ok, failed, timed_out, interrupted, lost
-    std::string state;          ///< the watcher's last state
+    std::string verdict;  ///< ok, failed, timed_out, interrupted, lost
+    std::string state;    ///< the watcher's last state
     std::string failure_class;
     std::string phase;  ///< what it was doing at the fatal line (initializing, capturing, ...)
     std::string cause;  ///< the most specific line (or, without one, the detail)
     std::string rule;
-    std::string line;           ///< the line that decided
+    std::string line;  ///< the line that decided
     std::string detail;
-    std::string diagnosis;      ///< excerpt with context
+    std::string diagnosis;  ///< excerpt with context
     std::optional<double> seconds_to_detection;
     std::optional<double> detection_latency_s;
     std::optional<double> settle_latency_s;  ///< fatal line -> final verdict (the settle window)
@@ -38,4 +38,4 @@ struct WatchReport {
 /// One JSON object and a newline.
 [[nodiscard]] std::string watch_report_json(const WatchReport& report);
 
-}  // namespace ncclsweep::watch
+}  // namespace ncclsweep::inline watch

@@ -38,28 +38,44 @@ std::string_view log_body(std::string_view text) {
 bool ends_traceback(std::string_view text) {
     text = log_body(text);
     if (text.empty() || text.front() == ' ' || text.front() == '\t') return false;
-    return !text.starts_with("Traceback") && !text.starts_with("During handling") && !text.starts_with("The above exception");
+    return !text.starts_with("Traceback") && !text.starts_with("During handling") &&
+           !text.starts_with("The above exception");
 }
 
 std::string signal_name(int signal) {
     switch (signal) {
-        case SIGSEGV: return "SIGSEGV";
-        case SIGABRT: return "SIGABRT";
-        case SIGBUS: return "SIGBUS";
-        case SIGFPE: return "SIGFPE";
-        case SIGILL: return "SIGILL";
-        case SIGKILL: return "SIGKILL";
-        case SIGTERM: return "SIGTERM";
-        case SIGINT: return "SIGINT";
-        default: return fmt::format("signal {}", signal);
+        case SIGSEGV:
+            return "SIGSEGV";
+        case SIGABRT:
+            return "SIGABRT";
+        case SIGBUS:
+            return "SIGBUS";
+        case SIGFPE:
+            return "SIGFPE";
+        case SIGILL:
+            return "SIGILL";
+        case SIGKILL:
+            return "SIGKILL";
+        case SIGTERM:
+            return "SIGTERM";
+        case SIGINT:
+            return "SIGINT";
+        default:
+            return fmt::format("signal {}", signal);
     }
 }
 
 }  // namespace
 
 Watcher::Watcher(std::shared_ptr<const RuleCatalog> catalog, WatcherOptions options, TimePoint start)
-    : m_catalog(std::move(catalog)), m_options(options), m_start(start), m_last_output(start), m_last_progress(start),
-      m_state_since(start), m_trigger_at(start), m_ring(options.context_before) {}
+    : m_catalog(std::move(catalog)),
+      m_options(options),
+      m_start(start),
+      m_last_output(start),
+      m_last_progress(start),
+      m_state_since(start),
+      m_trigger_at(start),
+      m_ring(options.context_before) {}
 
 Verdict Watcher::feed(const OutputLine& line, TimePoint now) {
     ++m_lines;
@@ -83,7 +99,8 @@ void Watcher::apply(int index, const OutputLine& line, TimePoint now, bool& fata
     const Rule& rule = m_catalog->rule(index);
     const std::string_view text = line.text;
     if (m_options.nccl_debug_requested && rule.severity != Severity::info &&
-        (text.find("NCCL WARN") != std::string_view::npos || text.find("NCCL INFO") != std::string_view::npos))
+        (text.find("NCCL WARN") != std::string_view::npos ||
+         text.find("NCCL INFO") != std::string_view::npos))
         return;  // a line only our NCCL_DEBUG=INFO made NCCL print decides nothing
     switch (rule.severity) {
         case Severity::fatal: {
@@ -100,7 +117,8 @@ void Watcher::apply(int index, const OutputLine& line, TimePoint now, bool& fata
                 consider(rule, std::move(cls), std::move(detail), text, line.when);
                 return;
             }
-            if (!terminal()) fail(rule, std::move(cls), detail.empty() ? describe(rule, line.when) : detail, line, now);
+            if (!terminal())
+                fail(rule, std::move(cls), detail.empty() ? describe(rule, line.when) : detail, line, now);
             return;
         }
         case Severity::warning:
@@ -108,7 +126,8 @@ void Watcher::apply(int index, const OutputLine& line, TimePoint now, bool& fata
             extract(index, text, line.when);
             return;
         case Severity::progress:
-            if (rule.extract == Extract::json_event) json_event(text, line.when);
+            if (rule.extract == Extract::json_event)
+                json_event(text, line.when);
             else {
                 effect(rule.effect, line.when);
                 extract(index, text, line.when);
@@ -124,7 +143,8 @@ void Watcher::apply(int index, const OutputLine& line, TimePoint now, bool& fata
     }
 }
 
-void Watcher::fail(const Rule& rule, std::string failure_class, std::string detail, const OutputLine& line, TimePoint now) {
+void Watcher::fail(const Rule& rule, std::string failure_class, std::string detail, const OutputLine& line,
+                   TimePoint now) {
     const std::string_view text = line.text;
     m_diag.phase = std::string(to_string(m_state));
     m_state = WatchState::failed;
@@ -212,8 +232,10 @@ Verdict Watcher::tick(TimePoint now) {
     if (m_settling && seconds_passed(now, m_trigger_at, m_options.context_after_seconds)) close_settle(now);
     if (terminal() || m_exited || m_shutdown) return verdict();
     const auto& limits = m_options.timeouts;
-    if (seconds_passed(now, m_start, limits.total)) time_out(TimeoutKind::total, now);
-    else if (seconds_passed(now, m_last_output, limits.stall)) time_out(TimeoutKind::stall, now);
+    if (seconds_passed(now, m_start, limits.total))
+        time_out(TimeoutKind::total, now);
+    else if (seconds_passed(now, m_last_output, limits.stall))
+        time_out(TimeoutKind::stall, now);
     else if (m_state == WatchState::capturing && seconds_passed(now, m_state_since, limits.capture))
         time_out(TimeoutKind::capture, now);
     else if (m_state == WatchState::initializing && seconds_passed(now, m_last_progress, limits.startup))
@@ -226,11 +248,21 @@ void Watcher::time_out(TimeoutKind kind, TimePoint now) {
     const auto phase = to_string(m_state);
     std::string detail;
     switch (kind) {
-        case TimeoutKind::total: detail = fmt::format("total timeout: still running after {} s (while {})", limits.total, phase); break;
-        case TimeoutKind::stall: detail = fmt::format("stall timeout: no output for {} s (while {})", limits.stall, phase); break;
-        case TimeoutKind::capture: detail = fmt::format("capture timeout: graph capture began and did not end within {} s", limits.capture); break;
-        case TimeoutKind::startup: detail = fmt::format("startup timeout: no progress (capture or ready) for {} s", limits.startup); break;
-        case TimeoutKind::none: break;
+        case TimeoutKind::total:
+            detail = fmt::format("total timeout: still running after {} s (while {})", limits.total, phase);
+            break;
+        case TimeoutKind::stall:
+            detail = fmt::format("stall timeout: no output for {} s (while {})", limits.stall, phase);
+            break;
+        case TimeoutKind::capture:
+            detail = fmt::format("capture timeout: graph capture began and did not end within {} s",
+                                 limits.capture);
+            break;
+        case TimeoutKind::startup:
+            detail = fmt::format("startup timeout: no progress (capture or ready) for {} s", limits.startup);
+            break;
+        case TimeoutKind::none:
+            break;
     }
     m_diag.phase = std::string(to_string(m_state));
     m_state = WatchState::timed_out;
@@ -254,17 +286,27 @@ Verdict Watcher::on_exit(const ExitInfo& exit, TimePoint now, Ending ending) {
     if (m_state == WatchState::failed || m_state == WatchState::timed_out) return verdict();
     if (m_state == WatchState::done) {
         if (!exit.success() && ending == Ending::natural)
-            warn("exit", fmt::format("exited with status {} (signal {}) after its result", exit.exit_code, exit.signal), now);
+            warn("exit",
+                 fmt::format("exited with status {} (signal {}) after its result", exit.exit_code,
+                             exit.signal),
+                 now);
         return verdict();
     }
     if (ending == Ending::natural && exit.signal != 0)
-        fail_at_exit("signal", "signal", fmt::format("killed by {} without a matching rule; see its last lines", signal_name(exit.signal)), now);
+        fail_at_exit(
+            "signal", "signal",
+            fmt::format("killed by {} without a matching rule; see its last lines", signal_name(exit.signal)),
+            now);
     else if (ending == Ending::natural && exit.exit_code != 0)
-        fail_at_exit("exit", "exit", fmt::format("exited with status {} without a matching rule; see its last lines", exit.exit_code), now);
+        fail_at_exit(
+            "exit", "exit",
+            fmt::format("exited with status {} without a matching rule; see its last lines", exit.exit_code),
+            now);
     else if (m_options.success == SuccessRule::result_event && !m_got_result)
         fail_at_exit("no_result", "no_result", "ended without a result event; see its last lines", now);
     else if (m_options.success == SuccessRule::any_metric && m_metric_values == 0)
-        fail_at_exit("no_metrics", "no_metrics", "ended without any metric value; check the workload's metrics regexes", now);
+        fail_at_exit("no_metrics", "no_metrics",
+                     "ended without any metric value; check the workload's metrics regexes", now);
     else {
         m_state = WatchState::done;
         m_times.end = since_start(now);
@@ -285,9 +327,13 @@ void Watcher::fail_at_exit(std::string failure_class, std::string rule, std::str
     m_times.end = m_detected_s;
 }
 
-void Watcher::mark_measuring(TimePoint now) { effect(PhaseEffect::measuring, now); }
+void Watcher::mark_measuring(TimePoint now) {
+    effect(PhaseEffect::measuring, now);
+}
 
-void Watcher::expect_shutdown(TimePoint) { m_shutdown = true; }
+void Watcher::expect_shutdown(TimePoint) {
+    m_shutdown = true;
+}
 
 void Watcher::effect(PhaseEffect effect, TimePoint when) {
     if (terminal()) return;
@@ -299,15 +345,19 @@ void Watcher::effect(PhaseEffect effect, TimePoint when) {
         m_last_progress = when;
     };
     switch (effect) {
-        case PhaseEffect::none: return;
+        case PhaseEffect::none:
+            return;
         case PhaseEffect::capture_begin:
-            if (m_state == WatchState::initializing || m_state == WatchState::capturing) enter(WatchState::capturing, m_times.capture_begin);
+            if (m_state == WatchState::initializing || m_state == WatchState::capturing)
+                enter(WatchState::capturing, m_times.capture_begin);
             return;
         case PhaseEffect::capture_end:
-            if (m_state == WatchState::initializing || m_state == WatchState::capturing) enter(WatchState::initializing, m_times.capture_end);
+            if (m_state == WatchState::initializing || m_state == WatchState::capturing)
+                enter(WatchState::initializing, m_times.capture_end);
             return;
         case PhaseEffect::ready:
-            if (m_state == WatchState::initializing || m_state == WatchState::capturing) enter(WatchState::ready, m_times.ready);
+            if (m_state == WatchState::initializing || m_state == WatchState::capturing)
+                enter(WatchState::ready, m_times.ready);
             return;
         case PhaseEffect::measuring:
             if (m_state != WatchState::measuring) enter(WatchState::measuring, m_times.measuring);
@@ -328,7 +378,9 @@ Verdict Watcher::verdict() const {
     return Verdict{m_state, m_kill, terminal() && (!m_settling || m_exited)};
 }
 
-double Watcher::since_start(TimePoint t) const { return std::chrono::duration<double>(t - m_start).count(); }
+double Watcher::since_start(TimePoint t) const {
+    return std::chrono::duration<double>(t - m_start).count();
+}
 
 WatcherOptions watcher_options_for(const Spec& spec) {
     WatcherOptions options;
@@ -342,4 +394,4 @@ WatcherOptions watcher_options_for(const Spec& spec) {
     return options;
 }
 
-}  // namespace ncclsweep::watch
+}  // namespace ncclsweep::inline watch

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "core/nccl/effective_nccl.hpp"
-#include "core/watch/rule_catalog.hpp"
 #include "core/spec/spec.hpp"
 #include "core/target.hpp"
+#include "core/watch/rule_catalog.hpp"
 
 namespace ncclsweep::inline watch {
 
@@ -46,21 +46,21 @@ enum class Ending {
 
 /// Settings of one watcher.
 struct WatcherOptions {
-    Timeouts timeouts;                            ///< seconds, 0 = none
+    Timeouts timeouts;  ///< seconds, 0 = none
     SuccessRule success = SuccessRule::exit_zero;
-    bool record_effective_nccl = true;            ///< parse NCCL TUNING/ENV lines
+    bool record_effective_nccl = true;  ///< parse NCCL TUNING/ENV lines
     /// ncclsweep itself set NCCL_DEBUG=INFO (to read the TUNING lines): the lines NCCL prints
     /// only because of that ("NCCL WARN", "NCCL INFO") feed the effective configuration and the
     /// context, but no fatal, warning or progress rule, so the verdict and its class are what
     /// they would be without the request.
     bool nccl_debug_requested = false;
-    std::size_t context_before = 20;              ///< lines kept before a fatal line
-    std::size_t context_after = 5;  ///< lines stored after it (longer inside a traceback, at most 60)
+    std::size_t context_before = 20;  ///< lines kept before a fatal line
+    std::size_t context_after = 5;    ///< lines stored after it (longer inside a traceback, at most 60)
     /// The settle window: after the first fatal line the verdict stays open this long (or
     /// until the traceback it belongs to has ended) so a more specific line can name the cause.
     double context_after_seconds = 0.3;
-    std::size_t settle_max_lines = 2000;          ///< ... or until this many lines were read in it
-    std::size_t max_line_chars = 2000;            ///< stored lines are cut to this length
+    std::size_t settle_max_lines = 2000;  ///< ... or until this many lines were read in it
+    std::size_t max_line_chars = 2000;    ///< stored lines are cut to this length
 };
 
 /// The watcher settings a sweep of `spec` uses: its timeouts, and what a clean exit needs to
@@ -77,16 +77,16 @@ struct Verdict {
 
 /// The evidence for a failure.
 struct Diagnosis {
-    std::string failure_class;         ///< graph_capture, nccl, ..., timeout, exit, signal, no_result
-    std::string phase;  ///< what it was doing at the fatal line: initializing, capturing, ready, measuring
-    std::string cause;  ///< the most specific line seen (or, without one, `detail`)
-    std::string rule;   ///< rule that matched `cause` ("timeout_stall", "exit", ...)
-    std::string line;                  ///< the line that decided the class ("" for timeouts/exits)
-    std::string detail;                ///< one sentence: what happened
-    std::string trigger_rule;          ///< first fatal rule (differs from `rule` when refined)
-    std::string trigger_line;          ///< the line at which the kill was decided
-    std::vector<std::string> before;   ///< lines before the trigger (oldest first), or the last lines
-    std::vector<std::string> after;    ///< lines after the trigger
+    std::string failure_class;  ///< graph_capture, nccl, ..., timeout, exit, signal, no_result
+    std::string phase;   ///< what it was doing at the fatal line: initializing, capturing, ready, measuring
+    std::string cause;   ///< the most specific line seen (or, without one, `detail`)
+    std::string rule;    ///< rule that matched `cause` ("timeout_stall", "exit", ...)
+    std::string line;    ///< the line that decided the class ("" for timeouts/exits)
+    std::string detail;  ///< one sentence: what happened
+    std::string trigger_rule;         ///< first fatal rule (differs from `rule` when refined)
+    std::string trigger_line;         ///< the line at which the kill was decided
+    std::vector<std::string> before;  ///< lines before the trigger (oldest first), or the last lines
+    std::vector<std::string> after;   ///< lines after the trigger
     /// Readable excerpt for the store and the terminal (bounded).
     [[nodiscard]] std::string text() const;
     /// One line for progress lines and summaries: "class while phase: cause", cut to `max_chars`.
@@ -172,7 +172,8 @@ public:
 
 private:
     void apply(int index, const OutputLine& line, TimePoint now, bool& fatal_taken);
-    void fail(const Rule& rule, std::string failure_class, std::string detail, const OutputLine& line, TimePoint now);
+    void fail(const Rule& rule, std::string failure_class, std::string detail, const OutputLine& line,
+              TimePoint now);
     void time_out(TimeoutKind kind, TimePoint now);
     void fail_at_exit(std::string failure_class, std::string rule, std::string detail, TimePoint now);
     void warn(const std::string& rule, std::string_view text, TimePoint when);
@@ -207,7 +208,7 @@ private:
     std::size_t m_after_lines = 0, m_settle_lines = 0, m_lines = 0, m_metric_values = 0, m_warning_count = 0;
     std::vector<std::string> m_ring;  ///< last lines, circular
     std::size_t m_ring_next = 0, m_ring_count = 0;
-    std::vector<int> m_hits;           ///< reused match buffer
+    std::vector<int> m_hits;  ///< reused match buffer
     std::map<std::string, std::vector<double>> m_metrics;
     std::vector<WarningNote> m_warnings;
     nccl::EffectiveNccl m_effective;
@@ -221,6 +222,7 @@ private:
 [[nodiscard]] std::string_view to_string(TimeoutKind kind);
 /// Class for a tpverify failure line from its phase, API and error text
 /// (out of memory -> oom, timeout -> hang, capture -> graph_capture, nccl* -> nccl, cu* -> cuda).
-[[nodiscard]] std::string tpverify_failure_class(std::string_view phase, std::string_view api, std::string_view what);
+[[nodiscard]] std::string tpverify_failure_class(std::string_view phase, std::string_view api,
+                                                 std::string_view what);
 
-}  // namespace ncclsweep::watch
+}  // namespace ncclsweep::inline watch

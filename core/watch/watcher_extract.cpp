@@ -54,8 +54,10 @@ void numeric_fields(const nlohmann::json& object, const std::string& prefix, int
                     std::vector<std::pair<std::string, double>>& out) {
     for (const auto& item : object.items()) {
         const auto& value = item.value();
-        if (value.is_number()) out.emplace_back(prefix + item.key(), value.get<double>());
-        else if (value.is_object() && depth < k_max_field_depth) numeric_fields(value, prefix + item.key() + ".", depth + 1, out);
+        if (value.is_number())
+            out.emplace_back(prefix + item.key(), value.get<double>());
+        else if (value.is_object() && depth < k_max_field_depth)
+            numeric_fields(value, prefix + item.key() + ".", depth + 1, out);
     }
 }
 
@@ -84,10 +86,12 @@ void Watcher::extract(int index, std::string_view text, TimePoint when) {
     if (count <= 0 || (rule.extract != Extract::single_group && regex.NamedCapturingGroups().empty())) return;
     if (m_state == WatchState::failed || m_state == WatchState::timed_out) return;
     std::array<re2::StringPiece, k_max_groups + 1> groups;
-    if (!regex.Match(re2::StringPiece(text.data(), text.size()), 0, text.size(), re2::RE2::UNANCHORED, groups.data(), count + 1))
+    if (!regex.Match(re2::StringPiece(text.data(), text.size()), 0, text.size(), re2::RE2::UNANCHORED,
+                     groups.data(), count + 1))
         return;
     if (rule.extract == Extract::single_group) {
-        if (auto value = to_number({groups[1].data(), groups[1].size()})) add_metric(rule.metric, *value, when);
+        if (auto value = to_number({groups[1].data(), groups[1].size()}))
+            add_metric(rule.metric, *value, when);
         return;
     }
     for (const auto& [name, at] : regex.NamedCapturingGroups()) {
@@ -101,19 +105,23 @@ std::string Watcher::tpverify_class_of(int index, std::string_view text, std::st
     const re2::RE2& regex = m_catalog->regex(index);
     std::array<re2::StringPiece, k_max_groups + 1> groups;
     const int count = std::min(regex.NumberOfCapturingGroups(), k_max_groups);
-    if (!regex.Match(re2::StringPiece(text.data(), text.size()), 0, text.size(), re2::RE2::UNANCHORED, groups.data(), count + 1))
+    if (!regex.Match(re2::StringPiece(text.data(), text.size()), 0, text.size(), re2::RE2::UNANCHORED,
+                     groups.data(), count + 1))
         return m_catalog->rule(index).failure_class;
     const auto phase = group(regex, groups, "phase");
     const auto api = group(regex, groups, "api");
     const auto what = group(regex, groups, "what");
     if (phase.empty() && api.empty()) return m_catalog->rule(index).failure_class;
-    detail = fmt::format("tpverify failed in {} at {}: {}", phase, api, what.substr(0, m_options.max_line_chars));
+    detail =
+        fmt::format("tpverify failed in {} at {}: {}", phase, api, what.substr(0, m_options.max_line_chars));
     return tpverify_failure_class(phase, api, what);
 }
 
 void Watcher::json_event(std::string_view text, TimePoint when) {
     const auto first = text.find_first_not_of(" \t");
-    if (first == std::string_view::npos || text[first] != '{' || text.find("\"event\"") == std::string_view::npos) return;
+    if (first == std::string_view::npos || text[first] != '{' ||
+        text.find("\"event\"") == std::string_view::npos)
+        return;
     const auto json = nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
     if (json.is_discarded() || !json.is_object() || !json.contains("event") || !json["event"].is_string()) {
         warn("tpverify_event", text, when);
@@ -125,9 +133,12 @@ void Watcher::json_event(std::string_view text, TimePoint when) {
     } else if (event == "capture") {
         // json.value() would throw for a non-string "phase"; such an event is just not a phase.
         const auto found = json.find("phase");
-        const std::string phase = found != json.end() && found->is_string() ? found->get<std::string>() : std::string();
-        if (phase == "begin") effect(PhaseEffect::capture_begin, when);
-        else if (phase == "end") effect(PhaseEffect::capture_end, when);
+        const std::string phase =
+            found != json.end() && found->is_string() ? found->get<std::string>() : std::string();
+        if (phase == "begin")
+            effect(PhaseEffect::capture_begin, when);
+        else if (phase == "end")
+            effect(PhaseEffect::capture_end, when);
     } else if (event == "ready") {
         effect(PhaseEffect::ready, when);
     } else if (event == "result") {
@@ -142,7 +153,8 @@ void Watcher::add_metric(const std::string& name, double value, TimePoint when) 
     auto& values = m_metrics[name];
     if (values.size() < k_max_values_per_metric) values.push_back(value);
     ++m_metric_values;
-    if (m_state == WatchState::initializing || m_state == WatchState::capturing || m_state == WatchState::ready)
+    if (m_state == WatchState::initializing || m_state == WatchState::capturing ||
+        m_state == WatchState::ready)
         effect(PhaseEffect::measuring, when);
 }
 
@@ -152,11 +164,13 @@ void Watcher::warn(const std::string& rule, std::string_view text, TimePoint whe
     const auto key = warning_key(text).substr(0, limit);
     for (const auto& note : m_warnings)
         if (warning_key(note.line).substr(0, limit) == key) return;
-    if (m_warnings.size() < k_max_warnings) m_warnings.push_back(WarningNote{rule, stored(text), since_start(when)});
+    if (m_warnings.size() < k_max_warnings)
+        m_warnings.push_back(WarningNote{rule, stored(text), since_start(when)});
 }
 
 std::string Watcher::describe(const Rule& rule, TimePoint when) const {
-    return fmt::format("rule '{}' ({}) matched at {:.3f} s", rule.name, rule.failure_class, since_start(when));
+    return fmt::format("rule '{}' ({}) matched at {:.3f} s", rule.name, rule.failure_class,
+                       since_start(when));
 }
 
 void Watcher::remember(std::string_view text) {
@@ -169,14 +183,16 @@ void Watcher::remember(std::string_view text) {
 std::vector<std::string> Watcher::last_lines() const {
     std::vector<std::string> lines;
     lines.reserve(m_ring_count);
-    const std::size_t first = (m_ring_next + m_ring.size() - m_ring_count) % std::max<std::size_t>(m_ring.size(), 1);
+    const std::size_t first =
+        (m_ring_next + m_ring.size() - m_ring_count) % std::max<std::size_t>(m_ring.size(), 1);
     for (std::size_t i = 0; i < m_ring_count; ++i) lines.push_back(m_ring[(first + i) % m_ring.size()]);
     return lines;
 }
 
 std::string Watcher::stored(std::string_view text) const {
     if (text.size() <= m_options.max_line_chars) return std::string(text);
-    return fmt::format("{} ... [{} more bytes]", text.substr(0, m_options.max_line_chars), text.size() - m_options.max_line_chars);
+    return fmt::format("{} ... [{} more bytes]", text.substr(0, m_options.max_line_chars),
+                       text.size() - m_options.max_line_chars);
 }
 
 std::string Diagnosis::headline(std::size_t max_chars) const {
@@ -209,26 +225,38 @@ std::string Diagnosis::text() const {
 
 std::string_view to_string(WatchState state) {
     switch (state) {
-        case WatchState::initializing: return "initializing";
-        case WatchState::capturing: return "capturing";
-        case WatchState::ready: return "ready";
-        case WatchState::measuring: return "measuring";
-        case WatchState::done: return "done";
-        case WatchState::failed: return "failed";
-        case WatchState::timed_out: return "timed_out";
+        case WatchState::initializing:
+            return "initializing";
+        case WatchState::capturing:
+            return "capturing";
+        case WatchState::ready:
+            return "ready";
+        case WatchState::measuring:
+            return "measuring";
+        case WatchState::done:
+            return "done";
+        case WatchState::failed:
+            return "failed";
+        case WatchState::timed_out:
+            return "timed_out";
     }
     return "?";
 }
 
 std::string_view to_string(TimeoutKind kind) {
     switch (kind) {
-        case TimeoutKind::none: return "none";
-        case TimeoutKind::startup: return "startup";
-        case TimeoutKind::capture: return "capture";
-        case TimeoutKind::stall: return "stall";
-        case TimeoutKind::total: return "total";
+        case TimeoutKind::none:
+            return "none";
+        case TimeoutKind::startup:
+            return "startup";
+        case TimeoutKind::capture:
+            return "capture";
+        case TimeoutKind::stall:
+            return "stall";
+        case TimeoutKind::total:
+            return "total";
     }
     return "?";
 }
 
-}  // namespace ncclsweep::watch
+}  // namespace ncclsweep::inline watch

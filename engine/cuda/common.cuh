@@ -1,8 +1,8 @@
 #pragma once
 // Shared helpers of the CUDA backend: error status, checked-call macros, clocks.
+#include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
-#include <cublas_v2.h>
 #include <nccl.h>
 
 #include <chrono>
@@ -26,7 +26,9 @@ struct Status {
 };
 
 /// Text of a cuBLAS status (cuBLAS has cublasGetStatusString since 11.4).
-inline std::string cublas_string(cublasStatus_t s) { return cublasGetStatusString(s); }
+inline std::string cublas_string(cublasStatus_t s) {
+    return cublasGetStatusString(s);
+}
 
 /// The function name of a call's source text ("cudaMalloc(&p, n)" -> "cudaMalloc").
 inline std::string api_name(const char* call) {
@@ -42,27 +44,29 @@ inline double now_s() {
 }  // namespace tpverify::cuda
 
 // Checked calls: on failure return a Status naming the phase, the API and its error string.
-#define TPV_CUDA(phase, call)                                                                   \
-    do {                                                                                        \
-        cudaError_t tpv_e_ = (call);                                                            \
-        if (tpv_e_ != cudaSuccess)                                                              \
-            return ::tpverify::cuda::Status::fail((phase), ::tpverify::cuda::api_name(#call), cudaGetErrorString(tpv_e_)); \
+#define TPV_CUDA(phase, call)                                                                 \
+    do {                                                                                      \
+        cudaError_t tpv_e_ = (call);                                                          \
+        if (tpv_e_ != cudaSuccess)                                                            \
+            return ::tpverify::cuda::Status::fail((phase), ::tpverify::cuda::api_name(#call), \
+                                                  cudaGetErrorString(tpv_e_));                \
     } while (0)
-#define TPV_NCCL(phase, call)                                                                   \
-    do {                                                                                        \
-        ncclResult_t tpv_r_ = (call);                                                           \
-        if (tpv_r_ != ncclSuccess && tpv_r_ != ncclInProgress)                                  \
-            return ::tpverify::cuda::Status::fail((phase), ::tpverify::cuda::api_name(#call), ncclGetErrorString(tpv_r_)); \
+#define TPV_NCCL(phase, call)                                                                 \
+    do {                                                                                      \
+        ncclResult_t tpv_r_ = (call);                                                         \
+        if (tpv_r_ != ncclSuccess && tpv_r_ != ncclInProgress)                                \
+            return ::tpverify::cuda::Status::fail((phase), ::tpverify::cuda::api_name(#call), \
+                                                  ncclGetErrorString(tpv_r_));                \
     } while (0)
-#define TPV_CUBLAS(phase, call)                                                                 \
-    do {                                                                                        \
-        cublasStatus_t tpv_s_ = (call);                                                         \
-        if (tpv_s_ != CUBLAS_STATUS_SUCCESS)                                                    \
-            return ::tpverify::cuda::Status::fail((phase), ::tpverify::cuda::api_name(#call),                               \
-                                                  ::tpverify::cuda::cublas_string(tpv_s_));     \
+#define TPV_CUBLAS(phase, call)                                                               \
+    do {                                                                                      \
+        cublasStatus_t tpv_s_ = (call);                                                       \
+        if (tpv_s_ != CUBLAS_STATUS_SUCCESS)                                                  \
+            return ::tpverify::cuda::Status::fail((phase), ::tpverify::cuda::api_name(#call), \
+                                                  ::tpverify::cuda::cublas_string(tpv_s_));   \
     } while (0)
-#define TPV_TRY(expr)                                \
-    do {                                             \
-        ::tpverify::cuda::Status tpv_st_ = (expr);   \
-        if (!tpv_st_.ok) return tpv_st_;             \
+#define TPV_TRY(expr)                              \
+    do {                                           \
+        ::tpverify::cuda::Status tpv_st_ = (expr); \
+        if (!tpv_st_.ok) return tpv_st_;           \
     } while (0)

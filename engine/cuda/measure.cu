@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/run/backend.hpp"
-#include "engine/sim/calibration.hpp"
-#include "engine/run/cuda_module.hpp"
 #include "engine/cuda/common.cuh"
 #include "engine/cuda/kernels.cuh"
+#include "engine/run/backend.hpp"
+#include "engine/run/cuda_module.hpp"
+#include "engine/sim/calibration.hpp"
 
 namespace tpverify {
 namespace {

@@ -4,9 +4,9 @@
 #include <cstdlib>
 #include <thread>
 
+#include "engine/cuda/worker.cuh"
 #include "engine/run/backend.hpp"
 #include "engine/run/cuda_module.hpp"
-#include "engine/cuda/worker.cuh"
 #include "engine/run/start_event.hpp"
 #include "engine/stats.hpp"
 

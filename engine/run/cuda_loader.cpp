@@ -9,8 +9,8 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
-#include "engine/run/cuda_module.hpp"
 #include "engine/launch/launch.hpp"
+#include "engine/run/cuda_module.hpp"
 #endif
 
 namespace tpverify {
@@ -43,7 +43,8 @@ CudaModule load_module() {
     void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {
         const char* why = ::dlerror();
-        m.error = "the CUDA backend " + path + " could not be loaded: " + (why != nullptr ? why : "unknown error");
+        m.error =
+            "the CUDA backend " + path + " could not be loaded: " + (why != nullptr ? why : "unknown error");
         return m;
     }
     const auto abi = symbol<decltype(&tpverify_cuda_abi)>(handle, "tpverify_cuda_abi");
@@ -87,7 +88,8 @@ int module_error(Reporter& reporter, const std::string& error) {
 }  // namespace
 
 std::string cuda_unavailable_reason() {
-    if (!driver_present()) return "no NVIDIA driver on this host (no /dev/nvidiactl), so no CUDA GPU is visible";
+    if (!driver_present())
+        return "no NVIDIA driver on this host (no /dev/nvidiactl), so no CUDA GPU is visible";
     const CudaModule& m = module();
     if (!m.error.empty()) return m.error;
     const int count = m.device_count();

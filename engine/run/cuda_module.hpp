@@ -22,8 +22,8 @@ inline constexpr const char* k_cuda_module_file = "libtpverify-cuda.so";
 /// the types passed across. A module from another build is refused with both strings.
 inline std::string cuda_module_abi() {
     char text[160];
-    std::snprintf(text, sizeof text, "tpverify-cuda 1 %s Options=%zu PassPlan=%zu Reporter=%zu", NCCLSWEEP_VERSION,
-                  sizeof(Options), sizeof(PassPlan), sizeof(Reporter));
+    std::snprintf(text, sizeof text, "tpverify-cuda 1 %s Options=%zu PassPlan=%zu Reporter=%zu",
+                  NCCLSWEEP_VERSION, sizeof(Options), sizeof(PassPlan), sizeof(Reporter));
     return text;
 }
 

@@ -4,12 +4,12 @@
 #include <string>
 #include <vector>
 
-#include "engine/run/backend.hpp"
-#include "engine/run/describe.hpp"
 #include "engine/launch/launch.hpp"
 #include "engine/model/model.hpp"
 #include "engine/options.hpp"
 #include "engine/report.hpp"
+#include "engine/run/backend.hpp"
+#include "engine/run/describe.hpp"
 #include "engine/run/validate.hpp"
 
 int main(int argc, char** argv) {
@@ -69,8 +69,8 @@ int main(int argc, char** argv) {
     }
     // --backend auto asks once why the CUDA backend cannot run ("" when it can).
     const std::string no_cuda = options.backend == BackendKind::automatic ? cuda_unavailable_reason() : "";
-    const bool use_cuda =
-        options.backend == BackendKind::cuda || (options.backend == BackendKind::automatic && no_cuda.empty());
+    const bool use_cuda = options.backend == BackendKind::cuda ||
+                          (options.backend == BackendKind::automatic && no_cuda.empty());
     if (!use_cuda) {
         std::string fallback;
         if (options.backend == BackendKind::automatic) {

@@ -9,9 +9,12 @@ namespace {
 
 const char* capture_mode_name(CaptureMode mode) {
     switch (mode) {
-        case CaptureMode::global: return "global";
-        case CaptureMode::relaxed: return "relaxed";
-        case CaptureMode::thread_local_mode: break;
+        case CaptureMode::global:
+            return "global";
+        case CaptureMode::relaxed:
+            return "relaxed";
+        case CaptureMode::thread_local_mode:
+            break;
     }
     return "thread-local";
 }

@@ -13,8 +13,8 @@ namespace tpverify {
 
 /// What the backend decided that the options alone do not say.
 struct StartFacts {
-    std::string backend;          ///< "sim" or "cuda"
-    std::string nccl_version;     ///< the NCCL that runs (or is modelled)
+    std::string backend;       ///< "sim" or "cuda"
+    std::string nccl_version;  ///< the NCCL that runs (or is modelled)
     ProcessModel process_model = ProcessModel::processes;
     int tp = 1;                   ///< ranks actually running
     int draft_steps = 0;          ///< draft steps actually run (0: no draft pass)

@@ -3,10 +3,10 @@
 
 #include <regex>
 
-#include "engine/run/describe.hpp"
 #include "engine/model/model.hpp"
 #include "engine/options.hpp"
 #include "engine/report.hpp"
+#include "engine/run/describe.hpp"
 
 namespace tpverify {
 namespace {

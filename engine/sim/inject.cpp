@@ -1,11 +1,11 @@
 // The injected faults and the exact kind of text the real failure prints.
 #include "engine/sim/inject.hpp"
 
+#include <sys/resource.h>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <sys/resource.h>
 #include <thread>
 
 #include "engine/run/backend.hpp"
@@ -15,18 +15,26 @@ namespace tpverify {
 namespace {
 
 /// The API a fault surfaces through in each phase.
-const char* nccl_api(Phase p) { return p == Phase::init ? "ncclCommInitRank" : "ncclAllReduce"; }
+const char* nccl_api(Phase p) {
+    return p == Phase::init ? "ncclCommInitRank" : "ncclAllReduce";
+}
 
-int fail() { return static_cast<int>(Exit::failure); }
+int fail() {
+    return static_cast<int>(Exit::failure);
+}
 
 }  // namespace
 
 const char* phase_name(Phase p) {
     switch (p) {
-    case Phase::init: return "init";
-    case Phase::warmup: return "warmup";
-    case Phase::capture: return "capture";
-    case Phase::replay: return "replay";
+        case Phase::init:
+            return "init";
+        case Phase::warmup:
+            return "warmup";
+        case Phase::capture:
+            return "capture";
+        case Phase::replay:
+            return "replay";
     }
     return "?";
 }
@@ -79,28 +87,33 @@ std::optional<int> Injector::at_phase(Phase p, Reporter& reporter) const {
         }
         sleep_seconds(f.seconds);
         if (f.kind == "capture-fail") {
-            reporter.error(phase, p == Phase::capture ? "cudaStreamEndCapture" : "cudaGraphLaunch",
-                           "operation not permitted when stream is capturing (cudaErrorStreamCaptureUnsupported)");
+            reporter.error(
+                phase, p == Phase::capture ? "cudaStreamEndCapture" : "cudaGraphLaunch",
+                "operation not permitted when stream is capturing (cudaErrorStreamCaptureUnsupported)");
             std::fputs("CUDA error: operation not permitted when stream is capturing\n", stderr);
             std::fflush(stderr);
             return fail();
         }
         if (f.kind == "nccl-error") {
             if (m_nccl_warn)
-                sim::print_nccl_line(m_rank, "WARN", "Cuda failure 'an illegal memory access was encountered'");
+                sim::print_nccl_line(m_rank, "WARN",
+                                     "Cuda failure 'an illegal memory access was encountered'");
             reporter.error(phase, nccl_api(p), "unhandled cuda error (run with NCCL_DEBUG=INFO for details)");
             std::fputs("NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)\n", stderr);
             std::fflush(stderr);
             return fail();
         }
         if (f.kind == "cuda-oom") {
-            reporter.error(phase, "cudaMalloc",
-                           "out of memory (cudaErrorMemoryAllocation): CUDA out of memory. Tried to allocate 2.00 GiB");
+            reporter.error(
+                phase, "cudaMalloc",
+                "out of memory (cudaErrorMemoryAllocation): CUDA out of memory. Tried to allocate 2.00 GiB");
             return fail();
         }
         if (f.kind == "segv") {
             std::fflush(stdout);
-            struct rlimit no_core {0, 0};
+            struct rlimit no_core {
+                0, 0
+            };
             setrlimit(RLIMIT_CORE, &no_core);  // a test fault should not leave core files behind
             std::signal(SIGSEGV, SIG_DFL);
             std::raise(SIGSEGV);

@@ -9,11 +9,11 @@
 #include <random>
 
 #include "engine/run/backend.hpp"
+#include "engine/run/start_event.hpp"
 #include "engine/sim/calibration.hpp"
 #include "engine/sim/inject.hpp"
 #include "engine/sim/sim_check.hpp"
 #include "engine/sim/sim_model.hpp"
-#include "engine/run/start_event.hpp"
 #include "engine/stats.hpp"
 
 namespace tpverify {
@@ -409,9 +409,10 @@ int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter,
     const PassCost baseline = cost_pass(one, base_comm, baseline_pricer, gpu, options.graph, fused);
     const PassPlan draft_plan = build_draft_pass(plan.model, plan.tp, options.draft_steps, shape);
     Pricer draft_pricer(base_comm, options.calibration.empty() ? nullptr : &calibration, setting);
-    const double draft_us = options.draft_steps > 0
-                                ? cost_pass(draft_plan, base_comm, draft_pricer, gpu, options.graph, fused).pass_us
-                                : options.draft_us;
+    const double draft_us =
+        options.draft_steps > 0
+            ? cost_pass(draft_plan, base_comm, draft_pricer, gpu, options.graph, fused).pass_us
+            : options.draft_us;
     const PassCost comm_only = cost;
     r.verify = summarize(samples);
     r.baseline_pass_us = baseline.pass_us;

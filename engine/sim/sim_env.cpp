@@ -1,26 +1,30 @@
 // Reads the NCCL_* environment the way NCCL does (parsing rules of NCCL 2.24+), for the sim.
+#include <unistd.h>
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <unistd.h>
 
 #include "engine/sim/sim_model.hpp"
 
 namespace tpverify::sim {
 namespace {
 
-const char* const k_func_names[k_funcs] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce", "SendRecv"};
-const char* const k_algo_names[k_algos] = {"Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
-const char* const k_algo_upper[k_algos] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"};
+const char* const k_func_names[k_funcs] = {"Broadcast",     "Reduce",    "AllGather",
+                                           "ReduceScatter", "AllReduce", "SendRecv"};
+const char* const k_algo_names[k_algos] = {"Tree",     "Ring", "CollNetDirect", "CollNetChain", "NVLS",
+                                           "NVLSTree", "PAT"};
+const char* const k_algo_upper[k_algos] = {"TREE",      "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS",
+                                           "NVLS_TREE", "PAT"};
 const char* const k_proto_names[k_protos] = {"LL", "LL128", "Simple"};
 
 bool iequals(const std::string& a, const char* b) {
     if (a.size() != std::strlen(b)) return false;
     for (std::size_t i = 0; i < a.size(); ++i)
-        if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+        if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
+            return false;
     return true;
 }
 
@@ -99,15 +103,26 @@ long long int_param(const std::function<const char*(const char*)>& getenv, const
 
 }  // namespace
 
-const char* func_name(Func f) { return k_func_names[static_cast<int>(f)]; }
-const char* algo_name(Algo a) { return k_algo_names[static_cast<int>(a)]; }
-const char* algo_upper(Algo a) { return k_algo_upper[static_cast<int>(a)]; }
-const char* proto_name(Proto p) { return k_proto_names[static_cast<int>(p)]; }
+const char* func_name(Func f) {
+    return k_func_names[static_cast<int>(f)];
+}
+const char* algo_name(Algo a) {
+    return k_algo_names[static_cast<int>(a)];
+}
+const char* algo_upper(Algo a) {
+    return k_algo_upper[static_cast<int>(a)];
+}
+const char* proto_name(Proto p) {
+    return k_proto_names[static_cast<int>(p)];
+}
 const char* transport_name(Transport t) {
     switch (t) {
-    case Transport::p2p: return "P2P/CUMEM";
-    case Transport::shm: return "SHM/direct/direct";
-    case Transport::net: return "NET/Socket/0";
+        case Transport::p2p:
+            return "P2P/CUMEM";
+        case Transport::shm:
+            return "SHM/direct/direct";
+        case Transport::net:
+            return "NET/Socket/0";
     }
     return "?";
 }
@@ -138,16 +153,20 @@ bool parse_nccl_env(const std::function<const char*(const char*)>& getenv, NcclE
     // Debug settings first: they decide which of the lines below anyone sees.
     if (const char* d = getenv("NCCL_DEBUG")) {
         std::string level = d;
-        if (iequals(level, "VERSION")) env.debug_level = 1;
-        else if (iequals(level, "WARN")) env.debug_level = 2;
-        else if (iequals(level, "INFO")) env.debug_level = 3;
-        else if (iequals(level, "TRACE")) env.debug_level = 4;
+        if (iequals(level, "VERSION"))
+            env.debug_level = 1;
+        else if (iequals(level, "WARN"))
+            env.debug_level = 2;
+        else if (iequals(level, "INFO"))
+            env.debug_level = 3;
+        else if (iequals(level, "TRACE"))
+            env.debug_level = 4;
     }
     const char* subsys = getenv("NCCL_DEBUG_SUBSYS");
     std::string subsys_str = subsys ? subsys : "INIT,BOOTSTRAP,ENV";
     const bool invert = !subsys_str.empty() && subsys_str[0] == '^';
-    const char* const all[] = {"INIT", "COLL", "P2P", "SHM", "NET", "GRAPH", "TUNING", "ENV", "ALLOC", "CALL",
-                               "PROXY", "NVLS", "BOOTSTRAP", "REG", "PROFILE", "RAS"};
+    const char* const all[] = {"INIT",  "COLL", "P2P",   "SHM",  "NET",       "GRAPH", "TUNING",  "ENV",
+                               "ALLOC", "CALL", "PROXY", "NVLS", "BOOTSTRAP", "REG",   "PROFILE", "RAS"};
     std::vector<std::string> listed;
     for (std::string s : split(invert ? subsys_str.substr(1) : subsys_str, ',')) {
         for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -184,7 +203,8 @@ bool parse_nccl_env(const std::function<const char*(const char*)>& getenv, NcclE
     long long nt = int_param(getenv, "NCCL_NTHREADS", -2, env);
     if (nt > 0) {
         if (nt % 32 != 0) {
-            env.env_lines.push_back("Invalid NCCL_NTHREADS " + std::to_string(nt) + " (must be a multiple of 32)");
+            env.env_lines.push_back("Invalid NCCL_NTHREADS " + std::to_string(nt) +
+                                    " (must be a multiple of 32)");
             nt = 512;
         } else if (nt > 512) {
             env.env_lines.push_back("Invalid NCCL_NTHREADS " + std::to_string(nt) + " (maximum 512).");

@@ -133,7 +133,8 @@ bool fusion_possible(const TopologyModel& topo, const NcclEnv& env, int nranks, 
     return true;
 }
 
-Comm::Comm(const TopologyModel& topo, const NcclEnv& env, int nranks) : m_topo(topo), m_env(env), m_nranks(nranks) {
+Comm::Comm(const TopologyModel& topo, const NcclEnv& env, int nranks)
+    : m_topo(topo), m_env(env), m_nranks(nranks) {
     m_channels = topo.default_channels;
     if (env.min_ctas > 0) m_channels = std::max(m_channels, env.min_ctas);
     if (env.max_ctas > 0) m_channels = std::min(m_channels, env.max_ctas);
@@ -265,7 +266,8 @@ std::string Comm::no_algo_warning(Func f) const {
 
 double Comm::one_shot_us(std::uint64_t bytes) const {
     if (m_nranks <= 1) return 0;
-    return m_topo.one_shot_alpha_us + (m_nranks - 1) * static_cast<double>(bytes) / (1000.0 * m_topo.peer_bw_gbs);
+    return m_topo.one_shot_alpha_us +
+           (m_nranks - 1) * static_cast<double>(bytes) / (1000.0 * m_topo.peer_bw_gbs);
 }
 
 double GpuModel::gemm_us(std::uint64_t weight_bytes, double flops) const {

@@ -38,8 +38,8 @@ constexpr int k_protos = static_cast<int>(Proto::count);
 
 /// NCCL's spelling: "AllReduce", "RING"/"Ring", "LL128"...
 const char* func_name(Func f);
-const char* algo_name(Algo a);      ///< NCCL_ALGO token spelling ("Tree", "Ring", ...)
-const char* algo_upper(Algo a);     ///< TUNING-line spelling ("TREE", "RING", ...)
+const char* algo_name(Algo a);   ///< NCCL_ALGO token spelling ("Tree", "Ring", ...)
+const char* algo_upper(Algo a);  ///< TUNING-line spelling ("TREE", "RING", ...)
 const char* proto_name(Proto p);
 const char* transport_name(Transport t);  ///< as in NCCL's channel lines: "P2P/CUMEM", "SHM/direct/direct"
 
@@ -51,13 +51,13 @@ struct NcclEnv {
     int min_ctas = -1, max_ctas = -1;     ///< after merging the deprecated *_NCHANNELS names
     int nthreads = -1;
     long long buffsize = -1;
-    int p2p_level = -1;                   ///< a Path value from NCCL_P2P_LEVEL; -1: NCCL's default (PXB)
-    bool p2p_disable = false;             ///< NCCL_P2P_DISABLE=1 (NCCL tests == 1, not != 0)
-    bool shm_disable = false;             ///< NCCL_SHM_DISABLE=1
-    bool runtime_connect = true;          ///< NCCL_RUNTIME_CONNECT (default 1 since 2.22)
-    int debug_level = 0;                  ///< 0 none, 1 VERSION, 2 WARN, 3 INFO, 4 TRACE
-    std::vector<std::string> subsys;      ///< enabled NCCL_DEBUG_SUBSYS names (upper case)
-    std::vector<std::string> env_lines;   ///< "NCCL_X set by environment to V" lines, in order
+    int p2p_level = -1;                  ///< a Path value from NCCL_P2P_LEVEL; -1: NCCL's default (PXB)
+    bool p2p_disable = false;            ///< NCCL_P2P_DISABLE=1 (NCCL tests == 1, not != 0)
+    bool shm_disable = false;            ///< NCCL_SHM_DISABLE=1
+    bool runtime_connect = true;         ///< NCCL_RUNTIME_CONNECT (default 1 since 2.22)
+    int debug_level = 0;                 ///< 0 none, 1 VERSION, 2 WARN, 3 INFO, 4 TRACE
+    std::vector<std::string> subsys;     ///< enabled NCCL_DEBUG_SUBSYS names (upper case)
+    std::vector<std::string> env_lines;  ///< "NCCL_X set by environment to V" lines, in order
     [[nodiscard]] bool info(const char* subsys_name) const;  ///< INFO enabled for this subsystem
 };
 
@@ -94,13 +94,13 @@ struct GpuModel {
 struct TopologyModel {
     std::string name;
     GpuModel gpu;
-    bool nvlink = false;          ///< NVLink (NCCL hw NVLINK) or PCIe (hw PCI)
-    Path path = Path::phb;        ///< path between two GPUs of the ring (NCCL's typeIntra)
-    double bus_bw_gbs = 0;        ///< ring bus bandwidth of the whole graph (GB/s)
-    int default_channels = 0;     ///< channels NCCL's graph search finds
-    bool peer_access = true;      ///< cudaDeviceCanAccessPeer between the GPUs (hardware)
-    double one_shot_alpha_us = 0; ///< fused one-shot all-reduce: write + flag-poll latency
-    double peer_bw_gbs = 0;       ///< one GPU's write bandwidth to its peers (GB/s)
+    bool nvlink = false;           ///< NVLink (NCCL hw NVLINK) or PCIe (hw PCI)
+    Path path = Path::phb;         ///< path between two GPUs of the ring (NCCL's typeIntra)
+    double bus_bw_gbs = 0;         ///< ring bus bandwidth of the whole graph (GB/s)
+    int default_channels = 0;      ///< channels NCCL's graph search finds
+    bool peer_access = true;       ///< cudaDeviceCanAccessPeer between the GPUs (hardware)
+    double one_shot_alpha_us = 0;  ///< fused one-shot all-reduce: write + flag-poll latency
+    double peer_bw_gbs = 0;        ///< one GPU's write bandwidth to its peers (GB/s)
 };
 TopologyModel topology_model(Topology t);
 

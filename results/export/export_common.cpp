@@ -99,24 +99,29 @@ namespace {
 /// The NCCL version the host preflight found ("" when unknown).
 std::string host_nccl_version(const SweepData& sweep) {
     auto j = nlohmann::json::parse(sweep.info.record.host_preflight, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("nccl_version") || !j["nccl_version"].is_string()) return {};
+    if (j.is_discarded() || !j.is_object() || !j.contains("nccl_version") || !j["nccl_version"].is_string())
+        return {};
     return j["nccl_version"].get<std::string>();
 }
 
-std::string point_header(const SweepData& sweep, const StoredExperiment& point, const std::vector<std::string>& inert,
-                         const BestExperiment* best, std::string_view metric_text) {
+std::string point_header(const SweepData& sweep, const StoredExperiment& point,
+                         const std::vector<std::string>& inert, const BestExperiment* best,
+                         std::string_view metric_text) {
     std::vector<std::string> lines;
     const auto& e = point.experiment;
     lines.push_back(fmt::format("ncclsweep: experiment {} of sweep {} ('{}'), key {}", e.id, sweep.info.id,
                                 sweep.info.record.name, e.key));
     const std::string backend = point_backend(sweep.info, e);
     if (!backend.empty())
-        lines.push_back(backend == "sim" ? "data: " + simulated_note(backend) : "data: measured (backend " + backend + ")");
+        lines.push_back(backend == "sim" ? "data: " + simulated_note(backend)
+                                         : "data: measured (backend " + backend + ")");
     if (auto nccl = host_nccl_version(sweep); !nccl.empty()) lines.push_back("NCCL on the host: " + nccl);
     std::string workload;
-    for (const auto& [name, value] : e.workload) workload += (workload.empty() ? "" : " ") + name + "=" + value;
+    for (const auto& [name, value] : e.workload)
+        workload += (workload.empty() ? "" : " ") + name + "=" + value;
     if (!workload.empty())
-        lines.push_back("workload parameters (set them on your server; they are not NCCL variables): " + workload);
+        lines.push_back("workload parameters (set them on your server; they are not NCCL variables): " +
+                        workload);
     if (!inert.empty()) {
         std::string names;
         for (const auto& name : inert)
@@ -128,23 +133,27 @@ std::string point_header(const SweepData& sweep, const StoredExperiment& point, 
     const std::string metric = best ? best->metric.name : choice ? choice->name : std::string(metric_text);
     if (auto s = metric_stats(point, metric)) {
         const MetricDefinition d = definition_of(metric, sweep.info.record.metrics);
-        lines.push_back(fmt::format("evidence: {} median {}{} ({} {}..{}, n={}), {} is better", metric,
-                                    fmt::format("{:.6g}", s->median), d.unit.empty() ? "" : " " + d.unit,
-                                    s->interval_is_ci ? "95% CI" : "range", fmt::format("{:.6g}", s->low),
-                                    fmt::format("{:.6g}", s->high), s->n,
-                                    better_word(best ? best->metric.direction : metric_direction(sweep, metric))));
+        lines.push_back(
+            fmt::format("evidence: {} median {}{} ({} {}..{}, n={}), {} is better", metric,
+                        fmt::format("{:.6g}", s->median), d.unit.empty() ? "" : " " + d.unit,
+                        s->interval_is_ci ? "95% CI" : "range", fmt::format("{:.6g}", s->low),
+                        fmt::format("{:.6g}", s->high), s->n,
+                        better_word(best ? best->metric.direction : metric_direction(sweep, metric))));
     }
     if (best) {
         if (best->tie()) {
             std::string ids;
-            for (const auto& row : best->tie_group) ids += (ids.empty() ? "" : ",") + std::to_string(row.exp_id);
-            lines.push_back(fmt::format("tie: experiments {} cannot be told apart (diff: alpha 0.05, threshold 3%{}); "
-                                        "this is the simplest of them",
-                                        ids, best->decided_by_threshold ? ", too few samples: threshold alone" : ""));
+            for (const auto& row : best->tie_group)
+                ids += (ids.empty() ? "" : ",") + std::to_string(row.exp_id);
+            lines.push_back(
+                fmt::format("tie: experiments {} cannot be told apart (diff: alpha 0.05, threshold 3%{}); "
+                            "this is the simplest of them",
+                            ids, best->decided_by_threshold ? ", too few samples: threshold alone" : ""));
         }
         if (best->runner_up && best->margin)
-            lines.push_back(fmt::format("margin over the runner-up (experiment {}): {:+.1f}% ({})", best->runner_up->exp_id,
-                                        best->margin->delta * 100, stats::verdict_name(best->margin->verdict)));
+            lines.push_back(fmt::format("margin over the runner-up (experiment {}): {:+.1f}% ({})",
+                                        best->runner_up->exp_id, best->margin->delta * 100,
+                                        stats::verdict_name(best->margin->verdict)));
         else
             lines.push_back("margin: no runner-up outside the tie group");
     }
@@ -207,7 +216,9 @@ std::string params_label(const StoredExperiment& experiment, const std::vector<s
     return out;
 }
 
-std::string one_line_diagnosis(std::string_view diagnosis) { return clean_text(first_line(diagnosis, 197), false); }
+std::string one_line_diagnosis(std::string_view diagnosis) {
+    return clean_text(first_line(diagnosis, 197), false);
+}
 
 Result<std::string> export_sweep(const SweepData& sweep, const ExportRequest& request) {
     if (!is_point_format(request.format)) {

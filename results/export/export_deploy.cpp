@@ -7,8 +7,8 @@
 #include <filesystem>
 
 #include "core/nccl/nccl_detail.hpp"
-#include "core/text.hpp"
 #include "core/plan/render.hpp"
+#include "core/text.hpp"
 #include "results/export/exports.hpp"
 
 namespace ncclsweep::results::exports {

@@ -99,11 +99,12 @@ std::string to_junit(const SweepData& sweep) {
                                    xml_escape(o.diagnosis, true));
                 break;
             default:
-                out += fmt::format("      <skipped message=\"{}\"/>\n",
-                                   attr(o.status == ExperimentStatus::skipped ? (line.empty() ? "skipped" : line)
-                                        : o.status == ExperimentStatus::pruned || o.status == ExperimentStatus::dropped
-                                            ? std::string(to_string(o.status)) + (line.empty() ? "" : ": " + line)
-                                            : "not run (" + std::string(to_string(o.status)) + ")"));
+                out += fmt::format(
+                    "      <skipped message=\"{}\"/>\n",
+                    attr(o.status == ExperimentStatus::skipped ? (line.empty() ? "skipped" : line)
+                         : o.status == ExperimentStatus::pruned || o.status == ExperimentStatus::dropped
+                             ? std::string(to_string(o.status)) + (line.empty() ? "" : ": " + line)
+                             : "not run (" + std::string(to_string(o.status)) + ")"));
         }
         out += "    </testcase>\n";
     }

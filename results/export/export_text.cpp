@@ -3,14 +3,11 @@
 
 #include <cmath>
 
-#include "results/export/exports.hpp"
 #include "core/text.hpp"
+#include "results/export/exports.hpp"
 
 namespace ncclsweep::results::exports {
-namespace {
-
-
-}  // namespace
+namespace {}  // namespace
 
 std::string clean_text(std::string_view text, bool keep_newlines) {
     std::string out;
@@ -37,9 +34,15 @@ std::string clean_text(std::string_view text, bool keep_newlines) {
 
 bool append_entity(std::string& out, char c, Quotes quotes) {
     switch (c) {
-        case '&': out += "&amp;"; return true;
-        case '<': out += "&lt;"; return true;
-        case '>': out += "&gt;"; return true;
+        case '&':
+            out += "&amp;";
+            return true;
+        case '<':
+            out += "&lt;";
+            return true;
+        case '>':
+            out += "&gt;";
+            return true;
         case '"':
             if (quotes == Quotes::keep) return false;
             out += "&quot;";
@@ -48,7 +51,8 @@ bool append_entity(std::string& out, char c, Quotes quotes) {
             if (quotes == Quotes::keep) return false;
             out += "&#39;";
             return true;
-        default: return false;
+        default:
+            return false;
     }
 }
 

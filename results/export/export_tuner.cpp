@@ -240,7 +240,8 @@ Result<std::string> to_tuner_profile_best(const SweepData& sweep, std::string_vi
             continue;
         }
         for (const auto& experiment : sweep.experiments)
-            if (experiment.experiment.id == chosen->best.exp_id) points.push_back(Point{&experiment, sizes_of[key]});
+            if (experiment.experiment.id == chosen->best.exp_id)
+                points.push_back(Point{&experiment, sizes_of[key]});
     }
     if (points.empty()) {
         if (size_error) return *size_error;
@@ -250,8 +251,8 @@ Result<std::string> to_tuner_profile_best(const SweepData& sweep, std::string_vi
         return Error::bad_input("no ok experiment measured the metric");
     }
     return profile_of(sweep, points, metric,
-                      fmt::format("per message size the point `results best` recommends for {} ({} size{})", metric,
-                                  points.size(), points.size() == 1 ? "" : "s"));
+                      fmt::format("per message size the point `results best` recommends for {} ({} size{})",
+                                  metric, points.size(), points.size() == 1 ? "" : "s"));
 }
 
 }  // namespace ncclsweep::results::exports

@@ -83,9 +83,10 @@ std::string format_spread_marked(const stats::Summary& summary, bool& few) {
 }
 
 std::string few_samples_footnote() {
-    return fmt::format("\xC2\xB9 fewer than {0} samples: no 95% interval of the median exists, so \xC2\xB1 is half "
-                       "the min-max range (repeats: {0} or more gives one)",
-                       stats::min_samples_for_interval());
+    return fmt::format(
+        "\xC2\xB9 fewer than {0} samples: no 95% interval of the median exists, so \xC2\xB1 is half "
+        "the min-max range (repeats: {0} or more gives one)",
+        stats::min_samples_for_interval());
 }
 
 std::string metric_header(const std::string& metric, const SweepRecord& record) {

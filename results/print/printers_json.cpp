@@ -158,7 +158,8 @@ void JsonPrinter::print_best(const BestExperiment& best) {
            {"best", row_json(best.best)},
            {"top_id", best.top_id},
            {"tie", best.tie()},
-           {"tie_group", [&] {
+           {"tie_group",
+            [&] {
                 Json ids = Json::array();
                 for (const auto& row : best.tie_group) ids.push_back(row.exp_id);
                 return ids;

@@ -1,8 +1,8 @@
 // Table and markdown layouts of `results list|show|best` (the diff is in printers_text_diff.cpp).
 #include <fmt/format.h>
 
-#include "results/print/printers_detail.hpp"
 #include "core/text.hpp"
+#include "results/print/printers_detail.hpp"
 
 namespace ncclsweep::results::detail {
 namespace {
@@ -18,7 +18,8 @@ std::string when(const SweepInfo& sweep) {
 
 std::string counts_sentence(const SweepInfo& sweep) {
     const StatusCounts& c = sweep.counts;
-    std::string text = fmt::format("{} ({} ok", count_of(static_cast<std::size_t>(c.total()), "experiment"), c.ok);
+    std::string text =
+        fmt::format("{} ({} ok", count_of(static_cast<std::size_t>(c.total()), "experiment"), c.ok);
     if (c.failed) text += fmt::format(", {} failed", c.failed);
     if (c.timed_out) text += fmt::format(", {} timed out", c.timed_out);
     if (c.infra_error) text += ", " + count_of(static_cast<std::size_t>(c.infra_error), "infra error");
@@ -81,9 +82,10 @@ void TextPrinter::print_table(const SweepTable& table) {
     heading(fmt::format("{} on {}, created {}, {}: {}", describe_sweep(s), s.record.target, when(s),
                         state_text(s), counts_sentence(s)));
     if (s.state == SweepState::running && s.runner_alive == false)
-        line(fmt::format("its runner (pid {}) is gone, killed or its host restarted; `ncclsweep run {} --resume {}` "
-                         "continues it",
-                         s.runner_pid.value_or(0), s.record.spec_path.empty() ? "SPEC" : s.record.spec_path, s.id));
+        line(fmt::format(
+            "its runner (pid {}) is gone, killed or its host restarted; `ncclsweep run {} --resume {}` "
+            "continues it",
+            s.runner_pid.value_or(0), s.record.spec_path.empty() ? "SPEC" : s.record.spec_path, s.id));
     if (table.rows.empty()) {
         line("no experiments recorded");
         return;
@@ -128,7 +130,8 @@ void TextPrinter::print_best(const BestExperiment& best) {
     g.column("field");
     g.column("value");
     g.rows.push_back({"experiment", std::to_string(row.exp_id)});
-    if (auto note = simulated_note(best.sweep.record.backend); !note.empty()) g.rows.push_back({"data", note});
+    if (auto note = simulated_note(best.sweep.record.backend); !note.empty())
+        g.rows.push_back({"data", note});
     g.rows.push_back({"parameters", format_assignments(row.params)});
     if (m) {
         g.rows.push_back({best.metric.name,
@@ -144,15 +147,18 @@ void TextPrinter::print_best(const BestExperiment& best) {
     }
     if (best.tie()) {
         std::string ids;
-        for (const auto& tied : best.tie_group) ids += (ids.empty() ? "" : ", ") + std::to_string(tied.exp_id);
+        for (const auto& tied : best.tie_group)
+            ids += (ids.empty() ? "" : ", ") + std::to_string(tied.exp_id);
         g.rows.push_back(
-            {"tie", fmt::format("{} experiments ({}) cannot be told apart by diff's test and 3% threshold{}; "
-                                "recommending the simplest ({} setting(s) that matter){}",
-                                best.tie_group.size(), ids,
-                                best.decided_by_threshold ? " (too few samples for the test: the threshold decided)" : "",
-                                row.settings_that_count(),
-                                best.top_id != row.exp_id ? fmt::format("; best median: experiment {}", best.top_id)
-                                                          : std::string())});
+            {"tie",
+             fmt::format(
+                 "{} experiments ({}) cannot be told apart by diff's test and 3% threshold{}; "
+                 "recommending the simplest ({} setting(s) that matter){}",
+                 best.tie_group.size(), ids,
+                 best.decided_by_threshold ? " (too few samples for the test: the threshold decided)" : "",
+                 row.settings_that_count(),
+                 best.top_id != row.exp_id ? fmt::format("; best median: experiment {}", best.top_id)
+                                           : std::string())});
     }
     if (best.runner_up) {
         const MetricSummary* r = best.runner_up->metric(best.metric.name);

@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "results/print/printers_detail.hpp"
 #include "core/text.hpp"
+#include "results/print/printers_detail.hpp"
 
 namespace ncclsweep::results::detail {
 namespace {
@@ -56,7 +56,8 @@ std::string regression_reason(const ExperimentDiff& e) {
 void TextPrinter::print_diff(const SweepDiff& diff) {
     const SweepDiff& d = diff;
     heading(fmt::format("diff: base {} -> new {}", describe_sweep(d.base), describe_sweep(d.candidate)));
-    line(fmt::format("base: {}, created {}, {}; new: {}, created {}, {}", describe_sweep(d.base), d.base.created_at,
+    line(fmt::format("base: {}, created {}, {}; new: {}, created {}, {}", describe_sweep(d.base),
+                     d.base.created_at,
                      count_of(static_cast<std::size_t>(d.base.counts.total()), "experiment"),
                      describe_sweep(d.candidate), d.candidate.created_at,
                      count_of(static_cast<std::size_t>(d.candidate.counts.total()), "experiment")));
@@ -93,9 +94,10 @@ void TextPrinter::diff_metric(const SweepDiff& diff, std::size_t index) {
         const stats::Comparison& c = *m.comparison;
         auto cells = key_cells(e);
         for (auto& cell : std::vector<std::string>{
-                 format_value(c.base.median), format_spread_marked(c.base, few), format_value(c.candidate.median),
-                 format_spread_marked(c.candidate, few), format_delta(c.delta), format_p(c.p_value),
-                 fmt::format("{}+{}", c.base.n, c.candidate.n), std::string(verdict_word(m.verdict))})
+                 format_value(c.base.median), format_spread_marked(c.base, few),
+                 format_value(c.candidate.median), format_spread_marked(c.candidate, few),
+                 format_delta(c.delta), format_p(c.p_value), fmt::format("{}+{}", c.base.n, c.candidate.n),
+                 std::string(verdict_word(m.verdict))})
             cells.push_back(std::move(cell));
         if (m.verdict == stats::Verdict::insufficient_samples && too_few_reason.empty())
             too_few_reason = fmt::format("experiment {}: {}", e.new_id, c.reason);

@@ -259,7 +259,8 @@ std::vector<std::string> setting_differences(const SweepRecord& base, const Fixe
     };
     for (const auto& [name, value] : before) {
         auto now = find(after, name);
-        if (!now || *now != value) out.push_back(fmt::format("{}: {} -> {}", name, value, now ? *now : "(not set)"));
+        if (!now || *now != value)
+            out.push_back(fmt::format("{}: {} -> {}", name, value, now ? *now : "(not set)"));
     }
     for (const auto& [name, value] : after)
         if (!find(before, name)) out.push_back(fmt::format("{}: (not set) -> {}", name, value));
@@ -267,14 +268,14 @@ std::vector<std::string> setting_differences(const SweepRecord& base, const Fixe
     auto now = PlanFingerprint::from_json(candidate.plan_fingerprint);
     if (stored && now)
         for (auto& sentence : fingerprint_differences(*stored, *now))
-            if (sentence.rfind("--axis/--set:", 0) != 0)
-                out.push_back(std::move(sentence));
+            if (sentence.rfind("--axis/--set:", 0) != 0) out.push_back(std::move(sentence));
     if (base.backend != candidate.backend)
         out.push_back(fmt::format("backend: {} -> {}", show(base.backend), show(candidate.backend)));
     if (base.repeats != candidate.repeats && !(stored && now && !stored->parts.empty()))
         out.push_back(fmt::format("repeats: {} -> {}", base.repeats, candidate.repeats));
     if (base.tool_version != candidate.tool_version)
-        out.push_back(fmt::format("ncclsweep: {} -> {}", show(base.tool_version), show(candidate.tool_version)));
+        out.push_back(
+            fmt::format("ncclsweep: {} -> {}", show(base.tool_version), show(candidate.tool_version)));
     return out;
 }
 
@@ -290,7 +291,8 @@ Result<SweepDiff> diff_sweeps(Store& store, std::string_view base_ref, std::stri
     auto base_fixed = fixed_settings(store, *base);
     auto new_fixed = fixed_settings(store, *candidate);
     if (base_fixed && new_fixed)
-        diff->settings_changed = setting_differences(base->sweep.record, *base_fixed, candidate->sweep.record, *new_fixed);
+        diff->settings_changed =
+            setting_differences(base->sweep.record, *base_fixed, candidate->sweep.record, *new_fixed);
     return diff;
 }
 

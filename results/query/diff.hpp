@@ -105,7 +105,8 @@ using FixedSettings = std::vector<std::pair<std::string, std::string>>;
 /// The settings of two recorded sweeps that differ (see SweepDiff::settings_changed): fixed
 /// engine args and env (`--set` included), the plan's other parts (target, repeats, timeouts,
 /// ...), backend and version.
-[[nodiscard]] std::vector<std::string> setting_differences(const SweepRecord& base, const FixedSettings& base_fixed,
+[[nodiscard]] std::vector<std::string> setting_differences(const SweepRecord& base,
+                                                           const FixedSettings& base_fixed,
                                                            const SweepRecord& candidate,
                                                            const FixedSettings& candidate_fixed);
 

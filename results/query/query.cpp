@@ -11,8 +11,8 @@
 #include <type_traits>
 #include <unordered_map>
 
-#include "core/spec/metric.hpp"
 #include "core/plan/plan.hpp"
+#include "core/spec/metric.hpp"
 #include "core/spec/spec_parser.hpp"
 #include "results/store/store.hpp"
 
@@ -34,7 +34,9 @@ bool better(double a, double b, stats::Direction direction) {
 
 }  // namespace
 
-stats::Direction metric_direction(std::string_view m) { return default_direction(m); }
+stats::Direction metric_direction(std::string_view m) {
+    return default_direction(m);
+}
 
 MetricChoice resolve_metric(const MetricChoice& choice, const SweepRecord& sweep) {
     MetricChoice out = choice;
@@ -45,7 +47,8 @@ MetricChoice resolve_metric(const MetricChoice& choice, const SweepRecord& sweep
 int ExperimentRow::settings_that_count() const {
     int count = 0;
     for (const auto& [name, value] : params)
-        if (!value.empty() && value != "unset" && std::find(inert.begin(), inert.end(), name) == inert.end()) ++count;
+        if (!value.empty() && value != "unset" && std::find(inert.begin(), inert.end(), name) == inert.end())
+            ++count;
     return count;
 }
 
@@ -84,7 +87,6 @@ const MetricSummary* ExperimentRow::metric(std::string_view name) const {
         if (m.metric == name) return &m;
     return nullptr;
 }
-
 
 std::vector<std::string> varying_parameters(std::span<const std::vector<Assignment>* const> params) {
     std::vector<std::string> order;
@@ -146,11 +148,13 @@ ExperimentRow make_row(Source&& stored, const std::vector<std::string>& varying,
         // Many points share an environment and workload: judge each distinct one once.
         std::string cache_key;
         for (const auto* list : {&e.env, &e.workload}) {
-            for (const auto& [name, value] : *list) cache_key.append(name).append("=").append(value).append("\x1f");
+            for (const auto& [name, value] : *list)
+                cache_key.append(name).append("=").append(value).append("\x1f");
             cache_key.append("\x1e");
         }
         auto found = inert_cache.find(cache_key);
-        if (found == inert_cache.end()) found = inert_cache.emplace(cache_key, inert_settings(*spec, e)).first;
+        if (found == inert_cache.end())
+            found = inert_cache.emplace(cache_key, inert_settings(*spec, e)).first;
         row.inert = found->second;
     }
     for (const auto& name : varying) {
@@ -262,13 +266,14 @@ std::string simulated_note(std::string_view backend) {
                             : std::string();
 }
 
-bool indistinguishable(const MetricSummary& point, const MetricSummary& top, const MetricChoice& metric, double alpha,
-                       double threshold, bool* by_threshold) {
+bool indistinguishable(const MetricSummary& point, const MetricSummary& top, const MetricChoice& metric,
+                       double alpha, double threshold, bool* by_threshold) {
     const stats::CompareOptions options{alpha, threshold, metric.direction};
     auto c = stats::compare(point.values, top.values, options);
     if (!c) return false;
     switch (c->verdict) {
-        case stats::Verdict::no_change: return true;
+        case stats::Verdict::no_change:
+            return true;
         case stats::Verdict::insufficient_samples:
             if (std::abs(c->delta) <= threshold) {
                 if (by_threshold) *by_threshold = true;
@@ -277,7 +282,8 @@ bool indistinguishable(const MetricSummary& point, const MetricSummary& top, con
             if (by_threshold) *by_threshold = true;
             return false;
         case stats::Verdict::improvement:
-        case stats::Verdict::regression: return false;
+        case stats::Verdict::regression:
+            return false;
     }
     return false;
 }
@@ -308,22 +314,23 @@ Result<BestExperiment> best_experiment(const SweepTable& table, const MetricChoi
     std::vector<const ExperimentRow*> group{top};
     const ExperimentRow* runner_up = nullptr;
     for (std::size_t i = 1; i < ranked.size(); ++i) {
-        if (indistinguishable(*ranked[i]->metric(metric.name), *top->metric(metric.name), metric, k_default_alpha,
-                              k_default_threshold, &result.decided_by_threshold))
+        if (indistinguishable(*ranked[i]->metric(metric.name), *top->metric(metric.name), metric,
+                              k_default_alpha, k_default_threshold, &result.decided_by_threshold))
             group.push_back(ranked[i]);
         else if (!runner_up)
             runner_up = ranked[i];
     }
     // The simplest of the group: fewest settings that count; then the better median (group order).
-    const ExperimentRow* simplest = *std::min_element(group.begin(), group.end(), [](const auto* a, const auto* b) {
-        return a->settings_that_count() < b->settings_that_count();
-    });
+    const ExperimentRow* simplest = *std::min_element(
+        group.begin(), group.end(),
+        [](const auto* a, const auto* b) { return a->settings_that_count() < b->settings_that_count(); });
     result.best = *simplest;
     for (const auto* row : group) result.tie_group.push_back(*row);
     if (runner_up) {
         result.runner_up = *runner_up;
         const stats::CompareOptions options{k_default_alpha, k_default_threshold, metric.direction};
-        auto margin = stats::compare(runner_up->metric(metric.name)->values, top->metric(metric.name)->values, options);
+        auto margin =
+            stats::compare(runner_up->metric(metric.name)->values, top->metric(metric.name)->values, options);
         if (margin) result.margin = std::move(*margin);
     }
     return result;

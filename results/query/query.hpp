@@ -86,7 +86,6 @@ struct SweepTable {
     std::vector<ExperimentRow> rows;   ///< experiment id order unless sorted
 };
 
-
 /// Names of the parameters that differ between `experiments` (or are missing in some), in
 /// first-seen order. With a single experiment, all of its parameters.
 [[nodiscard]] std::vector<std::string> varying_parameters(std::span<const StoredExperiment> experiments);
@@ -122,7 +121,8 @@ struct SweepTable {
 
 /// The settings NCCL ignores for `experiment` (core inert_settings over the spec stored with
 /// `sweep`; empty when this build cannot read that spec).
-[[nodiscard]] std::vector<std::string> inert_settings_of(const SweepInfo& sweep, const Experiment& experiment);
+[[nodiscard]] std::vector<std::string> inert_settings_of(const SweepInfo& sweep,
+                                                         const Experiment& experiment);
 
 /// The engine backend that produced `experiment`'s numbers: its own `backend` parameter when
 /// that is not "auto", else the sweep's recorded backend ("" = unknown or a command workload).
@@ -152,8 +152,9 @@ struct BestExperiment {
 /// Whether diff (alpha, threshold) cannot tell `point` from `top` for `metric`: its verdict
 /// is "~", or the samples are too few for the U test and the medians differ by no more than
 /// the threshold (`*by_threshold` is then set).
-[[nodiscard]] bool indistinguishable(const MetricSummary& point, const MetricSummary& top, const MetricChoice& metric,
-                                     double alpha, double threshold, bool* by_threshold = nullptr);
+[[nodiscard]] bool indistinguishable(const MetricSummary& point, const MetricSummary& top,
+                                     const MetricChoice& metric, double alpha, double threshold,
+                                     bool* by_threshold = nullptr);
 
 /// The best experiment by `metric` under the one rule above (diff defaults alpha 0.05 and
 /// threshold 3%); ties in simplicity go to the better median, then the lower id. bad_input when

@@ -27,7 +27,8 @@ std::string class_of(const StoredExperiment& e) {
 /// The parameters that take more than one value, ordered by the share of the variance of
 /// log(median) over the ok experiments that their values explain (between-group sum of squares
 /// over the total, eta squared), largest first; ties keep the sweep's axis order.
-std::vector<std::pair<std::string, double>> rank_by_variance(const SweepData& sweep, const std::string& metric) {
+std::vector<std::pair<std::string, double>> rank_by_variance(const SweepData& sweep,
+                                                             const std::string& metric) {
     std::vector<std::pair<const StoredExperiment*, double>> measured;
     for (const auto& e : sweep.experiments) {
         if (e.outcome.status != ExperimentStatus::ok) continue;
@@ -57,7 +58,8 @@ std::vector<std::pair<std::string, double>> rank_by_variance(const SweepData& sw
         }
         ranked.emplace_back(name, total > 0 ? between / total : 0.0);
     }
-    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
     return ranked;
 }
 
@@ -148,7 +150,8 @@ void add_deltas(ReportData& data, const SweepData& sweep, const SweepData& base,
     std::unordered_map<std::string, bool> matched;
     const auto axes = exports::varying_parameters(sweep);
     // diff's own test and threshold, so a colour here is the verdict `ncclsweep diff` gives.
-    stats::CompareOptions compare_options{k_default_alpha, k_default_threshold, exports::metric_direction(sweep, metric)};
+    stats::CompareOptions compare_options{k_default_alpha, k_default_threshold,
+                                          exports::metric_direction(sweep, metric)};
     for (const auto& e : sweep.experiments) {
         auto it = base_by_key.find(e.experiment.key);
         if (it == base_by_key.end()) {

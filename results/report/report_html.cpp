@@ -39,8 +39,8 @@ std::string meta_line(const exports::SweepData& sweep) {
         "{} on {}, created {}, state {}: {} experiments, {} ok, {} failed, {} timed out, {} infra errors, "
         "{} skipped, {} pruned, {} dropped, {} not run; {} repeats each{}",
         sweep_title(sweep), s.record.target, s.created_at, state_text(s), s.counts.total(), s.counts.ok,
-        s.counts.failed, s.counts.timed_out, s.counts.infra_error, s.counts.skipped, s.counts.pruned, s.counts.dropped,
-        s.counts.pending + s.counts.running, s.record.repeats,
+        s.counts.failed, s.counts.timed_out, s.counts.infra_error, s.counts.skipped, s.counts.pruned,
+        s.counts.dropped, s.counts.pending + s.counts.running, s.record.repeats,
         s.record.backend == "sim" ? std::string(". ") + simulated_note(s.record.backend) : std::string());
 }
 
@@ -110,7 +110,8 @@ std::string render_html(const ReportData& data) {
     if (any_ci && any_minmax) legend += "; ";
     if (any_minmax)
         legend +=
-            "dashed whiskers (and \xC2\xB1 marked \xC2\xB9) are min\xE2\x80\x93max, because fewer than 6 samples "
+            "dashed whiskers (and \xC2\xB1 marked \xC2\xB9) are min\xE2\x80\x93max, because fewer than 6 "
+            "samples "
             "cannot give a 95% interval of the median";
     if (!any_ci && !any_minmax) legend += "none (no samples)";
     legend += ". <span class=\"swatch\" style=\"background:#c0392b\"></span>failed, with its class.";
@@ -144,14 +145,16 @@ std::string render_html(const ReportData& data) {
     out += "<h2>Failures by class</h2>\n" + failures_html(data);
     if (!data.left_out.empty()) {
         // A search's decisions (docs/search.md): what it did not run, or stopped running, and why.
-        out += fmt::format("<h2>Left out by the search</h2>\n<p class=\"meta\">{} experiment{} pruned or dropped; "
-                           "each with its evidence</p>\n<table class=\"failures\"><tr><th>id</th><th>configuration</th>"
-                           "<th>status</th><th>reason</th></tr>\n",
-                           data.left_out.size(), data.left_out.size() == 1 ? "" : "s");
+        out += fmt::format(
+            "<h2>Left out by the search</h2>\n<p class=\"meta\">{} experiment{} pruned or dropped; "
+            "each with its evidence</p>\n<table class=\"failures\"><tr><th>id</th><th>configuration</th>"
+            "<th>status</th><th>reason</th></tr>\n",
+            data.left_out.size(), data.left_out.size() == 1 ? "" : "s");
         for (const auto& entry : data.left_out)
-            out += fmt::format("<tr><td class=\"num\">{}</td><td><code>{}</code></td><td>{}</td><td>{}</td></tr>\n",
-                               entry.id, xml_escape(entry.label, false), xml_escape(entry.status, false),
-                               xml_escape(entry.diagnosis_line, false));
+            out += fmt::format(
+                "<tr><td class=\"num\">{}</td><td><code>{}</code></td><td>{}</td><td>{}</td></tr>\n",
+                entry.id, xml_escape(entry.label, false), xml_escape(entry.status, false),
+                xml_escape(entry.diagnosis_line, false));
         out += "</table>\n";
     }
     if (data.base) out += deltas_html(data);

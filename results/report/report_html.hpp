@@ -15,9 +15,10 @@ namespace ncclsweep::results::report {
 
 /// What the report shows.
 struct ReportOptions {
-    std::string metric = "tok_s";           ///< the metric of bars, heat map and deltas
-    std::vector<std::string> heatmap_axes;  ///< two parameter names; empty = the two that explain most variance
-    std::size_t max_bars = 300;             ///< more experiments: the best max_bars are drawn
+    std::string metric = "tok_s";  ///< the metric of bars, heat map and deltas
+    std::vector<std::string>
+        heatmap_axes;            ///< two parameter names; empty = the two that explain most variance
+    std::size_t max_bars = 300;  ///< more experiments: the best max_bars are drawn
 };
 
 /// One experiment as a bar (or a failure marker when it has no value).
@@ -42,8 +43,8 @@ struct HeatCell {
 struct Heatmap {
     std::string x_axis, y_axis;
     std::vector<std::string> x_values, y_values;
-    std::vector<HeatCell> cells;  ///< row-major: cells[y * x_values.size() + x]
-    bool aggregated = false;      ///< some cell holds several experiments (other axes vary)
+    std::vector<HeatCell> cells;      ///< row-major: cells[y * x_values.size() + x]
+    bool aggregated = false;          ///< some cell holds several experiments (other axes vary)
     bool chosen_by_variance = false;  ///< the axes were picked by explained variance (no --heatmap)
     double x_share = 0, y_share = 0;  ///< share of the variance of log(median) each axis explains
 };

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "results/report/report_html.hpp"
 #include "core/text.hpp"
+#include "results/report/report_html.hpp"
 
 namespace ncclsweep::results::report {
 namespace {
@@ -17,8 +17,8 @@ using exports::xml_escape;
 constexpr double k_width = 1100;
 constexpr double k_label_width = 380;
 constexpr double k_row = 22;
-constexpr double k_line = 14;                // one more label line adds this to a row
-constexpr std::size_t k_label_chars = 46;    // characters of a label line: 12px text in k_label_width
+constexpr double k_line = 14;              // one more label line adds this to a row
+constexpr std::size_t k_label_chars = 46;  // characters of a label line: 12px text in k_label_width
 
 /// Label text cut to fit its column; the full text goes into a <title> tooltip.
 std::string short_label(const std::string& text, std::size_t max_chars) {
@@ -38,7 +38,8 @@ std::vector<std::string> label_lines(const std::string& first, const std::string
 
 /// The lines as one <text> with a <tspan> per line, right-aligned at `x`.
 std::string label_text(double x, double y, const std::vector<std::string>& lines) {
-    std::string svg = fmt::format("<text class=\"label\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">", x, y);
+    std::string svg =
+        fmt::format("<text class=\"label\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">", x, y);
     for (std::size_t i = 0; i < lines.size(); ++i)
         svg += fmt::format("<tspan x=\"{:.1f}\" dy=\"{}\">{}</tspan>", x, i == 0 ? 0.0 : k_line,
                            xml_escape(lines[i], false));
@@ -46,7 +47,9 @@ std::string label_text(double x, double y, const std::vector<std::string>& lines
 }
 
 /// Height of a row whose label has `lines` lines.
-double row_height(std::size_t lines) { return k_row + k_line * static_cast<double>(lines > 0 ? lines - 1 : 0); }
+double row_height(std::size_t lines) {
+    return k_row + k_line * static_cast<double>(lines > 0 ? lines - 1 : 0);
+}
 
 /// Every row's label lines ("#id label", broken at spaces) and the height of all the rows.
 template <typename Row>
@@ -115,7 +118,7 @@ double heatmap_span(const Heatmap& map, stats::Direction direction) {
     std::optional<double> best;
     for (const auto& cell : map.cells)
         if (cell.value && (!best || (direction == stats::Direction::lower_is_better ? *cell.value < *best
-                                                                                     : *cell.value > *best)))
+                                                                                    : *cell.value > *best)))
             best = cell.value;
     double worst = 0;
     if (best && *best != 0)
@@ -181,9 +184,9 @@ std::string bars_svg(const ReportData& data) {
                 s.interval_is_ci ? "" : " minmax", lo, mid, hi, lo, mid - 5, mid + 5, hi, mid - 5, mid + 5);
             const double half = std::max(s.median - s.low, s.high - s.median);
             const std::string spread =
-                s.n < 2 || s.median == 0
-                    ? std::string()
-                    : fmt::format(" \xC2\xB1{:.1f}%{}", 100 * half / std::fabs(s.median), s.interval_is_ci ? "" : "\xC2\xB9");
+                s.n < 2 || s.median == 0 ? std::string()
+                                         : fmt::format(" \xC2\xB1{:.1f}%{}", 100 * half / std::fabs(s.median),
+                                                       s.interval_is_ci ? "" : "\xC2\xB9");
             svg += fmt::format("<text class=\"value\" x=\"{:.1f}\" y=\"{:.1f}\">{}{} (n={})</text>",
                                plot_x + plot_w + 6, y + 15, compact(s.median), spread, s.n);
         } else if (!bar.failure_class.empty()) {
@@ -206,8 +209,8 @@ std::string heatmap_svg(const Heatmap& map, stats::Direction direction) {
     const bool lower = direction == stats::Direction::lower_is_better;
     std::size_t widest = 4;
     for (const auto& v : map.x_values) widest = std::max(widest, exports::clean_text(v, false).size());
-    const double cell_w =
-        std::clamp(std::max(640.0 / std::max<std::size_t>(1, map.x_values.size()), 7.0 * widest + 12), 56.0, 160.0);
+    const double cell_w = std::clamp(
+        std::max(640.0 / std::max<std::size_t>(1, map.x_values.size()), 7.0 * widest + 12), 56.0, 160.0);
     std::size_t widest_y = 4;
     for (const auto& v : map.y_values) widest_y = std::max(widest_y, exports::clean_text(v, false).size());
     const double cell_h = 34, top = 60;
@@ -229,8 +232,9 @@ std::string heatmap_svg(const Heatmap& map, stats::Direction direction) {
         "<svg class=\"heatmap\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0:.0f}\" height=\"{1:.0f}\" "
         "viewBox=\"0 0 {0:.0f} {1:.0f}\" role=\"img\" aria-label=\"heat map\">\n",
         width, height);
-    svg += fmt::format("<text class=\"axis\" x=\"{:.1f}\" y=\"16\" text-anchor=\"middle\">{} \xE2\x86\x92</text>\n",
-                       left + grid_w / 2, xml_escape(exports::clean_text(map.x_axis, false), false));
+    svg += fmt::format(
+        "<text class=\"axis\" x=\"{:.1f}\" y=\"16\" text-anchor=\"middle\">{} \xE2\x86\x92</text>\n",
+        left + grid_w / 2, xml_escape(exports::clean_text(map.x_axis, false), false));
     svg += fmt::format("<text class=\"axis\" x=\"8\" y=\"{:.1f}\">{} \xE2\x86\x93</text>\n", top - 8,
                        xml_escape(exports::clean_text(map.y_axis, false), false));
     for (std::size_t x = 0; x < map.x_values.size(); ++x)
@@ -244,7 +248,8 @@ std::string heatmap_svg(const Heatmap& map, stats::Direction direction) {
         double cy = top + cell_h * y;
         svg += fmt::format(
             "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}<title>{}</title></text>\n",
-            left - 8, cy + 21, xml_escape(short_label(map.y_values[y], static_cast<std::size_t>((left - 16) / 7)), false),
+            left - 8, cy + 21,
+            xml_escape(short_label(map.y_values[y], static_cast<std::size_t>((left - 16) / 7)), false),
             xml_escape(map.y_values[y], false));
         for (std::size_t x = 0; x < map.x_values.size(); ++x) {
             const HeatCell& cell = map.cells[y * map.x_values.size() + x];
@@ -290,9 +295,12 @@ std::string heatmap_svg(const Heatmap& map, stats::Direction direction) {
                            ramp_colour(1.0 - (i + 0.5) / k_steps));
     for (int i = 0; i <= 4; ++i) {
         const double fraction = span * i / 4;
-        const std::string text = i == 0 ? std::string("best") : fmt::format("{}{:.3g}%", lower ? "+" : "\xE2\x88\x92", 100 * fraction);
-        svg += fmt::format("<text class=\"tick legendtick\" x=\"{:.1f}\" y=\"{:.1f}\">{}{}</text>",
-                           legend_x + legend_w + 4, top + legend_h * i / 4 + 4, text, i == 4 ? " or more" : "");
+        const std::string text = i == 0
+                                     ? std::string("best")
+                                     : fmt::format("{}{:.3g}%", lower ? "+" : "\xE2\x88\x92", 100 * fraction);
+        svg +=
+            fmt::format("<text class=\"tick legendtick\" x=\"{:.1f}\" y=\"{:.1f}\">{}{}</text>",
+                        legend_x + legend_w + 4, top + legend_h * i / 4 + 4, text, i == 4 ? " or more" : "");
     }
     return svg + "</g>\n</svg>\n";
 }

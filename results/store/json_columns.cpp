@@ -33,7 +33,8 @@ std::vector<std::string> strings_from_json(std::string_view text) {
     const auto array = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (!array.is_array()) return strings;
     strings.reserve(array.size());
-    for (const auto& value : array) strings.push_back(value.is_string() ? value.get<std::string>() : value.dump());
+    for (const auto& value : array)
+        strings.push_back(value.is_string() ? value.get<std::string>() : value.dump());
     return strings;
 }
 

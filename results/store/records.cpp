@@ -58,15 +58,25 @@ std::optional<Enum> parse_name(const std::array<std::pair<Enum, std::string_view
 
 }  // namespace
 
-std::string_view to_string(SweepState state) { return name_of(k_sweep_states, state); }
-std::string_view to_string(ExperimentStatus status) { return name_of(k_statuses, status); }
-std::string_view to_string(EventLevel level) { return name_of(k_levels, level); }
+std::string_view to_string(SweepState state) {
+    return name_of(k_sweep_states, state);
+}
+std::string_view to_string(ExperimentStatus status) {
+    return name_of(k_statuses, status);
+}
+std::string_view to_string(EventLevel level) {
+    return name_of(k_levels, level);
+}
 
-std::optional<SweepState> parse_sweep_state(std::string_view text) { return parse_name(k_sweep_states, text); }
+std::optional<SweepState> parse_sweep_state(std::string_view text) {
+    return parse_name(k_sweep_states, text);
+}
 std::optional<ExperimentStatus> parse_experiment_status(std::string_view text) {
     return parse_name(k_statuses, text);
 }
-std::optional<EventLevel> parse_event_level(std::string_view text) { return parse_name(k_levels, text); }
+std::optional<EventLevel> parse_event_level(std::string_view text) {
+    return parse_name(k_levels, text);
+}
 
 bool is_finished(ExperimentStatus status) {
     switch (status) {
@@ -75,25 +85,36 @@ bool is_finished(ExperimentStatus status) {
         case ExperimentStatus::timed_out:
         case ExperimentStatus::skipped:
         case ExperimentStatus::pruned:
-        case ExperimentStatus::dropped: return true;
+        case ExperimentStatus::dropped:
+            return true;
         case ExperimentStatus::pending:
         case ExperimentStatus::running:
-        case ExperimentStatus::infra_error: return false;
+        case ExperimentStatus::infra_error:
+            return false;
     }
     return false;
 }
 
 int& StatusCounts::at(ExperimentStatus status) {
     switch (status) {
-        case ExperimentStatus::pending: return pending;
-        case ExperimentStatus::running: return running;
-        case ExperimentStatus::ok: return ok;
-        case ExperimentStatus::failed: return failed;
-        case ExperimentStatus::timed_out: return timed_out;
-        case ExperimentStatus::infra_error: return infra_error;
-        case ExperimentStatus::skipped: return skipped;
-        case ExperimentStatus::pruned: return pruned;
-        case ExperimentStatus::dropped: return dropped;
+        case ExperimentStatus::pending:
+            return pending;
+        case ExperimentStatus::running:
+            return running;
+        case ExperimentStatus::ok:
+            return ok;
+        case ExperimentStatus::failed:
+            return failed;
+        case ExperimentStatus::timed_out:
+            return timed_out;
+        case ExperimentStatus::infra_error:
+            return infra_error;
+        case ExperimentStatus::skipped:
+            return skipped;
+        case ExperimentStatus::pruned:
+            return pruned;
+        case ExperimentStatus::dropped:
+            return dropped;
     }
     return pending;
 }

@@ -19,7 +19,17 @@ enum class SweepState { running, done, interrupted, failed };
 /// Life of one experiment. pending -> running -> ok | failed | timed_out | infra_error | skipped;
 /// a search (docs/search.md) records `pruned` (never ran: a value of it kept failing) and
 /// `dropped` (ran ok, then statistically behind the leader; its samples are kept).
-enum class ExperimentStatus { pending, running, ok, failed, timed_out, infra_error, skipped, pruned, dropped };
+enum class ExperimentStatus {
+    pending,
+    running,
+    ok,
+    failed,
+    timed_out,
+    infra_error,
+    skipped,
+    pruned,
+    dropped
+};
 
 /// Severity of an event.
 enum class EventLevel { info, warning, error };
@@ -38,22 +48,22 @@ enum class EventLevel { info, warning, error };
 [[nodiscard]] std::optional<EventLevel> parse_event_level(std::string_view text);
 
 /// True for statuses a resumed sweep does not run again: ok, failed, timed_out (verdicts about
-/// the configuration), skipped, pruned and dropped (decisions; a resumed search restores them). pending, running and
-/// infra_error (the host or connection failed, not the configuration) are run again.
+/// the configuration), skipped, pruned and dropped (decisions; a resumed search restores them). pending,
+/// running and infra_error (the host or connection failed, not the configuration) are run again.
 [[nodiscard]] bool is_finished(ExperimentStatus status);
 
 /// What a sweep is, given when it is created.
 struct SweepRecord {
-    std::string name;            ///< `sweep:` from the spec
-    std::string tag;             ///< --tag ("" = none, stored as NULL)
-    std::string spec_path;       ///< where the spec was read from
-    std::string spec_text;       ///< the full spec text
-    std::string spec_hash;       ///< hash of spec_text ("" = the store computes FNV-1a 64)
-    std::string target;          ///< "local" or "ssh://user@host:port"
-    std::string host_preflight;  ///< JSON text from the host preflight ("" = none)
-    std::string tool_version;    ///< ncclsweep version that ran it
-    int repeats = 1;             ///< samples per experiment
-    std::string plan_fingerprint;  ///< JSON of core PlanFingerprint ("" = recorded before v3)
+    std::string name;                       ///< `sweep:` from the spec
+    std::string tag;                        ///< --tag ("" = none, stored as NULL)
+    std::string spec_path;                  ///< where the spec was read from
+    std::string spec_text;                  ///< the full spec text
+    std::string spec_hash;                  ///< hash of spec_text ("" = the store computes FNV-1a 64)
+    std::string target;                     ///< "local" or "ssh://user@host:port"
+    std::string host_preflight;             ///< JSON text from the host preflight ("" = none)
+    std::string tool_version;               ///< ncclsweep version that ran it
+    int repeats = 1;                        ///< samples per experiment
+    std::string plan_fingerprint;           ///< JSON of core PlanFingerprint ("" = recorded before v3)
     std::vector<MetricDefinition> metrics;  ///< declared metric definitions (empty = the default rule)
     std::string backend;  ///< engine backend of the numbers: "sim", "cuda", "" (unknown / command)
 };
@@ -82,19 +92,18 @@ struct SweepInfo {
     std::int64_t id = 0;
     SweepRecord record;
     SweepState state = SweepState::running;
-    std::string created_at;   ///< ISO-8601 UTC, e.g. 2025-11-29T15:33:07.123Z
-    std::string started_at;   ///< when it (last) started running: creation or latest resume
-    std::string ended_at;     ///< when it last stopped ("" while running)
-    std::string end_reason;   ///< why it stopped when interrupted/failed ("" otherwise)
-    int resumes = 0;          ///< how many times it was resumed
+    std::string created_at;                  ///< ISO-8601 UTC, e.g. 2025-11-29T15:33:07.123Z
+    std::string started_at;                  ///< when it (last) started running: creation or latest resume
+    std::string ended_at;                    ///< when it last stopped ("" while running)
+    std::string end_reason;                  ///< why it stopped when interrupted/failed ("" otherwise)
+    int resumes = 0;                         ///< how many times it was resumed
     std::optional<std::int64_t> runner_pid;  ///< process that created/resumed it
-    std::string runner_host;  ///< host name of that process
+    std::string runner_host;                 ///< host name of that process
     /// Running sweeps only, as read: whether runner_pid still exists. Empty when the sweep is not
     /// running or ran on another host (nothing can be told from here).
     std::optional<bool> runner_alive;
-    StatusCounts counts;      ///< experiments per status
+    StatusCounts counts;  ///< experiments per status
 };
-
 
 /// For a running sweep recorded by a process on this host: whether that process still exists
 /// and is an ncclsweep (its /proc comm starts with "ncclsweep": a reused pid does not count).
@@ -134,10 +143,10 @@ struct Event {
 /// How an experiment ended: written by record_experiment in one transaction.
 struct ExperimentOutcome {
     ExperimentStatus status = ExperimentStatus::ok;
-    std::string failure_class;   ///< graph_capture, nccl, cuda, oom, hang, ... ("" when ok)
-    std::string diagnosis;       ///< excerpt: matching line with context (any bytes)
+    std::string failure_class;               ///< graph_capture, nccl, cuda, oom, hang, ... ("" when ok)
+    std::string diagnosis;                   ///< excerpt: matching line with context (any bytes)
     std::optional<double> detected_after_s;  ///< seconds from start until the failure was seen
-    std::string effective_nccl;  ///< what NCCL actually used (from its TUNING lines)
+    std::string effective_nccl;              ///< what NCCL actually used (from its TUNING lines)
     PhaseTimings timings;
     std::optional<std::int64_t> exit_code;    ///< process exit status, when it exited
     std::optional<std::int64_t> exit_signal;  ///< terminating signal, when killed
@@ -147,11 +156,11 @@ struct ExperimentOutcome {
 
 /// An experiment as loaded back: the planned point, its outcome and bookkeeping.
 struct StoredExperiment {
-    Experiment experiment;    ///< id, key, canonical, params, env, workload, argv, shell
+    Experiment experiment;      ///< id, key, canonical, params, env, workload, argv, shell
     ExperimentOutcome outcome;  ///< status may be pending/running when not finished
-    int attempts = 0;         ///< how many times it was started
-    std::string started_at;   ///< ISO-8601 UTC of the last start ("" = never)
-    std::string ended_at;     ///< ISO-8601 UTC of the end ("" = not ended)
+    int attempts = 0;           ///< how many times it was started
+    std::string started_at;     ///< ISO-8601 UTC of the last start ("" = never)
+    std::string ended_at;       ///< ISO-8601 UTC of the end ("" = not ended)
 };
 
 /// A sweep with all its experiments (id order), as tables, exporters and the report read it.

@@ -168,7 +168,9 @@ std::string set_version_sql(int version) {
 
 }  // namespace
 
-int current_schema_version() { return static_cast<int>(k_migrations.size()); }
+int current_schema_version() {
+    return static_cast<int>(k_migrations.size());
+}
 
 Result<int> check_schema(sqlite::Database& db, bool& needs_migration) {
     needs_migration = false;

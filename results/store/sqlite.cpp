@@ -21,7 +21,8 @@ std::string why_not_writable(const std::string& path) {
     std::error_code ec;
     std::filesystem::path dir = std::filesystem::path(path).parent_path();
     if (dir.empty()) dir = ".";
-    if (!std::filesystem::is_directory(dir, ec)) return fmt::format("its directory {} does not exist", dir.string());
+    if (!std::filesystem::is_directory(dir, ec))
+        return fmt::format("its directory {} does not exist", dir.string());
     struct statvfs fs {};
     if (::statvfs(dir.c_str(), &fs) == 0 && (fs.f_flag & ST_RDONLY) != 0)
         return fmt::format("the file system holding {} is mounted read-only", dir.string());
@@ -29,8 +30,10 @@ std::string why_not_writable(const std::string& path) {
         return errno == EROFS ? "it is on a read-only file system" : "the file is read-only for this user";
     // SQLite creates PATH-journal, PATH-wal and PATH-shm beside the file.
     if (::access(dir.c_str(), W_OK | X_OK) != 0)
-        return fmt::format("its directory {} is read-only for this user (SQLite needs to create its -wal and -shm files there)",
-                           dir.string());
+        return fmt::format(
+            "its directory {} is read-only for this user (SQLite needs to create its -wal and -shm files "
+            "there)",
+            dir.string());
     return {};
 }
 
@@ -63,10 +66,11 @@ Error describe_error(int rc, std::string_view sqlite_message, std::string_view w
                 path, busy_s, what, sqlite_message));
         case SQLITE_READONLY: {
             const std::string why = why_not_writable(path);
-            return Error::infrastructure(fmt::format(
-                "database {} is read-only while {}: {}{}; nothing was written to it. Make it writable (check the "
-                "file, its directory and its -wal/-shm files), or pass --db with a writable path",
-                path, what, sqlite_message, why.empty() ? "" : " (" + why + ")"));
+            return Error::infrastructure(
+                fmt::format("database {} is read-only while {}: {}{}; nothing was written to it. Make it "
+                            "writable (check the "
+                            "file, its directory and its -wal/-shm files), or pass --db with a writable path",
+                            path, what, sqlite_message, why.empty() ? "" : " (" + why + ")"));
         }
         case SQLITE_FULL:
             return Error::infrastructure(fmt::format(
@@ -83,34 +87,35 @@ Error describe_error(int rc, std::string_view sqlite_message, std::string_view w
             // create the -wal/-shm files); say which it is.
             const std::string why = why_not_writable(path);
             if (!why.empty() && why.find("does not exist") == std::string::npos)
-                return Error::infrastructure(fmt::format(
-                    "database {} is read-only while {}: {} ({}); nothing was written to it. Make it writable, "
-                    "or pass --db with a writable path",
-                    path, what, why, sqlite_message));
-            return Error::infrastructure(fmt::format(
-                "cannot open database {} while {}: {}{}; check that the directory exists and is "
-                "writable (SQLite also needs to create {}-wal and {}-shm next to it)",
-                path, what, sqlite_message, why.empty() ? "" : " (" + why + ")", path, path));
+                return Error::infrastructure(
+                    fmt::format("database {} is read-only while {}: {} ({}); nothing was written to it. Make "
+                                "it writable, "
+                                "or pass --db with a writable path",
+                                path, what, why, sqlite_message));
+            return Error::infrastructure(
+                fmt::format("cannot open database {} while {}: {}{}; check that the directory exists and is "
+                            "writable (SQLite also needs to create {}-wal and {}-shm next to it)",
+                            path, what, sqlite_message, why.empty() ? "" : " (" + why + ")", path, path));
         }
         case SQLITE_CORRUPT:
             return Error::infrastructure(fmt::format(
-                "database {} is corrupt ({}) while {}; keep a copy for inspection and use another --db",
-                path, sqlite_message, what));
+                "database {} is corrupt ({}) while {}; keep a copy for inspection and use another --db", path,
+                sqlite_message, what));
         case SQLITE_IOERR:
-            return Error::infrastructure(fmt::format(
-                "I/O error on database {} while {}: {} (code {}); check the disk and file system",
-                path, what, sqlite_message, rc));
+            return Error::infrastructure(
+                fmt::format("I/O error on database {} while {}: {} (code {}); check the disk and file system",
+                            path, what, sqlite_message, rc));
         case SQLITE_CONSTRAINT:
             return Error::internal(fmt::format(
-                "internal error: a database constraint failed on {} while {}: {}; please report it",
-                path, what, sqlite_message));
+                "internal error: a database constraint failed on {} while {}: {}; please report it", path,
+                what, sqlite_message));
         case SQLITE_MISUSE:
         case SQLITE_RANGE:
             return Error::internal(
                 fmt::format("internal error using database {} while {}: {}", path, what, sqlite_message));
         default:
-            return Error::infrastructure(fmt::format("SQLite error on database {} while {}: {} (code {})", path,
-                                                     what, sqlite_message, rc));
+            return Error::infrastructure(fmt::format("SQLite error on database {} while {}: {} (code {})",
+                                                     path, what, sqlite_message, rc));
     }
 }
 
@@ -204,9 +209,13 @@ void Statement::reset() {
     m_bind_error = 0;
 }
 
-std::int64_t Statement::column_int64(int column) const { return sqlite3_column_int64(m_stmt, column); }
+std::int64_t Statement::column_int64(int column) const {
+    return sqlite3_column_int64(m_stmt, column);
+}
 
-double Statement::column_double(int column) const { return sqlite3_column_double(m_stmt, column); }
+double Statement::column_double(int column) const {
+    return sqlite3_column_double(m_stmt, column);
+}
 
 std::string Statement::column_text(int column) const {
     const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(m_stmt, column));
@@ -214,7 +223,9 @@ std::string Statement::column_text(int column) const {
     return text ? std::string(text, static_cast<std::size_t>(bytes)) : std::string();
 }
 
-bool Statement::column_is_null(int column) const { return sqlite3_column_type(m_stmt, column) == SQLITE_NULL; }
+bool Statement::column_is_null(int column) const {
+    return sqlite3_column_type(m_stmt, column) == SQLITE_NULL;
+}
 
 std::optional<double> Statement::column_optional_double(int column) const {
     if (column_is_null(column)) return std::nullopt;
@@ -228,12 +239,19 @@ std::optional<std::int64_t> Statement::column_optional_int64(int column) const {
 
 // ---------------------------------------------------------------- Database
 
-Result<Database> Database::open(const std::string& path, OpenMode mode, std::chrono::milliseconds busy_timeout) {
+Result<Database> Database::open(const std::string& path, OpenMode mode,
+                                std::chrono::milliseconds busy_timeout) {
     int flags = SQLITE_OPEN_NOMUTEX;
     switch (mode) {
-        case OpenMode::read_only: flags |= SQLITE_OPEN_READONLY; break;
-        case OpenMode::read_write: flags |= SQLITE_OPEN_READWRITE; break;
-        case OpenMode::create: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE; break;
+        case OpenMode::read_only:
+            flags |= SQLITE_OPEN_READONLY;
+            break;
+        case OpenMode::read_write:
+            flags |= SQLITE_OPEN_READWRITE;
+            break;
+        case OpenMode::create:
+            flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+            break;
     }
     auto connection = std::make_unique<Connection>();
     connection->path = path;
@@ -251,18 +269,26 @@ Database::~Database() = default;
 Database::Database(Database&& other) noexcept = default;
 Database& Database::operator=(Database&& other) noexcept = default;
 
-sqlite3* Database::handle() const { return m_connection ? m_connection->db : nullptr; }
+sqlite3* Database::handle() const {
+    return m_connection ? m_connection->db : nullptr;
+}
 
 const std::string& Database::path() const {
     static const std::string k_none;
     return m_connection ? m_connection->path : k_none;
 }
 
-std::int64_t Database::changes() const { return sqlite3_changes64(m_connection->db); }
+std::int64_t Database::changes() const {
+    return sqlite3_changes64(m_connection->db);
+}
 
-bool Database::autocommit() const { return sqlite3_get_autocommit(m_connection->db) != 0; }
+bool Database::autocommit() const {
+    return sqlite3_get_autocommit(m_connection->db) != 0;
+}
 
-Error Database::error(int rc, std::string_view what) const { return m_connection->error(rc, what); }
+Error Database::error(int rc, std::string_view what) const {
+    return m_connection->error(rc, what);
+}
 
 Result<void> Database::exec(const char* sql, std::string_view what) {
     char* message = nullptr;

@@ -19,9 +19,9 @@ struct Connection;  // the handle, path and busy timeout; stable while a Databas
 
 /// How a connection is opened.
 enum class OpenMode {
-    read_only,    ///< SQLITE_OPEN_READONLY: the file must exist; writes fail with "read-only"
-    read_write,   ///< the file must exist
-    create,       ///< read-write, created when missing
+    read_only,   ///< SQLITE_OPEN_READONLY: the file must exist; writes fail with "read-only"
+    read_write,  ///< the file must exist
+    create,      ///< read-write, created when missing
 };
 
 /// Builds the people-facing Error for SQLite result code `rc` (extended codes accepted):

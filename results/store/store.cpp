@@ -25,11 +25,14 @@ Result<void> configure(sqlite::Database& db, const StoreOptions& options) {
         Result<bool> row = wal->step("switching it to WAL mode");
         if (!row) return row.error();
         if (*row && wal->column_text(0) != "wal") {
-            NCCLSWEEP_LOG(warning, "database {} could not use WAL mode (journal mode is '{}'); results are still "
-                          "committed per experiment but readers may wait for writers", db.path(), wal->column_text(0));
+            NCCLSWEEP_LOG(warning,
+                          "database {} could not use WAL mode (journal mode is '{}'); results are still "
+                          "committed per experiment but readers may wait for writers",
+                          db.path(), wal->column_text(0));
         }
     }
-    const char* sync = options.durability == Durability::full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL";
+    const char* sync =
+        options.durability == Durability::full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL";
     if (auto done = db.exec(sync, "setting its durability"); !done) return done.error();
     if (auto done = db.exec("PRAGMA foreign_keys = ON", "enabling foreign keys"); !done) return done.error();
     if (options.max_page_count) {
@@ -43,13 +46,15 @@ Result<void> configure(sqlite::Database& db, const StoreOptions& options) {
 // A query command found a file older than this build: migrate it through a short-lived
 // read-write connection, then continue read-only.
 Result<void> migrate_for_reading(const std::string& path, const StoreOptions& options, int version) {
-    Result<sqlite::Database> writer = sqlite::Database::open(path, sqlite::OpenMode::read_write, options.busy_timeout);
+    Result<sqlite::Database> writer =
+        sqlite::Database::open(path, sqlite::OpenMode::read_write, options.busy_timeout);
     Result<void> migrated = writer ? migrate(*writer) : Result<void>(writer.error());
     if (migrated) return success();
-    return Error{migrated.error().kind,
-                 fmt::format("database {} has schema version {}, older than this ncclsweep's ({}), and could not "
-                             "be migrated: {}",
-                             path, version, current_schema_version(), migrated.error().message)};
+    return Error{
+        migrated.error().kind,
+        fmt::format("database {} has schema version {}, older than this ncclsweep's ({}), and could not "
+                    "be migrated: {}",
+                    path, version, current_schema_version(), migrated.error().message)};
 }
 
 }  // namespace
@@ -67,7 +72,8 @@ Result<Store> Store::open(const std::string& path, const StoreOptions& options) 
         std::error_code ec;
         if (!std::filesystem::exists(path, ec)) {
             return Error::infrastructure(fmt::format(
-                "no database at {}; run a sweep first (ncclsweep run SPEC) or pass --db / set NCCLSWEEP_DB", path));
+                "no database at {}; run a sweep first (ncclsweep run SPEC) or pass --db / set NCCLSWEEP_DB",
+                path));
         }
     }
     const auto mode = read_only ? sqlite::OpenMode::read_only : sqlite::OpenMode::create;
@@ -101,15 +107,18 @@ Result<void> Store::require_sweep(std::int64_t sweep, std::string_view what) {
     Result<bool> row = (*stmt)->bind(1, sweep).step(what);
     if (!row) return row.error();
     (*stmt)->reset();
-    if (!*row) return Error::internal(fmt::format("sweep {} is not in database {} (while {})", sweep, path(), what));
+    if (!*row)
+        return Error::internal(fmt::format("sweep {} is not in database {} (while {})", sweep, path(), what));
     return success();
 }
 
-Result<std::int64_t> Store::create_sweep(const SweepRecord& record) { return insert_sweep(record); }
+Result<std::int64_t> Store::create_sweep(const SweepRecord& record) {
+    return insert_sweep(record);
+}
 
 Result<std::int64_t> Store::create_sweep(const SweepRecord& record, std::span<const Experiment> experiments) {
-    const std::string what = fmt::format("recording a new sweep '{}' with {} experiments", record.name,
-                                         experiments.size());
+    const std::string what =
+        fmt::format("recording a new sweep '{}' with {} experiments", record.name, experiments.size());
     Result<sqlite::Transaction> tx = sqlite::Transaction::begin(m_db, what);
     if (!tx) return tx.error();
     Result<std::int64_t> id = insert_sweep(record);
@@ -122,9 +131,12 @@ Result<std::int64_t> Store::create_sweep(const SweepRecord& record, std::span<co
 Result<std::int64_t> Store::insert_sweep(const SweepRecord& r) {
     const std::string what = fmt::format("recording a new sweep '{}'", r.name);
     Result<sqlite::Statement*> stmt = m_db.cached(
-        "INSERT INTO sweeps (name, tag, spec_path, spec_text, spec_hash, target, host_preflight, tool_version, "
-        "repeats, created_at, started_at, state, runner_pid, runner_host, plan_fingerprint, metrics, backend) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, 'running', ?11, ?12, ?13, ?14, ?15) RETURNING id",
+        "INSERT INTO sweeps (name, tag, spec_path, spec_text, spec_hash, target, host_preflight, "
+        "tool_version, "
+        "repeats, created_at, started_at, state, runner_pid, runner_host, plan_fingerprint, metrics, "
+        "backend) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, 'running', ?11, ?12, ?13, ?14, ?15) RETURNING "
+        "id",
         what);
     if (!stmt) return stmt.error();
     auto& s = **stmt;
@@ -143,7 +155,8 @@ Result<std::int64_t> Store::insert_sweep(const SweepRecord& r) {
 }
 
 Result<void> Store::add_experiments(std::int64_t sweep, std::span<const Experiment> experiments) {
-    const std::string what = fmt::format("adding {} planned experiments to sweep {}", experiments.size(), sweep);
+    const std::string what =
+        fmt::format("adding {} planned experiments to sweep {}", experiments.size(), sweep);
     if (auto found = require_sweep(sweep, what); !found) return found.error();
     Result<sqlite::Transaction> tx = sqlite::Transaction::begin(m_db, what);
     if (!tx) return tx.error();
@@ -154,7 +167,8 @@ Result<void> Store::add_experiments(std::int64_t sweep, std::span<const Experime
 Result<void> Store::insert_experiments(std::int64_t sweep, std::span<const Experiment> experiments,
                                        std::string_view what) {
     Result<sqlite::Statement*> stmt = m_db.cached(
-        "INSERT INTO experiments (sweep_id, exp_id, key, canonical, params, env, workload, argv, shell, status) "
+        "INSERT INTO experiments (sweep_id, exp_id, key, canonical, params, env, workload, argv, shell, "
+        "status) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'pending')",
         what);
     if (!stmt) return stmt.error();
@@ -185,11 +199,14 @@ Result<void> Store::begin_experiment(std::int64_t sweep, int exp_id, int attempt
     (*update)->bind(1, sweep).bind(2, std::int64_t{exp_id}).bind(3, std::int64_t{attempt}).bind(4, now());
     if (auto done = (*update)->run(what); !done) return done.error();
     if (m_db.changes() != 1) {
-        return Error::internal(fmt::format("experiment {} of sweep {} is not in database {}", exp_id, sweep, path()));
+        return Error::internal(
+            fmt::format("experiment {} of sweep {} is not in database {}", exp_id, sweep, path()));
     }
-    Result<sqlite::Statement*> clear = m_db.cached("DELETE FROM samples WHERE sweep_id = ?1 AND exp_id = ?2", what);
+    Result<sqlite::Statement*> clear =
+        m_db.cached("DELETE FROM samples WHERE sweep_id = ?1 AND exp_id = ?2", what);
     if (!clear) return clear.error();
-    if (auto done = (*clear)->bind(1, sweep).bind(2, std::int64_t{exp_id}).run(what); !done) return done.error();
+    if (auto done = (*clear)->bind(1, sweep).bind(2, std::int64_t{exp_id}).run(what); !done)
+        return done.error();
     return tx->commit(what);
 }
 
@@ -214,11 +231,14 @@ Result<void> Store::record_experiment(std::int64_t sweep, int exp_id, const Expe
     u.bind(13, o.exit_code).bind(14, o.exit_signal).bind(15, now());
     if (auto done = u.run(what); !done) return done.error();
     if (m_db.changes() != 1) {
-        return Error::internal(fmt::format("experiment {} of sweep {} is not in database {}", exp_id, sweep, path()));
+        return Error::internal(
+            fmt::format("experiment {} of sweep {} is not in database {}", exp_id, sweep, path()));
     }
-    Result<sqlite::Statement*> clear = m_db.cached("DELETE FROM samples WHERE sweep_id = ?1 AND exp_id = ?2", what);
+    Result<sqlite::Statement*> clear =
+        m_db.cached("DELETE FROM samples WHERE sweep_id = ?1 AND exp_id = ?2", what);
     if (!clear) return clear.error();
-    if (auto done = (*clear)->bind(1, sweep).bind(2, std::int64_t{exp_id}).run(what); !done) return done.error();
+    if (auto done = (*clear)->bind(1, sweep).bind(2, std::int64_t{exp_id}).run(what); !done)
+        return done.error();
     Result<sqlite::Statement*> insert = m_db.cached(
         "INSERT INTO samples (sweep_id, exp_id, repeat, metric, value) VALUES (?1, ?2, ?3, ?4, ?5)", what);
     if (!insert) return insert.error();
@@ -234,10 +254,12 @@ Result<void> Store::record_experiment(std::int64_t sweep, int exp_id, const Expe
 }
 
 Result<void> Store::add_event(std::int64_t sweep, std::optional<int> exp_id, const Event& event) {
-    const std::string what = exp_id ? fmt::format("adding an event to experiment {} of sweep {}", *exp_id, sweep)
-                                    : fmt::format("adding an event to sweep {}", sweep);
+    const std::string what = exp_id
+                                 ? fmt::format("adding an event to experiment {} of sweep {}", *exp_id, sweep)
+                                 : fmt::format("adding an event to sweep {}", sweep);
     Result<sqlite::Statement*> stmt = m_db.cached(
-        "INSERT INTO events (sweep_id, exp_id, at, level, code, message) VALUES (?1, ?2, ?3, ?4, ?5, ?6)", what);
+        "INSERT INTO events (sweep_id, exp_id, at, level, code, message) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        what);
     if (!stmt) return stmt.error();
     auto& s = **stmt;
     s.bind(1, sweep).bind(2, exp_id ? std::optional<std::int64_t>(*exp_id) : std::nullopt);
@@ -248,32 +270,37 @@ Result<void> Store::add_event(std::int64_t sweep, std::optional<int> exp_id, con
 
 Result<void> Store::finish_sweep(std::int64_t sweep, SweepState state, std::string_view reason) {
     const std::string what = fmt::format("marking sweep {} {}", sweep, to_string(state));
-    if (state == SweepState::running) return Error::internal(fmt::format("{}: 'running' is not an end state", what));
-    Result<sqlite::Statement*> stmt = m_db.cached(
-        "UPDATE sweeps SET state = ?2, ended_at = ?3, end_reason = ?4 WHERE id = ?1", what);
+    if (state == SweepState::running)
+        return Error::internal(fmt::format("{}: 'running' is not an end state", what));
+    Result<sqlite::Statement*> stmt =
+        m_db.cached("UPDATE sweeps SET state = ?2, ended_at = ?3, end_reason = ?4 WHERE id = ?1", what);
     if (!stmt) return stmt.error();
     (*stmt)->bind(1, sweep).bind(2, to_string(state)).bind(3, now()).bind_text_or_null(4, reason);
     if (auto done = (*stmt)->run(what); !done) return done.error();
-    if (m_db.changes() != 1) return Error::internal(fmt::format("sweep {} is not in database {}", sweep, path()));
+    if (m_db.changes() != 1)
+        return Error::internal(fmt::format("sweep {} is not in database {}", sweep, path()));
     return success();
 }
 
 Result<void> Store::set_scheduler_task(std::int64_t sweep, int exp_id, const std::string& tasks) {
-    const std::string what = fmt::format("recording the scheduler tasks of experiment {} of sweep {}", exp_id, sweep);
+    const std::string what =
+        fmt::format("recording the scheduler tasks of experiment {} of sweep {}", exp_id, sweep);
     Result<sqlite::Statement*> stmt =
         m_db.cached("UPDATE experiments SET scheduler_task = ?3 WHERE sweep_id = ?1 AND exp_id = ?2", what);
     if (!stmt) return stmt.error();
     (*stmt)->bind(1, sweep).bind(2, std::int64_t{exp_id}).bind_text_or_null(3, tasks);
     if (auto done = (*stmt)->run(what); !done) return done.error();
     if (m_db.changes() != 1)
-        return Error::internal(fmt::format("experiment {} of sweep {} is not in database {}", exp_id, sweep, path()));
+        return Error::internal(
+            fmt::format("experiment {} of sweep {} is not in database {}", exp_id, sweep, path()));
     return success();
 }
 
 Result<std::map<int, std::string>> Store::scheduler_tasks(std::int64_t sweep) {
     const std::string what = fmt::format("reading the scheduler tasks of sweep {}", sweep);
     Result<sqlite::Statement*> stmt = m_db.cached(
-        "SELECT exp_id, scheduler_task FROM experiments WHERE sweep_id = ?1 AND scheduler_task IS NOT NULL", what);
+        "SELECT exp_id, scheduler_task FROM experiments WHERE sweep_id = ?1 AND scheduler_task IS NOT NULL",
+        what);
     if (!stmt) return stmt.error();
     (*stmt)->bind(1, sweep);
     std::map<int, std::string> tasks;
@@ -338,7 +365,8 @@ Result<int> Store::resume_sweep(std::int64_t sweep) {
     // Two runners of one sweep would run its unfinished experiments twice: refuse while the
     // process that runs it is alive (checked inside the write transaction, so two resumes
     // cannot both pass).
-    Result<sqlite::Statement*> runner = m_db.cached("SELECT state, runner_pid, runner_host FROM sweeps WHERE id = ?1", what);
+    Result<sqlite::Statement*> runner =
+        m_db.cached("SELECT state, runner_pid, runner_host FROM sweeps WHERE id = ?1", what);
     if (!runner) return runner.error();
     Result<bool> row = (*runner)->bind(1, sweep).step(what);
     if (!row) return row.error();
@@ -350,10 +378,11 @@ Result<int> Store::resume_sweep(std::int64_t sweep) {
     }
     (*runner)->reset();
     if (probe_runner(current) == true && current.runner_pid != std::int64_t{getpid()}) {
-        return Error::infrastructure(fmt::format(
-            "sweep {} is still being run by pid {} on this host; stop that ncclsweep first (Ctrl-C, or kill {}), "
-            "then resume",
-            sweep, *current.runner_pid, *current.runner_pid));
+        return Error::infrastructure(
+            fmt::format("sweep {} is still being run by pid {} on this host; stop that ncclsweep first "
+                        "(Ctrl-C, or kill {}), "
+                        "then resume",
+                        sweep, *current.runner_pid, *current.runner_pid));
     }
     Result<sqlite::Statement*> stmt = m_db.cached(
         "UPDATE sweeps SET state = 'running', started_at = ?2, ended_at = NULL, end_reason = NULL, "

@@ -70,11 +70,13 @@ public:
     [[nodiscard]] Result<void> begin_experiment(std::int64_t sweep, int exp_id, int attempt);
     /// Stores how the experiment ended with all its samples and events, replacing any samples
     /// of an earlier attempt: one transaction, so it is either complete or absent.
-    [[nodiscard]] Result<void> record_experiment(std::int64_t sweep, int exp_id, const ExperimentOutcome& outcome);
+    [[nodiscard]] Result<void> record_experiment(std::int64_t sweep, int exp_id,
+                                                 const ExperimentOutcome& outcome);
     /// Adds an event to the sweep (exp_id empty) or to one experiment; committed at once.
     [[nodiscard]] Result<void> add_event(std::int64_t sweep, std::optional<int> exp_id, const Event& event);
     /// Ends the sweep in `state` (done, interrupted, failed) with an optional reason.
-    [[nodiscard]] Result<void> finish_sweep(std::int64_t sweep, SweepState state, std::string_view reason = {});
+    [[nodiscard]] Result<void> finish_sweep(std::int64_t sweep, SweepState state,
+                                            std::string_view reason = {});
 
     // ---- resuming ----
 

@@ -43,8 +43,9 @@ StoredExperiment read_experiment(const sqlite::Statement& s) {
 // Index of experiment `exp_id` in `experiments` (sorted by id), or nullptr.
 StoredExperiment* find(std::vector<StoredExperiment>& experiments, std::int64_t exp_id, std::size_t& hint) {
     if (hint < experiments.size() && experiments[hint].experiment.id == exp_id) return &experiments[hint];
-    const auto it = std::lower_bound(experiments.begin(), experiments.end(), exp_id,
-                                     [](const StoredExperiment& e, std::int64_t id) { return e.experiment.id < id; });
+    const auto it =
+        std::lower_bound(experiments.begin(), experiments.end(), exp_id,
+                         [](const StoredExperiment& e, std::int64_t id) { return e.experiment.id < id; });
     if (it == experiments.end() || it->experiment.id != exp_id) return nullptr;
     hint = static_cast<std::size_t>(it - experiments.begin());
     return &*it;
@@ -57,8 +58,10 @@ Result<std::vector<StoredExperiment>> Store::load_experiments(std::int64_t sweep
     Result<sqlite::Transaction> tx = sqlite::Transaction::begin(m_db, what, sqlite::TransactionKind::read);
     if (!tx) return tx.error();
     Result<sqlite::Statement*> s = m_db.cached(
-        "SELECT exp_id, key, canonical, params, env, workload, argv, shell, status, failure_class, diagnosis, "
-        "detected_after_s, effective_nccl, init_s, capture_s, ready_s, measure_s, total_s, exit_code, exit_signal, "
+        "SELECT exp_id, key, canonical, params, env, workload, argv, shell, status, failure_class, "
+        "diagnosis, "
+        "detected_after_s, effective_nccl, init_s, capture_s, ready_s, measure_s, total_s, exit_code, "
+        "exit_signal, "
         "attempts, started_at, ended_at FROM experiments WHERE sweep_id = ?1 ORDER BY exp_id",
         what);
     if (!s) return s.error();
@@ -72,7 +75,9 @@ Result<std::vector<StoredExperiment>> Store::load_experiments(std::int64_t sweep
     }
 
     Result<sqlite::Statement*> samples = m_db.cached(
-        "SELECT exp_id, repeat, metric, value FROM samples WHERE sweep_id = ?1 ORDER BY exp_id, repeat, metric", what);
+        "SELECT exp_id, repeat, metric, value FROM samples WHERE sweep_id = ?1 ORDER BY exp_id, repeat, "
+        "metric",
+        what);
     if (!samples) return samples.error();
     (*samples)->bind(1, sweep);
     std::size_t hint = 0;

@@ -12,7 +12,8 @@ namespace {
 
 constexpr const char* k_sweep_columns =
     "SELECT id, name, tag, spec_path, spec_text, spec_hash, target, host_preflight, tool_version, repeats, "
-    "created_at, started_at, ended_at, state, end_reason, resumes, runner_pid, runner_host, plan_fingerprint, metrics, backend "
+    "created_at, started_at, ended_at, state, end_reason, resumes, runner_pid, runner_host, "
+    "plan_fingerprint, metrics, backend "
     "FROM sweeps ";
 
 SweepInfo read_sweep(const sqlite::Statement& s) {
@@ -88,18 +89,18 @@ Result<std::int64_t> Store::resolve_sweep_ref(std::string_view ref) {
         if (!row) return row.error();
         (*s)->reset();
         if (*row) return *id;
-        return Error::bad_input(fmt::format("no sweep {} in {}; `ncclsweep results list` shows the sweeps there",
-                                            *id, path()));
+        return Error::bad_input(
+            fmt::format("no sweep {} in {}; `ncclsweep results list` shows the sweeps there", *id, path()));
     }
     const auto latest = parse_latest(ref);
     if (!latest) {
         return Error::bad_input(fmt::format(
-            "'{}' is not a sweep reference; use an id (17), latest, latest~N, latest:TAG or latest:TAG~N", ref));
+            "'{}' is not a sweep reference; use an id (17), latest, latest~N, latest:TAG or latest:TAG~N",
+            ref));
     }
     const bool tagged = !latest->tag.empty();
     Result<sqlite::Statement*> s = m_db.cached(
-        "SELECT id FROM sweeps WHERE ?1 IS NULL OR tag = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2",
-        what);
+        "SELECT id FROM sweeps WHERE ?1 IS NULL OR tag = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2", what);
     if (!s) return s.error();
     (*s)->bind_text_or_null(1, latest->tag).bind(2, latest->back);
     Result<bool> row = (*s)->step(what);
@@ -109,21 +110,23 @@ Result<std::int64_t> Store::resolve_sweep_ref(std::string_view ref) {
         (*s)->reset();
         return id;
     }
-    Result<sqlite::Statement*> count = m_db.cached("SELECT count(*) FROM sweeps WHERE ?1 IS NULL OR tag = ?1", what);
+    Result<sqlite::Statement*> count =
+        m_db.cached("SELECT count(*) FROM sweeps WHERE ?1 IS NULL OR tag = ?1", what);
     if (!count) return count.error();
     Result<bool> counted = (*count)->bind_text_or_null(1, latest->tag).step(what);
     if (!counted) return counted.error();
     const std::int64_t matching = *counted ? (*count)->column_int64(0) : 0;
     (*count)->reset();
     if (matching == 0) {
-        return Error::bad_input(tagged ? fmt::format("no sweep tagged '{}' in {}; `ncclsweep results list` shows "
-                                                     "the tags there",
-                                                     latest->tag, path())
-                                       : fmt::format("no sweeps in {} yet; run one with `ncclsweep run SPEC`", path()));
+        return Error::bad_input(
+            tagged ? fmt::format("no sweep tagged '{}' in {}; `ncclsweep results list` shows "
+                                 "the tags there",
+                                 latest->tag, path())
+                   : fmt::format("no sweeps in {} yet; run one with `ncclsweep run SPEC`", path()));
     }
     return Error::bad_input(fmt::format("'{}' needs {} sweeps{} but {} has only {}", ref, latest->back + 1,
-                                        tagged ? fmt::format(" tagged '{}'", latest->tag) : std::string(), path(),
-                                        matching));
+                                        tagged ? fmt::format(" tagged '{}'", latest->tag) : std::string(),
+                                        path(), matching));
 }
 
 Result<std::vector<SweepInfo>> Store::list_sweeps(std::string_view tag, int limit) {
@@ -193,7 +196,8 @@ Result<SweepInfo> Store::get_sweep(std::int64_t sweep) {
 Result<std::vector<Event>> Store::load_sweep_events(std::int64_t sweep) {
     const std::string what = fmt::format("reading events of sweep {}", sweep);
     Result<sqlite::Statement*> s = m_db.cached(
-        "SELECT at, level, code, message FROM events WHERE sweep_id = ?1 AND exp_id IS NULL ORDER BY id", what);
+        "SELECT at, level, code, message FROM events WHERE sweep_id = ?1 AND exp_id IS NULL ORDER BY id",
+        what);
     if (!s) return s.error();
     (*s)->bind(1, sweep);
     std::vector<Event> events;
@@ -228,9 +232,10 @@ Result<std::int64_t> Store::resume_candidate(std::string_view ref, std::string_v
     if (!sweeps) return sweeps.error();
     for (const auto& info : *sweeps)  // newest first
         if (info.record.name == name && info.state != SweepState::done) return info.id;
-    return Error::bad_input(fmt::format("--resume: no unfinished sweep named '{}' in the database; "
-                                        "`ncclsweep results list` shows the sweeps",
-                                        name));
+    return Error::bad_input(
+        fmt::format("--resume: no unfinished sweep named '{}' in the database; "
+                    "`ncclsweep results list` shows the sweeps",
+                    name));
 }
 
 }  // namespace ncclsweep::results

@@ -9,12 +9,24 @@ namespace ncclsweep::results {
 ExperimentOutcome to_outcome(const ExperimentReport& report) {
     ExperimentOutcome outcome;
     switch (report.status) {
-        case RunStatus::ok: outcome.status = ExperimentStatus::ok; break;
-        case RunStatus::failed: outcome.status = ExperimentStatus::failed; break;
-        case RunStatus::timed_out: outcome.status = ExperimentStatus::timed_out; break;
-        case RunStatus::infra_error: outcome.status = ExperimentStatus::infra_error; break;
-        case RunStatus::pruned: outcome.status = ExperimentStatus::pruned; break;
-        case RunStatus::dropped: outcome.status = ExperimentStatus::dropped; break;
+        case RunStatus::ok:
+            outcome.status = ExperimentStatus::ok;
+            break;
+        case RunStatus::failed:
+            outcome.status = ExperimentStatus::failed;
+            break;
+        case RunStatus::timed_out:
+            outcome.status = ExperimentStatus::timed_out;
+            break;
+        case RunStatus::infra_error:
+            outcome.status = ExperimentStatus::infra_error;
+            break;
+        case RunStatus::pruned:
+            outcome.status = ExperimentStatus::pruned;
+            break;
+        case RunStatus::dropped:
+            outcome.status = ExperimentStatus::dropped;
+            break;
     }
     outcome.failure_class = report.failure_class;
     outcome.diagnosis = report.diagnosis;
@@ -37,15 +49,28 @@ std::optional<ExperimentReport> to_report(const StoredExperiment& stored) {
     const ExperimentOutcome& o = stored.outcome;
     ExperimentReport report;
     switch (o.status) {
-        case ExperimentStatus::ok: report.status = RunStatus::ok; break;
-        case ExperimentStatus::failed: report.status = RunStatus::failed; break;
-        case ExperimentStatus::timed_out: report.status = RunStatus::timed_out; break;
-        case ExperimentStatus::pruned: report.status = RunStatus::pruned; break;
-        case ExperimentStatus::dropped: report.status = RunStatus::dropped; break;
-        case ExperimentStatus::skipped: report.status = RunStatus::pruned; break;
+        case ExperimentStatus::ok:
+            report.status = RunStatus::ok;
+            break;
+        case ExperimentStatus::failed:
+            report.status = RunStatus::failed;
+            break;
+        case ExperimentStatus::timed_out:
+            report.status = RunStatus::timed_out;
+            break;
+        case ExperimentStatus::pruned:
+            report.status = RunStatus::pruned;
+            break;
+        case ExperimentStatus::dropped:
+            report.status = RunStatus::dropped;
+            break;
+        case ExperimentStatus::skipped:
+            report.status = RunStatus::pruned;
+            break;
         case ExperimentStatus::pending:
         case ExperimentStatus::running:
-        case ExperimentStatus::infra_error: return std::nullopt;
+        case ExperimentStatus::infra_error:
+            return std::nullopt;
     }
     report.exp_id = stored.experiment.id;
     report.failure_class = o.failure_class;
@@ -89,7 +114,8 @@ Result<StoredPlan> SweepWriter::load_plan(std::int64_t id) {
     if (!info) return info.error();
     auto fingerprint = PlanFingerprint::from_json(info->record.plan_fingerprint);
     if (!fingerprint)
-        return Error::bad_input(fmt::format("sweep {} in {}: {}", id, m_store.path(), fingerprint.error().message));
+        return Error::bad_input(
+            fmt::format("sweep {} in {}: {}", id, m_store.path(), fingerprint.error().message));
     auto stored = m_store.load_experiments(id);
     if (!stored) return stored.error();
     StoredPlan plan;
@@ -106,7 +132,9 @@ Result<void> SweepWriter::reopen(std::int64_t id) {
     return success();
 }
 
-Result<std::vector<int>> SweepWriter::finished_ids() { return m_store.finished_experiment_ids(m_sweep); }
+Result<std::vector<int>> SweepWriter::finished_ids() {
+    return m_store.finished_experiment_ids(m_sweep);
+}
 
 Result<std::vector<ExperimentReport>> SweepWriter::finished_reports() {
     auto stored = m_store.load_experiments(m_sweep);
@@ -122,7 +150,7 @@ Result<void> SweepWriter::note(const std::string& code, const std::string& messa
 }
 
 Result<void> SweepWriter::finish(SweepEnd end, const std::string& reason) {
-    SweepState state = end == SweepEnd::done ? SweepState::done
+    SweepState state = end == SweepEnd::done          ? SweepState::done
                        : end == SweepEnd::interrupted ? SweepState::interrupted
                                                       : SweepState::failed;
     return m_store.finish_sweep(m_sweep, state, reason);
@@ -140,6 +168,8 @@ Result<void> SweepWriter::experiment_scheduled(int exp_id, const std::string& ta
     return m_store.set_scheduler_task(m_sweep, exp_id, tasks);
 }
 
-Result<std::map<int, std::string>> SweepWriter::scheduled_tasks() { return m_store.scheduler_tasks(m_sweep); }
+Result<std::map<int, std::string>> SweepWriter::scheduled_tasks() {
+    return m_store.scheduler_tasks(m_sweep);
+}
 
 }  // namespace ncclsweep::results

@@ -49,11 +49,14 @@ inline std::string near_matches(std::size_t bytes) {
 /// `depth` nested parentheses and brackets: "(([[ ... ]]))". Matches no rule.
 inline std::string nested_parentheses(std::size_t bytes) {
     const std::size_t depth = bytes / 4;
-    return std::string(depth, '(') + std::string(depth, '[') + std::string(depth, ']') + std::string(depth, ')');
+    return std::string(depth, '(') + std::string(depth, '[') + std::string(depth, ']') +
+           std::string(depth, ')');
 }
 
 /// The classic backtracking killer: 'a' x n followed by '!'. Matches no rule.
-inline std::string a_run(std::size_t bytes) { return std::string(bytes, 'a') + "!"; }
+inline std::string a_run(std::size_t bytes) {
+    return std::string(bytes, 'a') + "!";
+}
 
 /// A tpverify result event whose "detail" field nests `depth` objects: {"event":"result",
 /// "tok_s":54.5,"detail":{"a":{"a":...1...}}}. Valid JSON of about 6 x depth bytes.
@@ -68,6 +71,8 @@ inline std::string nested_result_event(std::size_t depth) {
 }
 
 /// Many near-misses of a fatal line, then the real thing at the very end.
-inline std::string fatal_at_end(std::size_t bytes) { return near_matches(bytes) + "CUDA out of memory"; }
+inline std::string fatal_at_end(std::size_t bytes) {
+    return near_matches(bytes) + "CUDA out of memory";
+}
 
 }  // namespace ncclsweep::test

@@ -10,7 +10,9 @@ using namespace ncclsweep;
 using namespace ncclsweep::nccl;
 
 TEST_CASE("a TUNING line with prefix, names and channel range is parsed") {
-    auto choice = parse_tuning_line("node1:41001:41001 [0] NCCL INFO AllReduce: 14336 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}");
+    auto choice = parse_tuning_line(
+        "node1:41001:41001 [0] NCCL INFO AllReduce: 14336 Bytes -> Algo RING proto LL "
+        "channel{Lo..Hi}={0..0}");
     REQUIRE(choice);
     CHECK(choice->collective == "AllReduce");
     CHECK(choice->bytes == 14336);
@@ -29,7 +31,8 @@ TEST_CASE("older TUNING formats: numeric ids, time, nchannels/nthreads, no prefi
     CHECK(numeric->proto == "SIMPLE");
     CHECK(numeric->channel_lo == -1);
 
-    auto threads = parse_tuning_line("host:1:2 [3] NCCL INFO Broadcast: 4096 Bytes -> Algo 0 proto 1 nchannels 2 nthreads 256");
+    auto threads = parse_tuning_line(
+        "host:1:2 [3] NCCL INFO Broadcast: 4096 Bytes -> Algo 0 proto 1 nchannels 2 nthreads 256");
     REQUIRE(threads);
     CHECK(threads->algo == "TREE");
     CHECK(threads->proto == "LL128");
@@ -65,8 +68,10 @@ TEST_CASE("ENV lines: string and numeric values") {
 TEST_CASE("8 ranks printing the same lines give one sorted, canonical summary") {
     EffectiveNccl a;
     for (int rank = 7; rank >= 0; --rank) {
-        const auto prefix = "node1:4100" + std::to_string(rank) + ":4100" + std::to_string(rank) + " [" + std::to_string(rank) + "] NCCL INFO ";
-        CHECK(a.add_line(prefix + "AllGather: 1310720 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..1}"));
+        const auto prefix = "node1:4100" + std::to_string(rank) + ":4100" + std::to_string(rank) + " [" +
+                            std::to_string(rank) + "] NCCL INFO ";
+        CHECK(
+            a.add_line(prefix + "AllGather: 1310720 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..1}"));
         CHECK(a.add_line(prefix + "AllReduce: 57344 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}"));
         CHECK(a.add_line(prefix + "AllReduce: 14336 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}"));
         CHECK(a.add_line(prefix + "NCCL_PROTO set by environment to LL"));
@@ -75,7 +80,8 @@ TEST_CASE("8 ranks printing the same lines give one sorted, canonical summary") 
     CHECK(a.choices().size() == 3);
     CHECK(a.env().size() == 1);
     const std::string expected =
-        "AllGather 1310720B: RING/SIMPLE ch0..1; AllReduce 14336B: RING/LL ch0..0; AllReduce 57344B: RING/LL ch0..0; "
+        "AllGather 1310720B: RING/SIMPLE ch0..1; AllReduce 14336B: RING/LL ch0..0; AllReduce 57344B: RING/LL "
+        "ch0..0; "
         "env: NCCL_PROTO=LL";
     CHECK(a.summary() == expected);
 
@@ -94,7 +100,8 @@ TEST_CASE("the effective configuration stays bounded") {
     EffectiveNccl nccl;
     const std::size_t extra = 10;
     for (std::size_t i = 0; i < EffectiveNccl::k_max_entries + extra; ++i)
-        nccl.add_line("AllReduce: " + std::to_string(1000 + i) + " Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}");
+        nccl.add_line("AllReduce: " + std::to_string(1000 + i) +
+                      " Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}");
     CHECK(nccl.choices().size() == EffectiveNccl::k_max_entries);
     CHECK(nccl.dropped() == extra);
     CHECK(nccl.summary().find("(+10 more not kept)") != std::string::npos);

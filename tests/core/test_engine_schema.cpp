@@ -3,8 +3,8 @@
 // at its place in the spec or on the command line.
 #include <string>
 
-#include "core/spec/engine_schema.hpp"
 #include "core/plan/plan.hpp"
+#include "core/spec/engine_schema.hpp"
 #include "core/spec/spec_parser.hpp"
 #include "tests/support/catch.hpp"
 

@@ -15,7 +15,8 @@ bool has_code(const std::vector<Finding>& findings, const std::string& code, Sev
 }
 
 bool has_error(const std::vector<Finding>& findings) {
-    return std::any_of(findings.begin(), findings.end(), [](const Finding& f) { return f.severity == Severity::error; });
+    return std::any_of(findings.begin(), findings.end(),
+                       [](const Finding& f) { return f.severity == Severity::error; });
 }
 
 const Finding* find_code(const std::vector<Finding>& findings, const std::string& code) {
@@ -24,17 +25,22 @@ const Finding* find_code(const std::vector<Finding>& findings, const std::string
     return nullptr;
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
 
-WorkloadContext small_pcie() { return {14336, std::string("pcie-gen5")}; }
+WorkloadContext small_pcie() {
+    return {14336, std::string("pcie-gen5")};
+}
 
 }  // namespace
 
 TEST_CASE("NCCL_ALGO accepts algorithm lists, ^ and per-collective syntax in any case") {
-    for (const char* value : {"Ring", "ring", "RING", "Tree,Ring", "ring,tree", "^tree", "CollnetDirect", "collnetchain",
-                              "NVLS", "nvlstree", "PAT", "allreduce:tree", "AllReduce:Tree", "ring;allreduce:tree",
-                              "ring,tree;allreduce:tree", "allreduce:ring;allgather:ring", "allreduce:^tree",
-                              "ring,collnetdirect;allreduce:tree,collnetdirect;broadcast:ring", "reducescatter:pat"}) {
+    for (const char* value :
+         {"Ring", "ring", "RING", "Tree,Ring", "ring,tree", "^tree", "CollnetDirect", "collnetchain", "NVLS",
+          "nvlstree", "PAT", "allreduce:tree", "AllReduce:Tree", "ring;allreduce:tree",
+          "ring,tree;allreduce:tree", "allreduce:ring;allgather:ring", "allreduce:^tree",
+          "ring,collnetdirect;allreduce:tree,collnetdirect;broadcast:ring", "reducescatter:pat"}) {
         INFO(value);
         CHECK_FALSE(has_error(check_value("NCCL_ALGO", value)));
     }
@@ -53,7 +59,7 @@ TEST_CASE("NCCL_ALGO rejects unknown tokens, collectives and misplaced entries w
     CHECK(contains(f[0].message, "allreduce"));
 
     CHECK(has_error(check_value("NCCL_ALGO", "allreduce:tree;ring")));  // prefix-less entry not first
-    CHECK(has_error(check_value("NCCL_ALGO", "ring, tree")));          // NCCL does not strip spaces
+    CHECK(has_error(check_value("NCCL_ALGO", "ring, tree")));           // NCCL does not strip spaces
     CHECK(contains(check_value("NCCL_ALGO", "ring, tree")[0].message, "spaces"));
     CHECK(has_error(check_value("NCCL_ALGO", "allreduce:")));
     CHECK(has_error(check_value("NCCL_ALGO", ":tree")));
@@ -103,7 +109,8 @@ TEST_CASE("NCCL_PROTO accepts LL, LL128, Simple with ^ and prefixes") {
 }
 
 TEST_CASE("NCCL_NTHREADS must be a multiple of 32 in 64..512") {
-    for (const char* value : {"64", "96", "128", "256", "512"}) CHECK(check_value("NCCL_NTHREADS", value).empty());
+    for (const char* value : {"64", "96", "128", "256", "512"})
+        CHECK(check_value("NCCL_NTHREADS", value).empty());
     for (const char* value : {"32", "100", "544", "0", "-64", "abc", "256x", "1024"}) {
         INFO(value);
         auto f = check_value("NCCL_NTHREADS", value);
@@ -128,11 +135,13 @@ TEST_CASE("MIN <= MAX is checked after merging old and new channel names") {
     auto f = check_environment({{"NCCL_MIN_CTAS", "16"}, {"NCCL_MAX_CTAS", "8"}}, big);
     CHECK(has_code(f, "channels-min-gt-max", Severity::error));
     // Deprecated MAX is more restrictive (2) than the new one (32): min 4 > max 2.
-    f = check_environment({{"NCCL_MIN_CTAS", "4"}, {"NCCL_MAX_CTAS", "32"}, {"NCCL_MAX_NCHANNELS", "2"}}, big);
+    f = check_environment({{"NCCL_MIN_CTAS", "4"}, {"NCCL_MAX_CTAS", "32"}, {"NCCL_MAX_NCHANNELS", "2"}},
+                          big);
     CHECK(has_code(f, "channels-min-gt-max", Severity::error));
     CHECK(has_code(f, "channels-both-names", Severity::warning));
     // Deprecated MIN is the stricter (larger) minimum.
-    f = check_environment({{"NCCL_MIN_NCHANNELS", "16"}, {"NCCL_MIN_CTAS", "1"}, {"NCCL_MAX_CTAS", "8"}}, big);
+    f = check_environment({{"NCCL_MIN_NCHANNELS", "16"}, {"NCCL_MIN_CTAS", "1"}, {"NCCL_MAX_CTAS", "8"}},
+                          big);
     CHECK(has_code(f, "channels-min-gt-max", Severity::error));
     f = check_environment({{"NCCL_MIN_NCHANNELS", "2"}, {"NCCL_MAX_NCHANNELS", "16"}}, big);
     CHECK_FALSE(has_error(f));
@@ -206,9 +215,10 @@ TEST_CASE("known_variables is sorted and covers the documented knobs") {
     auto names = known_variables();
     CHECK(std::is_sorted(names.begin(), names.end()));
     CHECK(std::adjacent_find(names.begin(), names.end()) == names.end());
-    for (const char* name : {"NCCL_ALGO", "NCCL_PROTO", "NCCL_NTHREADS", "NCCL_MIN_CTAS", "NCCL_MAX_NCHANNELS",
-                             "NCCL_P2P_LEVEL", "NCCL_BUFFSIZE", "NCCL_LL128_BUFFSIZE", "NCCL_DEBUG_SUBSYS",
-                             "NCCL_TUNER_CONFIG_FILE", "NCCL_RUNTIME_CONNECT", "NCCL_WORK_FIFO_DEPTH"})
+    for (const char* name :
+         {"NCCL_ALGO", "NCCL_PROTO", "NCCL_NTHREADS", "NCCL_MIN_CTAS", "NCCL_MAX_NCHANNELS", "NCCL_P2P_LEVEL",
+          "NCCL_BUFFSIZE", "NCCL_LL128_BUFFSIZE", "NCCL_DEBUG_SUBSYS", "NCCL_TUNER_CONFIG_FILE",
+          "NCCL_RUNTIME_CONNECT", "NCCL_WORK_FIFO_DEPTH"})
         CHECK(std::find(names.begin(), names.end(), name) != names.end());
 }
 
@@ -219,16 +229,19 @@ TEST_CASE("LL128 forced on PCIe warns, on NVLink or unknown topology it does not
     CHECK(contains(find_code(f, "ll128-pcie")->message, "corruption"));
     // A ^-list that does not exclude LL128 forces it on as well.
     CHECK(has_code(check_environment({{"NCCL_PROTO", "^LL"}}, pcie), "ll128-pcie", Severity::warning));
-    CHECK_FALSE(has_code(check_environment({{"NCCL_PROTO", "^LL128"}}, pcie), "ll128-pcie", Severity::warning));
-    CHECK_FALSE(has_code(check_environment({{"NCCL_PROTO", "LL,Simple"}}, pcie), "ll128-pcie", Severity::warning));
+    CHECK_FALSE(
+        has_code(check_environment({{"NCCL_PROTO", "^LL128"}}, pcie), "ll128-pcie", Severity::warning));
+    CHECK_FALSE(
+        has_code(check_environment({{"NCCL_PROTO", "LL,Simple"}}, pcie), "ll128-pcie", Severity::warning));
     CHECK_FALSE(has_code(check_environment({{"NCCL_PROTO", "LL128"}}, {16u << 20, std::string("nvlink")}),
                          "ll128-pcie", Severity::warning));
     CHECK_FALSE(has_code(check_environment({{"NCCL_PROTO", "LL128"}}, {}), "ll128-pcie", Severity::warning));
 }
 
 TEST_CASE("knobs NCCL ignores for small messages are flagged at <= 64 KiB only") {
-    std::vector<Assignment> env = {{"NCCL_MIN_CTAS", "16"},   {"NCCL_MAX_CTAS", "16"}, {"NCCL_MIN_NCHANNELS", "2"},
-                                   {"NCCL_MAX_NCHANNELS", "16"}, {"NCCL_NTHREADS", "512"}, {"NCCL_BUFFSIZE", "131072"}};
+    std::vector<Assignment> env = {{"NCCL_MIN_CTAS", "16"},     {"NCCL_MAX_CTAS", "16"},
+                                   {"NCCL_MIN_NCHANNELS", "2"}, {"NCCL_MAX_NCHANNELS", "16"},
+                                   {"NCCL_NTHREADS", "512"},    {"NCCL_BUFFSIZE", "131072"}};
     auto f = check_environment(env, small_pcie());
     CHECK(std::count_if(f.begin(), f.end(), [](const Finding& x) { return x.code == "ignored-small"; }) == 6);
     const auto* buff = &*std::find_if(f.begin(), f.end(), [](const Finding& x) {
@@ -263,8 +276,9 @@ TEST_CASE("buffer sizes for a disabled protocol and impossible ALGO/PROTO pairs 
 }
 
 TEST_CASE("check_environment reports per-value findings in order, then combinations, deterministically") {
-    std::vector<Assignment> env = {{"NCCL_ALGO", "Tree"},     {"NCCL_NTHREADS", "100"}, {"CUDA_VISIBLE_DEVICES", "0"},
-                                   {"NCCL_PROTOO", "LL"},     {"NCCL_MIN_CTAS", "8"},   {"NCCL_MAX_CTAS", "4"},
+    std::vector<Assignment> env = {{"NCCL_ALGO", "Tree"},         {"NCCL_NTHREADS", "100"},
+                                   {"CUDA_VISIBLE_DEVICES", "0"}, {"NCCL_PROTOO", "LL"},
+                                   {"NCCL_MIN_CTAS", "8"},        {"NCCL_MAX_CTAS", "4"},
                                    {"NCCL_PROTO", "LL128"}};
     auto first = check_environment(env, small_pcie());
     auto second = check_environment(env, small_pcie());
@@ -272,8 +286,9 @@ TEST_CASE("check_environment reports per-value findings in order, then combinati
     for (std::size_t i = 0; i < first.size(); ++i) CHECK(first[i].message == second[i].message);
     std::vector<std::string> codes;
     for (const auto& f : first) codes.push_back(f.code);
-    std::vector<std::string> expected = {"bare-tree",           "out-of-range", "unknown-var",   "channels-min-gt-max",
-                                         "ll128-pcie",          "ignored-small", "ignored-small", "ignored-small"};
+    std::vector<std::string> expected = {"bare-tree",           "out-of-range", "unknown-var",
+                                         "channels-min-gt-max", "ll128-pcie",   "ignored-small",
+                                         "ignored-small",       "ignored-small"};
     CHECK(codes == expected);
 }
 

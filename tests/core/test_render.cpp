@@ -104,12 +104,13 @@ TEST_CASE("python_quote produces ASCII literals Python reads back exactly") {
     CHECK(python_quote("\xff") == "'\\udcff'");
     for (const auto& [name, value] : hostile_env("/nonexistent")) {
         auto quoted = python_quote(value);
-        CHECK(std::all_of(quoted.begin(), quoted.end(),
-                          [](char c) { return static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f; }));
+        CHECK(std::all_of(quoted.begin(), quoted.end(), [](char c) {
+            return static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f;
+        }));
     }
     // Round trip through a real interpreter, NUL included.
-    std::string script = "import sys, os\nprint(os.fsencode(" + python_quote(std::string("x\0y'\n\xc3\xa9\xff", 7)) +
-                         ").hex())\n";
+    std::string script = "import sys, os\nprint(os.fsencode(" +
+                         python_quote(std::string("x\0y'\n\xc3\xa9\xff", 7)) + ").hex())\n";
     auto run = run_command({"python3", "-c", script});
     REQUIRE(run.exit_code == 0);
     CHECK(run.out == hex(std::string("x\0y'\n\xc3\xa9\xff", 7)) + "\n");
@@ -152,10 +153,11 @@ TEST_CASE("sitecustomize sets every value exactly, runs no payload, and reaches 
     check_env_dump(run.out, env);
 
     // A Python child started by Python sees them, even without PYTHONPATH (inherited environment).
-    std::string parent = "import os, sys, subprocess\n"
-                         "child_env = dict(os.environ); child_env.pop('PYTHONPATH', None)\n"
-                         "sys.exit(subprocess.run([sys.executable, '-c', sys.argv[1]] + sys.argv[2:], "
-                         "env=child_env).returncode)\n";
+    std::string parent =
+        "import os, sys, subprocess\n"
+        "child_env = dict(os.environ); child_env.pop('PYTHONPATH', None)\n"
+        "sys.exit(subprocess.run([sys.executable, '-c', sys.argv[1]] + sys.argv[2:], "
+        "env=child_env).returncode)\n";
     std::vector<std::string> child_argv = {"python3", "-c", parent, k_dump_env};
     for (const auto& n : names_of(env)) child_argv.push_back(n);
     auto child = run_command(child_argv, {}, {"PYTHONPATH=" + site});
@@ -168,7 +170,8 @@ TEST_CASE("sitecustomize sets every value exactly, runs no payload, and reaches 
 
 TEST_CASE("sitecustomize uses setdefault: an explicitly set variable wins") {
     TempDir dir;
-    dir.write("site/sitecustomize.py", sitecustomize({{"NCCL_ALGO", "allreduce:tree"}, {"NCCL_PROTO", "LL"}}, {"s", 1, "k"}));
+    dir.write("site/sitecustomize.py",
+              sitecustomize({{"NCCL_ALGO", "allreduce:tree"}, {"NCCL_PROTO", "LL"}}, {"s", 1, "k"}));
     auto run = run_command({"python3", "-c", k_dump_env, "NCCL_ALGO", "NCCL_PROTO"}, {},
                            {"PYTHONPATH=" + (dir.path() / "site").string(), "NCCL_ALGO=ring"});
     REQUIRE(run.exit_code == 0);
@@ -194,8 +197,9 @@ TEST_CASE("sitecustomize never raises, even for values the OS environment cannot
     CHECK(run.err.empty());
     check_env_dump(run.out, {{"NS_BEFORE", "1"}, {"NS_AFTER", "2"}});
     // Even with os.environ replaced by something that cannot be written to.
-    auto broken = run_command({"python3", "-c", "import os, sys; os.environ = None; exec(open(sys.argv[1]).read()); print('ok')",
-                               (dir.path() / "site/sitecustomize.py").string()});
+    auto broken = run_command(
+        {"python3", "-c", "import os, sys; os.environ = None; exec(open(sys.argv[1]).read()); print('ok')",
+         (dir.path() / "site/sitecustomize.py").string()});
     INFO(broken.err);
     CHECK(broken.exit_code == 0);
     CHECK(broken.out == "ok\n");
@@ -225,8 +229,8 @@ TEST_CASE("env file loads exactly under dash and bash with set -a") {
     for (const char* shell : {"sh", "dash", "bash"}) {
         INFO(shell);
         if (run_command({"sh", "-c", std::string("command -v ") + shell}).exit_code != 0) continue;
-        std::vector<std::string> argv = {shell, "-c", "set -a; . \"$1\"; shift; exec python3 -c \"$@\"", shell,
-                                         file.string(), k_dump_env};
+        std::vector<std::string> argv = {
+            shell, "-c", "set -a; . \"$1\"; shift; exec python3 -c \"$@\"", shell, file.string(), k_dump_env};
         for (const auto& n : names_of(env)) argv.push_back(n);
         auto run = run_command(argv);
         INFO(run.err);
@@ -254,7 +258,10 @@ namespace {
 WorkloadSpec engine_workload() {
     WorkloadSpec w;
     w.engine = "tpverify";
-    w.args = {{"preset", {"kimi-k2.5", {}}}, {"tokens", {"4", {}}}, {"graph", {"true", {}}}, {"check", {"false", {}}},
+    w.args = {{"preset", {"kimi-k2.5", {}}},
+              {"tokens", {"4", {}}},
+              {"graph", {"true", {}}},
+              {"check", {"false", {}}},
               {"warmup_iters", {"10", {}}}};
     return w;
 }
@@ -268,11 +275,13 @@ WorkloadSpec list_command(std::vector<std::string> elements) {
 }  // namespace
 
 TEST_CASE("tpverify argv: --json, args then params, params win, booleans as bare flags") {
-    auto argv = command_argv(engine_workload(), {{"tokens", "8"}, {"fusion", "true"}, {"tp", "8"}, {"graph", "false"}},
+    auto argv = command_argv(engine_workload(),
+                             {{"tokens", "8"}, {"fusion", "true"}, {"tp", "8"}, {"graph", "false"}},
                              "/opt/bin/tpverify");
     REQUIRE(argv.ok());
-    std::vector<std::string> expected = {"/opt/bin/tpverify", "--json",  "--preset", "kimi-k2.5", "--tokens", "8",
-                                         "--warmup-iters",    "10",      "--fusion", "--tp",      "8"};
+    std::vector<std::string> expected = {
+        "/opt/bin/tpverify", "--json", "--preset", "kimi-k2.5", "--tokens", "8",
+        "--warmup-iters",    "10",     "--fusion", "--tp",      "8"};
     CHECK(*argv == expected);
     auto bad = command_argv(engine_workload(), {{"--evil", "1"}}, "tpverify");
     REQUIRE_FALSE(bad.ok());
@@ -284,7 +293,8 @@ TEST_CASE("tpverify argv: --json, args then params, params win, booleans as bare
 
 TEST_CASE("tpverify argv carries hostile values as single elements through a real exec") {
     TempDir dir;
-    const std::string payload = "$(touch " + dir.path().string() + "/pwned_subst); `touch x` 'q' \"\n\xc3\xa9";
+    const std::string payload =
+        "$(touch " + dir.path().string() + "/pwned_subst); `touch x` 'q' \"\n\xc3\xa9";
     auto argv = command_argv(engine_workload(), {{"label", payload}}, "python3");
     REQUIRE(argv.ok());
     // Run the argv with python3 as the "engine": replace --json by a script that dumps its args.
@@ -333,7 +343,8 @@ TEST_CASE("placeholder errors name the placeholder and the spec location") {
 
 TEST_CASE("string command runs under /bin/sh with every value shell-quoted") {
     TempDir dir;
-    auto w = list_command({"exec python3 -c \"$0\" {a} {b} {c} ${{NS_ENV}} > " + dir.path().string() + "/out"});
+    auto w =
+        list_command({"exec python3 -c \"$0\" {a} {b} {c} ${{NS_ENV}} > " + dir.path().string() + "/out"});
     w.command_is_shell = true;
     const std::string a = "$(touch " + dir.path().string() + "/pwned_subst)";
     const std::string b = "it's `touch " + dir.path().string() + "/pwned_backtick`; exit 3";

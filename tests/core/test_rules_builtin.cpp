@@ -78,29 +78,39 @@ TEST_CASE("ordinary log lines fire no rule") {
 TEST_CASE("rules match case-insensitively (wording drifts between versions)") {
     auto catalog = builtin_catalog();
     CHECK(first_fatal(*catalog, "Exception: Capture CUDA graph failed: boom") == "sglang_capture_failed");
-    CHECK(first_fatal(*catalog, "RUNTIMEERROR: cuda ERROR: AN ILLEGAL MEMORY ACCESS WAS ENCOUNTERED") == "cuda_illegal_address");
+    CHECK(first_fatal(*catalog, "RUNTIMEERROR: cuda ERROR: AN ILLEGAL MEMORY ACCESS WAS ENCOUNTERED") ==
+          "cuda_illegal_address");
 }
 
 TEST_CASE("the most specific fatal rule of a line decides") {
     auto catalog = builtin_catalog();
     CHECK(first_fatal(*catalog, "RuntimeError: CUDA error: out of memory") == "oom_generic");
-    CHECK(first_fatal(*catalog, "RuntimeError: CUDA error: operation not permitted when stream is capturing") ==
-          "cuda_capture_not_permitted");
-    CHECK(first_fatal(*catalog, "Exception: Capture cuda graph failed: CUDA error: an illegal memory access was encountered") ==
+    CHECK(
+        first_fatal(*catalog, "RuntimeError: CUDA error: operation not permitted when stream is capturing") ==
+        "cuda_capture_not_permitted");
+    CHECK(first_fatal(
+              *catalog,
+              "Exception: Capture cuda graph failed: CUDA error: an illegal memory access was encountered") ==
           "sglang_capture_failed");
-    CHECK(first_fatal(*catalog, "RuntimeError: NCCL error in: x.cpp:1, unhandled cuda error (run with NCCL_DEBUG=INFO for details)") ==
-          "nccl_unhandled_cuda");
-    CHECK(first_fatal(*catalog, "tpverify: replay: cudaGraphLaunch failed: an illegal memory access was encountered") ==
+    CHECK(first_fatal(*catalog,
+                      "RuntimeError: NCCL error in: x.cpp:1, unhandled cuda error (run with NCCL_DEBUG=INFO "
+                      "for details)") == "nccl_unhandled_cuda");
+    CHECK(first_fatal(*catalog,
+                      "tpverify: replay: cudaGraphLaunch failed: an illegal memory access was encountered") ==
           "tpverify_failure");
-    CHECK(first_fatal(*catalog, "[2025-06-01 10:00:01 TP0] Scheduler hit an exception: Traceback (most recent call last):") ==
+    CHECK(first_fatal(
+              *catalog,
+              "[2025-06-01 10:00:01 TP0] Scheduler hit an exception: Traceback (most recent call last):") ==
           "sglang_scheduler_exception");
     // "NCCL WARN" alone is only a warning.
-    CHECK(first_fatal(*catalog, "node1:1:1 [0] NCCL WARN NET/Socket : peer 10.0.0.2<41234> message truncated").empty());
+    CHECK(first_fatal(*catalog, "node1:1:1 [0] NCCL WARN NET/Socket : peer 10.0.0.2<41234> message truncated")
+              .empty());
 }
 
 TEST_CASE("metric rules and phase rules are not fatal") {
     auto catalog = builtin_catalog();
-    for (const auto& name : {"bench_output_throughput", "sglang_ready", "vllm_capture_end", "nccl_tuning", "tpverify_result"}) {
+    for (const auto& name :
+         {"bench_output_throughput", "sglang_ready", "vllm_capture_end", "nccl_tuning", "tpverify_result"}) {
         INFO(name);
         int index = catalog->find(name);
         REQUIRE(index >= 0);
@@ -113,7 +123,8 @@ TEST_CASE("a pathological 1 MB line completes and matches correctly") {
     auto catalog = builtin_catalog();
     std::string line(1 << 20, 'a');
     // Near-matches of many rules, repeated through the line.
-    for (std::size_t at = 0; at + 64 < line.size(); at += 4096) line.replace(at, 48, "Capture cuda graph faile NCCL WAR CUDA error {\"ev");
+    for (std::size_t at = 0; at + 64 < line.size(); at += 4096)
+        line.replace(at, 48, "Capture cuda graph faile NCCL WAR CUDA error {\"ev");
     std::vector<int> hits;
     catalog->match(line, hits);
     CHECK(hits.empty());

@@ -11,7 +11,9 @@ using namespace ncclsweep;
 
 namespace {
 
-bool yaml_contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool yaml_contains(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
 
 }  // namespace
 
@@ -55,7 +57,8 @@ TEST_CASE("a rules file is loaded with every key") {
 }
 
 TEST_CASE("an invalid user regex names the rule, file:line:col and RE2's error") {
-    auto rules = parse_rules_yaml("- name: ok\n  regex: fine\n- name: broken\n  regex: 'capture (failed'\n", "my_rules.yaml");
+    auto rules = parse_rules_yaml("- name: ok\n  regex: fine\n- name: broken\n  regex: 'capture (failed'\n",
+                                  "my_rules.yaml");
     REQUIRE_FALSE(rules.ok());
     const auto& message = rules.error().message;
     INFO(message);
@@ -89,7 +92,8 @@ TEST_CASE("rules file errors are located") {
         CHECK(yaml_contains(rules.error().message, "r.yaml:3:13: unknown severity 'deadly'"));
     }
     SECTION("severity and fatal disagree") {
-        auto rules = parse_rules_yaml("- name: a\n  regex: x\n  severity: warning\n  fatal: true\n", "r.yaml");
+        auto rules =
+            parse_rules_yaml("- name: a\n  regex: x\n  severity: warning\n  fatal: true\n", "r.yaml");
         REQUIRE_FALSE(rules.ok());
         CHECK(yaml_contains(rules.error().message, "disagree"));
     }

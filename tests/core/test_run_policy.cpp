@@ -46,7 +46,8 @@ TEST_CASE("run policy: the success rule follows the workload and the spec's time
     CHECK(watcher_options_for(spec).success == SuccessRule::result_event);
 }
 
-TEST_CASE("run policy: a sweep's catalog puts the workload's rules and the --rules file before the built-ins") {
+TEST_CASE(
+    "run policy: a sweep's catalog puts the workload's rules and the --rules file before the built-ins") {
     test::TempDir dir;
     Spec spec = command_spec();
     RuleSpec mine;
@@ -54,7 +55,8 @@ TEST_CASE("run policy: a sweep's catalog puts the workload's rules and the --rul
     mine.regex = "EXPLODED";
     mine.failure_class = "python";
     spec.workload.rules = {mine};
-    const auto file = dir.write("rules.yaml", "- {name: from_file, regex: 'DISK FULL', class: infra, fatal: true}\n");
+    const auto file =
+        dir.write("rules.yaml", "- {name: from_file, regex: 'DISK FULL', class: infra, fatal: true}\n");
 
     auto catalog = catalog_for(spec, file.string());
     REQUIRE(catalog);
@@ -114,7 +116,8 @@ TEST_CASE("run policy: local commands and the engine must exist before a sweep i
     std::vector<Experiment> fine = {command_point(1, "true"), command_point(2, "/bin/true")};
     CHECK(check_local_programs(spec, "", fine, path_value));
 
-    std::vector<Experiment> broken = {command_point(1, "true"), command_point(2, (dir.path() / "serve").string())};
+    std::vector<Experiment> broken = {command_point(1, "true"),
+                                      command_point(2, (dir.path() / "serve").string())};
     auto refused = check_local_programs(spec, "", broken, path_value);
     REQUIRE_FALSE(refused);
     CHECK(refused.error().kind == ErrorKind::bad_input);

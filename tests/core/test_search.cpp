@@ -28,7 +28,8 @@ std::vector<Point> issue_points() {
     for (std::string algo : {"Ring", "Tree"})
         for (std::string proto : {"LL", "LL128", "Simple"})
             for (std::string channels : {"1", "2", "4", "8"})
-                points.push_back({id++, {{"NCCL_ALGO", algo}, {"NCCL_PROTO", proto}, {"NCCL_MIN_NCHANNELS", channels}}});
+                points.push_back(
+                    {id++, {{"NCCL_ALGO", algo}, {"NCCL_PROTO", proto}, {"NCCL_MIN_NCHANNELS", channels}}});
     return points;
 }
 
@@ -53,7 +54,8 @@ Observation issue_workload(const Point& point, int first_repeat, int repeats) {
     }
     const bool best = value_of(point, "NCCL_PROTO") == "LL" && value_of(point, "NCCL_MIN_NCHANNELS") == "4";
     const double base = best ? 156.0 : 100.0 + (point.exp_id % 11) * 2.0;
-    for (int r = first_repeat; r < first_repeat + repeats; ++r) o.values.push_back(base * (1 + 0.01 * ((r % 3) - 1)));
+    for (int r = first_repeat; r < first_repeat + repeats; ++r)
+        o.values.push_back(base * (1 + 0.01 * ((r % 3) - 1)));
     return o;
 }
 

@@ -263,39 +263,49 @@ workload: {engine: tpverify}
     CHECK(spec->target.slurm.sbatch == std::vector<std::string>{"--exclusive"});
     CHECK(spec->target.slurm.poll_seconds == 3);
     CHECK(!spec->target.slurm.pending_timeout_seconds);  // default: wait as long as Slurm does
-    auto timed = parse_spec("target: {url: slurm://gpu, slurm: {pending_timeout: 20m}}\nworkload: {engine: tpverify}\n",
-                            "spec.yaml");
+    auto timed = parse_spec(
+        "target: {url: slurm://gpu, slurm: {pending_timeout: 20m}}\nworkload: {engine: tpverify}\n",
+        "spec.yaml");
     REQUIRE(timed);
     CHECK(timed->target.slurm.pending_timeout_seconds == 1200);
-    auto unlimited = parse_spec("target: {url: slurm://gpu, slurm: {pending_timeout: 0}}\nworkload: {engine: tpverify}\n",
-                                "spec.yaml");
+    auto unlimited =
+        parse_spec("target: {url: slurm://gpu, slurm: {pending_timeout: 0}}\nworkload: {engine: tpverify}\n",
+                   "spec.yaml");
     REQUIRE(unlimited);
     CHECK(!unlimited->target.slurm.pending_timeout_seconds);
-    auto pool = parse_spec("target: {hosts: [ssh://a, 'ssh://me@b:2222']}\nworkload: {engine: tpverify}\n", "spec.yaml");
+    auto pool = parse_spec("target: {hosts: [ssh://a, 'ssh://me@b:2222']}\nworkload: {engine: tpverify}\n",
+                           "spec.yaml");
     REQUIRE(pool);
     CHECK(pool->target.hosts == std::vector<std::string>{"ssh://a", "ssh://me@b:2222"});
     CHECK(pool->target.url == "hosts:ssh://a,ssh://me@b:2222");
 }
 
 TEST_CASE("Slurm and pool target errors are located") {
-    CHECK(error_of("target: slurm://\nworkload: {engine: tpverify}\n") ==
-          "spec.yaml:1:9: target 'slurm://' does not name one Slurm partition; write `slurm://PARTITION` (e.g. "
-          "slurm://gpu)");
+    CHECK(
+        error_of("target: slurm://\nworkload: {engine: tpverify}\n") ==
+        "spec.yaml:1:9: target 'slurm://' does not name one Slurm partition; write `slurm://PARTITION` (e.g. "
+        "slurm://gpu)");
     CHECK(error_of("target: {url: slurm://gpu, slurm: {array_limt: 2}}\nworkload: {engine: tpverify}\n") ==
           "spec.yaml:1:36: unknown key 'array_limt' in target.slurm; did you mean 'array_limit'?");
-    CHECK(error_of("target: {url: slurm://gpu, slurm: {sbatch: [--array=1-3]}}\nworkload: {engine: tpverify}\n")
-              .find("is set by ncclsweep itself") != std::string::npos);
-    CHECK(error_of("target: {url: slurm://gpu, slurm: {sbatch: '--exclusive'}}\nworkload: {engine: tpverify}\n")
-              .find("must be a list of sbatch options") != std::string::npos);
+    CHECK(
+        error_of("target: {url: slurm://gpu, slurm: {sbatch: [--array=1-3]}}\nworkload: {engine: tpverify}\n")
+            .find("is set by ncclsweep itself") != std::string::npos);
+    CHECK(
+        error_of("target: {url: slurm://gpu, slurm: {sbatch: '--exclusive'}}\nworkload: {engine: tpverify}\n")
+            .find("must be a list of sbatch options") != std::string::npos);
     CHECK(error_of("target: {url: slurm://gpu, slurm: {array_limit: 0}}\nworkload: {engine: tpverify}\n")
               .rfind("spec.yaml:1:49: target.slurm.array_limit", 0) == 0);
-    CHECK(error_of("target: {url: slurm://gpu, slurm: {pending_timeout: soon}}\nworkload: {engine: tpverify}\n") ==
-          "spec.yaml:1:53: target.slurm.pending_timeout must be a duration in seconds such as 90, 90s, 20m or 1h "
+    CHECK(error_of(
+              "target: {url: slurm://gpu, slurm: {pending_timeout: soon}}\nworkload: {engine: tpverify}\n") ==
+          "spec.yaml:1:53: target.slurm.pending_timeout must be a duration in seconds such as 90, 90s, 20m "
+          "or 1h "
           "(0 = no limit), not 'soon'");
     CHECK(error_of("target: {url: slurm://gpu, slurm: {pending_timeout: -5}}\nworkload: {engine: tpverify}\n")
               .rfind("spec.yaml:1:53: target.slurm.pending_timeout must be a duration", 0) == 0);
-    CHECK(error_of("target: {url: slurm://gpu, slurm: {pending_timeout: 0.5}}\nworkload: {engine: tpverify}\n") ==
-          "spec.yaml:1:53: target.slurm.pending_timeout must be at least 1 s (0 or null: wait as long as Slurm does)");
+    CHECK(error_of(
+              "target: {url: slurm://gpu, slurm: {pending_timeout: 0.5}}\nworkload: {engine: tpverify}\n") ==
+          "spec.yaml:1:53: target.slurm.pending_timeout must be at least 1 s (0 or null: wait as long as "
+          "Slurm does)");
     CHECK(error_of("target: {url: local, slurm: {time: '1'}}\nworkload: {engine: tpverify}\n") ==
           "spec.yaml:1:9: target.slurm is given but target.url is not slurm://PARTITION");
     CHECK(error_of("target: {hosts: [local]}\nworkload: {engine: tpverify}\n") ==

@@ -75,7 +75,9 @@ struct FakePool final : Target {
     Result<std::string> prepare_workdir(const std::string& id) override { return "/fake/" + id; }
     Result<void> put_file(const std::string&, const std::string&) override { return success(); }
     Result<std::unique_ptr<Process>> start(const Command& c) override { return hosts.front()->start(c); }
-    Result<std::string> capture(const std::vector<std::string>&, std::chrono::seconds) override { return std::string(); }
+    Result<std::string> capture(const std::vector<std::string>&, std::chrono::seconds) override {
+        return std::string();
+    }
     [[nodiscard]] int slots() const override { return static_cast<int>(hosts.size()); }
     Target& slot_target(int slot) override { return *hosts.at(static_cast<std::size_t>(slot)); }
 };
@@ -87,16 +89,21 @@ struct FakeBatch final : Target {
     int submits = 0, cancels = 0;
     [[nodiscard]] std::string describe() const override { return "batch"; }
     Result<std::string> prepare_workdir(const std::string& id) override { return inner.prepare_workdir(id); }
-    Result<void> put_file(const std::string& p, const std::string& c) override { return inner.put_file(p, c); }
+    Result<void> put_file(const std::string& p, const std::string& c) override {
+        return inner.put_file(p, c);
+    }
     Result<std::unique_ptr<Process>> start(const Command& c) override { return inner.start(c); }
-    Result<std::string> capture(const std::vector<std::string>& a, std::chrono::seconds t) override { return inner.capture(a, t); }
+    Result<std::string> capture(const std::vector<std::string>& a, std::chrono::seconds t) override {
+        return inner.capture(a, t);
+    }
     [[nodiscard]] bool schedules_batches() const override { return true; }
     Result<std::vector<std::string>> submit(const std::vector<BatchItem>& items) override {
         ++submits;
         submitted = items;
         std::vector<std::string> tasks;
         for (std::size_t i = 0; i < items.size(); ++i)
-            tasks.push_back(items[i].previous_task.empty() ? "7_" + std::to_string(i) : items[i].previous_task);
+            tasks.push_back(items[i].previous_task.empty() ? "7_" + std::to_string(i)
+                                                           : items[i].previous_task);
         return tasks;
     }
     void cancel_all() override { ++cancels; }
@@ -151,7 +158,8 @@ TEST_CASE("sweep loop: Ctrl-C stops every slot and nothing unfinished is recorde
     for (const auto& host : pool.hosts) CHECK(host->log->kills == 1);
 }
 
-TEST_CASE("sweep loop: a batch target gets every experiment x repeat in one submit and each task is recorded") {
+TEST_CASE(
+    "sweep loop: a batch target gets every experiment x repeat in one submit and each task is recorded") {
     FakeBatch batch;
     batch.inner.fallback = fake_ok("tok_s", 1);
     FakeStore store;

@@ -59,14 +59,18 @@ FakeTarget issue_target(int* starts = nullptr, int* tree_starts = nullptr) {
         FakeRun run;
         if (command_env(command, "NCCL_ALGO") == "Tree") {
             if (tree_starts) ++*tree_starts;
-            run.lines.emplace_back(Stream::err, "RuntimeError: operation not permitted when stream is capturing");
+            run.lines.emplace_back(Stream::err,
+                                   "RuntimeError: operation not permitted when stream is capturing");
             run.exit = ExitInfo{1, 0};
             return run;
         }
-        const bool best = command_env(command, "NCCL_PROTO") == "LL" && command_env(command, "NCCL_MIN_NCHANNELS") == "4";
+        const bool best =
+            command_env(command, "NCCL_PROTO") == "LL" && command_env(command, "NCCL_MIN_NCHANNELS") == "4";
         const int repeat = std::stoi(command_env(command, "NCCLSWEEP_REPEAT"));
-        const double base = best ? 150.0 : 100.0 + 2.0 * std::stoi(command_env(command, "NCCL_MIN_NCHANNELS"));
-        run.lines.emplace_back(Stream::out, "tok_s=" + std::to_string(base * (1 + 0.01 * ((repeat % 3) - 1))));
+        const double base =
+            best ? 150.0 : 100.0 + 2.0 * std::stoi(command_env(command, "NCCL_MIN_NCHANNELS"));
+        run.lines.emplace_back(Stream::out,
+                               "tok_s=" + std::to_string(base * (1 + 0.01 * ((repeat % 3) - 1))));
         return run;
     };
     return target;

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "core/watch/rule_catalog.hpp"
 #include "core/sweep/sweep_session.hpp"
+#include "core/watch/rule_catalog.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/fake_store.hpp"
 #include "tests/support/fake_target.hpp"
@@ -45,7 +45,9 @@ Experiment point(int id, const std::string& proto) {
     return e;
 }
 
-SweepRunOptions run_options(int repeats = 1) { return ncclsweep::test::unit_run_options(repeats); }
+SweepRunOptions run_options(int repeats = 1) {
+    return ncclsweep::test::unit_run_options(repeats);
+}
 
 SweepRequest request_of(std::vector<Experiment> experiments, const std::string& flags = "") {
     SweepRequest request;
@@ -162,7 +164,8 @@ TEST_CASE(
     CHECK(store.current().finished.count(2) == 0);  // nothing after the host went away
 }
 
-TEST_CASE("sweep session: a lost run on a target that halted stops the sweep at once and records nothing for it") {
+TEST_CASE(
+    "sweep session: a lost run on a target that halted stops the sweep at once and records nothing for it") {
     // Slurm's shared-work-directory check and pending_timeout: no retry can get past them, and
     // the experiment must stay unrecorded so that --resume runs it again.
     FakeTarget target;
@@ -175,7 +178,8 @@ TEST_CASE("sweep session: a lost run on a target that halted stops the sweep at 
     FakeStore store;
     RecordingObserver observer;
     std::atomic<bool> stop{false};
-    auto outcome = run_sweep(request_of({point(1, "LL"), point(2, "Simple")}), target, store, observer, run_options(), stop);
+    auto outcome = run_sweep(request_of({point(1, "LL"), point(2, "Simple")}), target, store, observer,
+                             run_options(), stop);
     REQUIRE_FALSE(outcome);
     CHECK(outcome.error().kind == ErrorKind::infrastructure);
     CHECK(outcome.error().message == "the work directory /w is not shared");
@@ -445,9 +449,9 @@ FakeRun ended_by_scheduler(const std::string& state) {
     FakeRun run;
     run.lines = {{Stream::out, "started"}};
     run.exit = ExitInfo{0, 15};
-    run.scheduler_end = SchedulerEnd{state, state == "TIMEOUT"
-                                                ? "Slurm ended task 4_0 at its time limit (target.slurm.time 00:01:00)"
-                                                : "Slurm ended task 4_0 for its memory"};
+    run.scheduler_end = SchedulerEnd{
+        state, state == "TIMEOUT" ? "Slurm ended task 4_0 at its time limit (target.slurm.time 00:01:00)"
+                                  : "Slurm ended task 4_0 for its memory"};
     return run;
 }
 
@@ -473,7 +477,9 @@ TEST_CASE("sweep session: a task ended at the scheduler's time limit is retried 
     CHECK(noticed);
 }
 
-TEST_CASE("sweep session: a time limit on every attempt is a timeout of class scheduler_time_limit and the sweep goes on") {
+TEST_CASE(
+    "sweep session: a time limit on every attempt is a timeout of class scheduler_time_limit and the sweep "
+    "goes on") {
     FakeTarget target;
     target.script = {ended_by_scheduler("TIMEOUT"), ended_by_scheduler("TIMEOUT")};
     target.fallback = fake_ok("tok_s", 7);
@@ -482,7 +488,8 @@ TEST_CASE("sweep session: a time limit on every attempt is a timeout of class sc
     std::atomic<bool> stop{false};
     auto options = run_options();
     options.max_attempts = 2;
-    auto outcome = run_sweep(request_of({point(1, "LL"), point(2, "Simple")}), target, store, observer, options, stop);
+    auto outcome =
+        run_sweep(request_of({point(1, "LL"), point(2, "Simple")}), target, store, observer, options, stop);
     REQUIRE(outcome);
     const auto& first = store.current().finished.at(1);
     CHECK(first.status == RunStatus::timed_out);
@@ -493,7 +500,9 @@ TEST_CASE("sweep session: a time limit on every attempt is a timeout of class sc
     CHECK(target.log->started.size() == 3);
 }
 
-TEST_CASE("sweep session: a task the scheduler ended for its memory fails once - the same memory would end it again") {
+TEST_CASE(
+    "sweep session: a task the scheduler ended for its memory fails once - the same memory would end it "
+    "again") {
     FakeTarget target;
     target.script = {ended_by_scheduler("OUT_OF_MEMORY")};
     target.fallback = fake_ok("tok_s", 7);

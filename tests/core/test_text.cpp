@@ -7,7 +7,9 @@
 
 using namespace ncclsweep;
 
-TEST_CASE("text: utf8_sequence accepts valid sequences and rejects overlong forms and surrogates and cut sequences") {
+TEST_CASE(
+    "text: utf8_sequence accepts valid sequences and rejects overlong forms and surrogates and cut "
+    "sequences") {
     char32_t code = 0;
     CHECK(utf8_sequence("a", 0, &code) == 1);
     CHECK(code == U'a');
@@ -40,13 +42,16 @@ TEST_CASE("text: utf8_prefix never cuts a character in two") {
 }
 
 TEST_CASE("text: first_line takes the first non-blank line and flattens and cuts it") {
-    CHECK(first_line("\n  \n   graph_capture while capturing: boom\nsecond", 100) == "graph_capture while capturing: boom");
+    CHECK(first_line("\n  \n   graph_capture while capturing: boom\nsecond", 100) ==
+          "graph_capture while capturing: boom");
     CHECK(first_line("tab\there\x01x  ", 100) == "tab here x");
     CHECK(first_line("", 10).empty());
     CHECK(first_line("\n\n", 10).empty());
     CHECK(first_line("abcdefghij", 4) == "abcd...");
     // A cut inside a multi-byte character backs off to the character's start.
-    CHECK(first_line("ab\xE2\x82\xAC" "cd", 4) == "ab...");
+    CHECK(first_line("ab\xE2\x82\xAC"
+                     "cd",
+                     4) == "ab...");
 }
 
 TEST_CASE("text: closest_match suggests a near name ignoring case and nothing for a far one") {

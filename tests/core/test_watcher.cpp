@@ -24,8 +24,9 @@ TEST_CASE("tpverify json events drive the phases and the result becomes metrics"
     auto lines = fixture_lines("tpverify_events.jsonl");
     std::vector<WatchState> states;
     for (const auto& line : lines) states.push_back(feed(watcher, clock, line).state);
-    CHECK(states == std::vector<WatchState>{WatchState::initializing, WatchState::initializing, WatchState::capturing,
-                                            WatchState::capturing, WatchState::capturing, WatchState::initializing,
+    CHECK(states == std::vector<WatchState>{WatchState::initializing, WatchState::initializing,
+                                            WatchState::capturing, WatchState::capturing,
+                                            WatchState::capturing, WatchState::initializing,
                                             WatchState::ready, WatchState::done});
     const auto& metrics = watcher.metrics();
     REQUIRE(metrics.count("tok_s") == 1);
@@ -36,7 +37,8 @@ TEST_CASE("tpverify json events drive the phases and the result becomes metrics"
     CHECK(metrics.at("timing.capture_s") == std::vector<double>{0.84});
     CHECK(metrics.count("graph") == 0);    // booleans are not metrics
     CHECK(metrics.count("backend") == 0);  // nor strings
-    CHECK(watcher.effective_nccl().summary() == "AllReduce 57344B: RING/LL ch0..0; env: NCCL_ALGO=allreduce:ring");
+    CHECK(watcher.effective_nccl().summary() ==
+          "AllReduce 57344B: RING/LL ch0..0; env: NCCL_ALGO=allreduce:ring");
     auto end = watcher.on_exit(ExitInfo{0, 0}, clock.advance(0.01));
     CHECK(end.state == WatchState::done);
     CHECK(end.settled);
@@ -69,13 +71,17 @@ TEST_CASE("tpverify failure lines get their class from phase, api and error") {
     CHECK(tpverify_failure_class("capture", "ncclAllReduce", "invalid usage") == "graph_capture");
     CHECK(tpverify_failure_class("init", "ncclCommInitRank", "unhandled system error") == "nccl");
     CHECK(tpverify_failure_class("warmup", "cudaMalloc", "out of memory") == "oom");
-    CHECK(tpverify_failure_class("replay", "cudaGraphLaunch", "an illegal memory access was encountered") == "cuda");
-    CHECK(tpverify_failure_class("replay", "ncclAllReduce", "timeout after 30 s, communicator aborted") == "hang");
+    CHECK(tpverify_failure_class("replay", "cudaGraphLaunch", "an illegal memory access was encountered") ==
+          "cuda");
+    CHECK(tpverify_failure_class("replay", "ncclAllReduce", "timeout after 30 s, communicator aborted") ==
+          "hang");
     CHECK(tpverify_failure_class("init", "preset", "unknown model") == "engine");
 
     FakeClock clock;
     auto watcher = make_watcher(clock);
-    auto verdict = feed(watcher, clock, "tpverify: init: ncclCommInitRank failed: unhandled system error (run with NCCL_DEBUG=INFO for details)");
+    auto verdict = feed(watcher, clock,
+                        "tpverify: init: ncclCommInitRank failed: unhandled system error (run with "
+                        "NCCL_DEBUG=INFO for details)");
     CHECK(verdict.end_now);
     CHECK(watcher.failure_class() == "nccl");
     CHECK(watcher.diagnosis().rule == "tpverify_failure");
@@ -163,7 +169,8 @@ TEST_CASE("SGLang success: capture, ready, decode metrics, then a deliberate shu
     FakeClock clock;
     auto watcher = make_watcher(clock, SuccessRule::any_metric);
     std::vector<WatchState> states;
-    for (const auto& line : fixture_lines("sglang_ready_decode.log")) states.push_back(feed(watcher, clock, line).state);
+    for (const auto& line : fixture_lines("sglang_ready_decode.log"))
+        states.push_back(feed(watcher, clock, line).state);
     CHECK(states[5] == WatchState::capturing);
     CHECK(states[9] == WatchState::initializing);
     CHECK(states[12] == WatchState::ready);
@@ -173,7 +180,9 @@ TEST_CASE("SGLang success: capture, ready, decode metrics, then a deliberate shu
     CHECK(watcher.metrics().at("gen_tok_s") == std::vector<double>{54.81, 53.90});
     CHECK(watcher.effective_nccl().choices().size() == 3);
     watcher.expect_shutdown(clock.now);
-    auto verdict = feed(watcher, clock, "[2025-06-01 12:11:00] Received sigquit from a child process. It usually means the child failed.");
+    auto verdict = feed(
+        watcher, clock,
+        "[2025-06-01 12:11:00] Received sigquit from a child process. It usually means the child failed.");
     CHECK_FALSE(verdict.end_now);
     CHECK(watcher.warnings().size() == 1);
     auto end = watcher.on_exit(ExitInfo{0, SIGTERM}, clock.advance(1));
@@ -185,7 +194,8 @@ TEST_CASE("vLLM startup: capture, ready and generation throughput") {
     FakeClock clock;
     auto watcher = make_watcher(clock);
     std::vector<WatchState> states;
-    for (const auto& line : fixture_lines("vllm_startup.log")) states.push_back(feed(watcher, clock, line).state);
+    for (const auto& line : fixture_lines("vllm_startup.log"))
+        states.push_back(feed(watcher, clock, line).state);
     CHECK(states[6] == WatchState::capturing);
     CHECK(states[7] == WatchState::initializing);
     CHECK(states[11] == WatchState::ready);

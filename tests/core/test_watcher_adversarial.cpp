@@ -60,7 +60,8 @@ TEST_CASE("'a' x 10^6 followed by '!' matches nothing", "[watcher][adversarial]"
     expect_harmless(a_run(1000000));
 }
 
-TEST_CASE("a fatal pattern at the end of 1 MB of near-matches is found and stored cut", "[watcher][adversarial]") {
+TEST_CASE("a fatal pattern at the end of 1 MB of near-matches is found and stored cut",
+          "[watcher][adversarial]") {
     FakeClock clock;
     auto watcher = adversarial_watcher(clock);
     const std::string line = fatal_at_end(k_megabyte);
@@ -85,7 +86,8 @@ TEST_CASE("1 MB of repeated NCCL WARN is one warning, stored cut", "[watcher][ad
     CHECK(watcher.warnings()[0].line.size() < WatcherOptions{}.max_line_chars + 40);
 }
 
-TEST_CASE("a result event nested 10,000 deep (one 64 KiB line) still yields its metrics", "[watcher][adversarial]") {
+TEST_CASE("a result event nested 10,000 deep (one 64 KiB line) still yields its metrics",
+          "[watcher][adversarial]") {
     FakeClock clock;
     auto watcher = adversarial_watcher(clock, SuccessRule::result_event);
     const std::string line = nested_result_event(10000);
@@ -97,7 +99,8 @@ TEST_CASE("a result event nested 10,000 deep (one 64 KiB line) still yields its 
     for (const auto& [name, values] : watcher.metrics()) CHECK(name.size() <= 256);
 }
 
-TEST_CASE("a result event nested 200,000 deep (a 1 MB line) does not exhaust the stack", "[watcher][adversarial]") {
+TEST_CASE("a result event nested 200,000 deep (a 1 MB line) does not exhaust the stack",
+          "[watcher][adversarial]") {
     FakeClock clock;
     auto watcher = adversarial_watcher(clock, SuccessRule::result_event);
     const auto verdict = feed(watcher, clock, nested_result_event(200000));
@@ -108,12 +111,14 @@ TEST_CASE("a result event nested 200,000 deep (a 1 MB line) does not exhaust the
     CHECK(exit.state == WatchState::done);
 }
 
-TEST_CASE("a capture event whose phase is not a string changes nothing and throws nothing", "[watcher][adversarial]") {
+TEST_CASE("a capture event whose phase is not a string changes nothing and throws nothing",
+          "[watcher][adversarial]") {
     // Found by fuzz_watcher: json.value("phase", "") threw type_error out of the watcher.
     FakeClock clock;
     auto watcher = adversarial_watcher(clock, SuccessRule::result_event);
-    for (const char* line : {R"({"event":"capture","phase":true})", R"({"event":"capture","phase":["begin"]})",
-                             R"({"event":"capture","phase":null})", R"({"event":"capture","phase":{"x":1}})"})
+    for (const char* line :
+         {R"({"event":"capture","phase":true})", R"({"event":"capture","phase":["begin"]})",
+          R"({"event":"capture","phase":null})", R"({"event":"capture","phase":{"x":1}})"})
         CHECK(feed(watcher, clock, line).state == WatchState::initializing);
     CHECK_FALSE(watcher.phase_times().capture_begin.has_value());
     CHECK(feed(watcher, clock, R"({"event":"capture","phase":"begin"})").state == WatchState::capturing);

@@ -15,7 +15,9 @@ Watcher timeouts_watcher(FakeClock& clock, Timeouts timeouts, SuccessRule succes
     return Watcher(builtin_catalog(), options, clock.t0);
 }
 
-Timeouts only(double startup, double capture, double stall, double total) { return Timeouts{startup, capture, stall, total}; }
+Timeouts only(double startup, double capture, double stall, double total) {
+    return Timeouts{startup, capture, stall, total};
+}
 
 }  // namespace
 
@@ -39,7 +41,8 @@ TEST_CASE("startup timeout counts from the last progress, capture has its own ti
     FakeClock clock;
     auto watcher = timeouts_watcher(clock, only(10, 0, 0, 0));
     feed(watcher, clock, "Capture cuda graph begin. This can take up to several minutes.", 5);
-    CHECK(watcher.tick(clock.t0 + std::chrono::seconds(30)).state == WatchState::capturing);  // no capture limit
+    CHECK(watcher.tick(clock.t0 + std::chrono::seconds(30)).state ==
+          WatchState::capturing);                                             // no capture limit
     feed(watcher, clock, "Capture cuda graph end. Time elapsed: 30 s.", 26);  // at 31 s
     CHECK(watcher.tick(clock.t0 + std::chrono::seconds(40)).state == WatchState::initializing);
     CHECK(watcher.tick(clock.t0 + std::chrono::seconds(41)).state == WatchState::timed_out);
@@ -148,8 +151,9 @@ TEST_CASE("warnings from 8 ranks are deduplicated but counted") {
     FakeClock clock;
     auto watcher = timeouts_watcher(clock, only(0, 0, 0, 0));
     for (int rank = 0; rank < 8; ++rank)
-        feed(watcher, clock, "node1:100" + std::to_string(rank) + ":100" + std::to_string(rank) + " [" + std::to_string(rank) +
-                                 "] NCCL WARN NET/Socket : peer 10.0.0.2<41234> message truncated");
+        feed(watcher, clock,
+             "node1:100" + std::to_string(rank) + ":100" + std::to_string(rank) + " [" +
+                 std::to_string(rank) + "] NCCL WARN NET/Socket : peer 10.0.0.2<41234> message truncated");
     CHECK(watcher.warnings().size() == 1);
     CHECK(watcher.warning_count() == 8);
     CHECK(watcher.warnings().front().rule == "nccl_warn");

@@ -52,7 +52,8 @@ inline Verdict feed(Watcher& watcher, FakeClock& clock, const std::string& text,
 
 /// Feeds every line of a fixture, 1 ms apart; returns the verdict of the first line that
 /// asked for a kill (or of the last line), and the index of that line in `kill_at` (-1 if none).
-inline Verdict feed_fixture(Watcher& watcher, FakeClock& clock, const std::string& name, int* kill_at = nullptr) {
+inline Verdict feed_fixture(Watcher& watcher, FakeClock& clock, const std::string& name,
+                            int* kill_at = nullptr) {
     Verdict last;
     int index = 0;
     if (kill_at) *kill_at = -1;

@@ -31,7 +31,8 @@ TEST_CASE("cli: an unknown command exits 2 with did you mean") {
     CHECK(r.err.rfind("error: unknown command 'plna', did you mean 'plan'?", 0) == 0);
     auto far = run_ncclsweep({"frobnicate"});
     CHECK(far.exit_code == 2);
-    CHECK(far.err.rfind("error: unknown command 'frobnicate' (`ncclsweep --help` lists the commands)", 0) == 0);
+    CHECK(far.err.rfind("error: unknown command 'frobnicate' (`ncclsweep --help` lists the commands)", 0) ==
+          0);
     auto none = run_ncclsweep({});
     CHECK(none.exit_code == 2);
     CHECK(none.err.rfind("error: a command is required: plan, run, watch", 0) == 0);
@@ -112,7 +113,8 @@ TEST_CASE("cli: watch says not both for a log and a command and exits 2 for a mi
 TEST_CASE("cli: a bad --target is reported at the flag not at the spec") {
     TempDir dir;
     auto spec = dir.write("s.yaml", sim_spec("cli-target", "  NCCL_PROTO: [LL]\n"));
-    auto r = run_ncclsweep({"run", spec.string(), "--target", "ftp://host", "--db", (dir.path() / "t.db").string()});
+    auto r = run_ncclsweep(
+        {"run", spec.string(), "--target", "ftp://host", "--db", (dir.path() / "t.db").string()});
     CHECK(r.exit_code == 2);
     CHECK(r.err.rfind("error: --target: ", 0) == 0);
     CHECK(r.err.find("s.yaml:") == std::string::npos);

@@ -66,7 +66,8 @@ TEST_CASE("export: json, csv, md and junit of a real sweep, junit parses with xm
     // and for the HTML report alike, not a silent success.
     const std::string tool = binary_path("cli/ncclsweep").string();
     for (const char* args : {"export latest --format csv", "report latest -o -"}) {
-        auto full = run_command({"sh", "-c", "exec \"$0\" " + std::string(args) + " --db \"$1\" > /dev/full", tool, db});
+        auto full = run_command(
+            {"sh", "-c", "exec \"$0\" " + std::string(args) + " --db \"$1\" > /dev/full", tool, db});
         INFO(args << ": " << full.err);
         CHECK(full.exit_code == 3);
         CHECK(full.err.find("cannot write the output to stdout") != std::string::npos);

@@ -35,8 +35,9 @@ TEST_CASE("faults: a crash of each kind in each phase is recorded with its class
     for (const auto& [kind, expected] : kinds)
         for (const auto& phase : k_phases) values += "\"" + kind + "@" + phase + "\", ";
     values.resize(values.size() - 2);
-    auto spec = dir.write("s.yaml", sim_spec("faults-phases", "  graph: [\"on\"]\n  inject: [" + values + "]\n", 1,
-                                             "  stall: 20\n  total: 60\n"));
+    auto spec =
+        dir.write("s.yaml", sim_spec("faults-phases", "  graph: [\"on\"]\n  inject: [" + values + "]\n", 1,
+                                     "  stall: 20\n  total: 60\n"));
     std::string db = (dir.path() / "r.db").string();
     auto r = run_ncclsweep({"run", spec.string(), "--db", db, "--kill-grace", "0.5"});
     INFO(r.err);
@@ -53,28 +54,33 @@ TEST_CASE("faults: a crash of each kind in each phase is recorded with its class
         CHECK(e.outcome.samples.empty());  // a crashed run has no result to record
         const std::string phase = inject.substr(inject.find('@') + 1);
         // An NCCL error while the graph is being captured is a capture failure (as with bare Tree).
-        const std::string expected_class = kind == "nccl-error" && phase == "capture" ? "graph_capture" : kinds.at(kind).first;
+        const std::string expected_class =
+            kind == "nccl-error" && phase == "capture" ? "graph_capture" : kinds.at(kind).first;
         CHECK(e.outcome.failure_class == expected_class);
         CHECK(e.outcome.diagnosis.find(kinds.at(kind).second) != std::string::npos);
         // Errors that name their API also name the phase they happened in.
-        if (kind != "segv" && kind != "exit") CHECK(e.outcome.diagnosis.find("failed in " + phase) != std::string::npos);
+        if (kind != "segv" && kind != "exit")
+            CHECK(e.outcome.diagnosis.find("failed in " + phase) != std::string::npos);
     }
 }
 
 TEST_CASE("faults: a hang in each phase ends by the stall timeout and is recorded as timed out") {
     TempDir dir;
     std::string values;
-    for (const auto& phase : k_phases) values += std::string(values.empty() ? "" : ", ") + "\"hang@" + phase + "\"";
+    for (const auto& phase : k_phases)
+        values += std::string(values.empty() ? "" : ", ") + "\"hang@" + phase + "\"";
     // tpverify's own watchdog is off (timeout 0): only ncclsweep's stall timeout can end these.
-    auto spec = dir.write("s.yaml", sim_spec("faults-hang", "  graph: [\"on\"]\n  timeout: [\"0\"]\n  inject: [" + values + "]\n",
-                                             1, "  stall: 1.5\n  total: 60\n"));
+    auto spec =
+        dir.write("s.yaml", sim_spec("faults-hang",
+                                     "  graph: [\"on\"]\n  timeout: [\"0\"]\n  inject: [" + values + "]\n", 1,
+                                     "  stall: 1.5\n  total: 60\n"));
     std::string db = (dir.path() / "r.db").string();
     auto started = std::chrono::steady_clock::now();
     auto r = run_ncclsweep({"run", spec.string(), "--db", db, "--kill-grace", "0.5"});
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     INFO(r.err);
     REQUIRE(r.exit_code == 1);  // every experiment hangs: recorded as timed out, nothing succeeded
-    CHECK(seconds < 45);  // four stalls of 1.5 s, not four eternal hangs
+    CHECK(seconds < 45);        // four stalls of 1.5 s, not four eternal hangs
     auto experiments = latest_experiments(db);
     REQUIRE(experiments.size() == k_phases.size());
     for (const auto& e : experiments) {
@@ -91,33 +97,39 @@ TEST_CASE("faults: 100 MB of log and 10 MB lines without a newline complete with
     TempDir dir;
     // "lines": 100 MB of ordinary log lines; "long": five 10 MB lines, the metric, then 10 MB
     // with no newline at all before the end of the output.
-    auto script = dir.write("flood.sh",
-                            "case $1 in\n"
-                            "lines) yes 'step 1234: all good, just a moderately long progress line of the workload ....' "
-                            "| head -c 104857600; echo ;;\n"
-                            "long) for i in 1 2 3 4 5; do head -c 10485760 /dev/zero | tr '\\0' x; echo; done ;;\n"
-                            "quiet) ;;\n"
-                            "esac\n"
-                            "echo 'tok/s: 42.5'\n"
-                            "[ \"$1\" = long ] && head -c 10485760 /dev/zero | tr '\\0' y\n"
-                            "exit 0\n");
+    auto script = dir.write(
+        "flood.sh",
+        "case $1 in\n"
+        "lines) yes 'step 1234: all good, just a moderately long progress line of the workload ....' "
+        "| head -c 104857600; echo ;;\n"
+        "long) for i in 1 2 3 4 5; do head -c 10485760 /dev/zero | tr '\\0' x; echo; done ;;\n"
+        "quiet) ;;\n"
+        "esac\n"
+        "echo 'tok/s: 42.5'\n"
+        "[ \"$1\" = long ] && head -c 10485760 /dev/zero | tr '\\0' y\n"
+        "exit 0\n");
     auto spec_of = [&](const std::string& name, const std::string& shapes) {
-        return dir.write(name, "sweep: flood\n"
-                               "target: local\n"
-                               "workload:\n"
-                               "  command: [/bin/sh, " + script.string() + ", \"{shape}\"]\n"
-                               "  metrics:\n"
-                               "    tok_s: 'tok/s: ([0-9.]+)'\n"
-                               "axes:\n"
-                               "  shape: [" + shapes + "]\n"
-                               "timeouts:\n"
-                               "  stall: 60\n"
-                               "  total: 300\n");
+        return dir.write(name,
+                         "sweep: flood\n"
+                         "target: local\n"
+                         "workload:\n"
+                         "  command: [/bin/sh, " +
+                             script.string() +
+                             ", \"{shape}\"]\n"
+                             "  metrics:\n"
+                             "    tok_s: 'tok/s: ([0-9.]+)'\n"
+                             "axes:\n"
+                             "  shape: [" +
+                             shapes +
+                             "]\n"
+                             "timeouts:\n"
+                             "  stall: 60\n"
+                             "  total: 300\n");
     };
     // The same sweep whose workload prints one line: ncclsweep's own footprint (binary, SQLite,
     // and under ASan its shadow memory, ~190 MB), which the flood must not grow much beyond.
-    auto baseline = finish(spawn_ncclsweep(dir.path(), {"run", spec_of("quiet.yaml", "quiet").string(), "--db",
-                                                        (dir.path() / "quiet.db").string()}));
+    auto baseline = finish(spawn_ncclsweep(dir.path(), {"run", spec_of("quiet.yaml", "quiet").string(),
+                                                        "--db", (dir.path() / "quiet.db").string()}));
     REQUIRE(baseline.exit_code == 0);
     REQUIRE(baseline.peak_rss_kb > 0);
     auto spec = spec_of("s.yaml", "lines, long");

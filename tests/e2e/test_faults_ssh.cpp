@@ -129,7 +129,8 @@ TEST_CASE("ssh faults: a key the host does not accept is refused with exit 3 and
     if (!sshd.available) return;
     TempDir dir;
     const auto remote = dir.path() / "remote";
-    auto spec = dir.write("s.yaml", over_ssh(sim_spec("ssh-auth", "  NCCL_PROTO: [LL]\n", 1, k_ssh_timeouts), sshd, remote));
+    auto spec = dir.write(
+        "s.yaml", over_ssh(sim_spec("ssh-auth", "  NCCL_PROTO: [LL]\n", 1, k_ssh_timeouts), sshd, remote));
     const auto wrong_key = dir.path() / "wrong_key";
     REQUIRE(
         run_command({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", wrong_key.string()}).exit_code ==
@@ -154,7 +155,8 @@ TEST_CASE(
     if (!sshd.available) return;
     TempDir dir;
     const auto remote = dir.path() / "remote";
-    auto spec = dir.write("s.yaml", over_ssh(sim_spec("ssh-hostkey", "  NCCL_PROTO: [LL]\n", 1, k_ssh_timeouts), sshd, remote));
+    auto spec = dir.write(
+        "s.yaml", over_ssh(sim_spec("ssh-hostkey", "  NCCL_PROTO: [LL]\n", 1, k_ssh_timeouts), sshd, remote));
     // known_hosts lists another key of the same type for [127.0.0.1]:PORT.
     const auto other = dir.path() / "other_host_key";
     REQUIRE(run_command({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", other.string()}).exit_code ==
@@ -187,8 +189,9 @@ TEST_CASE(
     TempDir dir;
     std::string seeds;
     for (int i = 1; i <= 12; ++i) seeds += (i > 1 ? ", " : "") + std::to_string(i);
-    auto spec = dir.write(
-        "s.yaml", over_ssh(sim_spec("ssh-load", "  seed: [" + seeds + "]\n", 1, k_ssh_timeouts), sshd, dir.path() / "remote"));
+    auto spec =
+        dir.write("s.yaml", over_ssh(sim_spec("ssh-load", "  seed: [" + seeds + "]\n", 1, k_ssh_timeouts),
+                                     sshd, dir.path() / "remote"));
     std::string db = (dir.path() / "r.db").string();
     auto r = run_ncclsweep(run_args(spec, db, sshd.flags()));
     INFO(r.err);

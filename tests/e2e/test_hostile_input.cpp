@@ -21,7 +21,8 @@ std::vector<std::string> hostile_values(const std::filesystem::path& pwned) {
         "`touch " + p + "`",
         "; touch " + p + "; #",
         "&& touch " + p + " || touch " + p + " | touch " + p + " > " + p,
-        "h\xc3\xa9llo \xe2\x9c\x93 \xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e \xf0\x9f\x9a\x80",  // héllo ✓ 日本語 🚀
+        "h\xc3\xa9llo \xe2\x9c\x93 \xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e \xf0\x9f\x9a\x80",  // héllo ✓ 日本語
+                                                                                            // 🚀
         "back\\slash\ttab $HOME ${PATH} %s %n {p0} {{x}} \\' \\\" '\"' \"'\"",
         std::string(20000, 'L') + "$(touch " + p + ")",
     };
@@ -32,11 +33,20 @@ std::string yaml_quoted(const std::string& value) {
     std::string out = "\"";
     for (char c : value) {
         switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\t': out += "\\t"; break;
-            default: out += c;
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            default:
+                out += c;
         }
     }
     return out + "\"";
@@ -52,7 +62,8 @@ const char* k_probe =
 enum class Form { list, string };
 
 /// A spec whose one experiment carries every hostile value as env HOSTILE_i and parameter p_i.
-std::string hostile_spec(const TempDir& dir, const std::vector<std::string>& values, const std::string& delivery, Form form) {
+std::string hostile_spec(const TempDir& dir, const std::vector<std::string>& values,
+                         const std::string& delivery, Form form) {
     const auto probe = dir.write("probe.py", k_probe);
     const auto out = dir.path() / "out";
     std::filesystem::create_directories(out);
@@ -74,15 +85,20 @@ std::string hostile_spec(const TempDir& dir, const std::vector<std::string>& val
     return "sweep: hostile\n"
            "target:\n"
            "  url: local\n"
-           "  env_delivery: " + delivery + "\n"
+           "  env_delivery: " +
+           delivery +
+           "\n"
            "workload:\n"
-           "  command: " + command + "\n"
-           "axes:\n" + axes +
-           "timeouts:\n  stall: 60\n  total: 120\n";
+           "  command: " +
+           command +
+           "\n"
+           "axes:\n" +
+           axes + "timeouts:\n  stall: 60\n  total: 120\n";
 }
 
 /// Checks that the probe saw every value exactly, in the environment and in argv.
-void check_probe(const TempDir& dir, const std::vector<std::string>& values, const std::filesystem::path& pwned) {
+void check_probe(const TempDir& dir, const std::vector<std::string>& values,
+                 const std::filesystem::path& pwned) {
     const std::string text = read_file(dir.path() / "out" / "1.json");
     INFO(text.substr(0, 2000));
     REQUIRE_FALSE(text.empty());
@@ -115,22 +131,30 @@ void run_hostile(const std::string& delivery, Form form) {
 
 }  // namespace
 
-TEST_CASE("hostile input: exact data through env delivery and a list command") { run_hostile("env", Form::list); }
+TEST_CASE("hostile input: exact data through env delivery and a list command") {
+    run_hostile("env", Form::list);
+}
 
 TEST_CASE("hostile input: exact data through sitecustomize.py and a /bin/sh string command") {
     run_hostile("sitecustomize", Form::string);
 }
 
-TEST_CASE("hostile input: exact data through both deliveries and a string command") { run_hostile("both", Form::string); }
+TEST_CASE("hostile input: exact data through both deliveries and a string command") {
+    run_hostile("both", Form::string);
+}
 
-TEST_CASE("hostile input: exact data in the remote command over ssh (env with a string command and sitecustomize with a list command)") {
+TEST_CASE(
+    "hostile input: exact data in the remote command over ssh (env with a string command and sitecustomize "
+    "with a list command)") {
     TestSshd sshd;
     if (!sshd.available) return;
-    for (auto [delivery, form] : {std::pair{std::string("env"), Form::string}, std::pair{std::string("sitecustomize"), Form::list}}) {
+    for (auto [delivery, form] :
+         {std::pair{std::string("env"), Form::string}, std::pair{std::string("sitecustomize"), Form::list}}) {
         TempDir dir;
         const auto pwned = dir.path() / "PWNED";
         const auto values = hostile_values(pwned);
-        auto spec = dir.write("s.yaml", over_ssh(hostile_spec(dir, values, delivery, form), sshd, dir.path() / "remote"));
+        auto spec = dir.write(
+            "s.yaml", over_ssh(hostile_spec(dir, values, delivery, form), sshd, dir.path() / "remote"));
         std::string db = (dir.path() / "r.db").string();
         std::vector<std::string> args{"run", spec.string(), "--db", db};
         auto flags = sshd.flags();

@@ -24,8 +24,10 @@ TEST_CASE("kill -9: fifteen random kills each followed by --resume record every 
     TempDir dir;
     // 6 experiments x 2 repeats, each run about half a second: a complete sweep takes several
     // seconds, so kills land in startup, in a workload, and between commits.
-    auto spec = dir.write("s.yaml", sim_spec("kill9", "  NCCL_PROTO: [LL, Simple]\n  tokens: [1, 2, 4]\n  inject: [\"hang@warmup:0.4\"]\n",
-                                             2));
+    auto spec = dir.write(
+        "s.yaml",
+        sim_spec("kill9",
+                 "  NCCL_PROTO: [LL, Simple]\n  tokens: [1, 2, 4]\n  inject: [\"hang@warmup:0.4\"]\n", 2));
     std::string db = (dir.path() / "r.db").string();
     const unsigned seed = std::random_device{}();
     INFO("random seed " << seed);
@@ -65,7 +67,8 @@ TEST_CASE("kill -9: fifteen random kills each followed by --resume record every 
         }
         REQUIRE(ended.exit_code == 128 + SIGKILL);
         ++kills;
-        if (std::filesystem::exists(db)) CHECK(integrity_check(db) == "ok");  // killed before it was created: nothing to check
+        if (std::filesystem::exists(db))
+            CHECK(integrity_check(db) == "ok");  // killed before it was created: nothing to check
         // The kill can land after the sweep was marked done but before the process exited: then
         // there is nothing left to resume (a --resume would rightly say so, exit 2).
         if (kill9_scalar(db, "SELECT state FROM sweeps ORDER BY id DESC LIMIT 1") == "done") {
@@ -103,12 +106,15 @@ TEST_CASE("kill -9: fifteen random kills each followed by --resume record every 
     REQUIRE(experiments.size() == 6);
     for (const auto& e : experiments) CHECK(e.outcome.status == results::ExperimentStatus::ok);
     // Samples only for the two repeats of each experiment, one per (experiment, repeat).
-    auto rows = sqlite_rows(db, "SELECT exp_id, group_concat(repeat) FROM (SELECT exp_id, repeat FROM samples "
-                                "WHERE metric = 'tok_s' ORDER BY exp_id, repeat) GROUP BY exp_id");
+    auto rows = sqlite_rows(db,
+                            "SELECT exp_id, group_concat(repeat) FROM (SELECT exp_id, repeat FROM samples "
+                            "WHERE metric = 'tok_s' ORDER BY exp_id, repeat) GROUP BY exp_id");
     REQUIRE(rows.size() == 6);
     for (std::size_t i = 0; i < rows.size(); ++i) {
         CHECK(rows[i][0] == std::to_string(i + 1));
         CHECK(rows[i][1] == "0,1");
     }
-    CHECK(kill9_scalar(db, "SELECT count(*) FROM samples WHERE exp_id NOT BETWEEN 1 AND 6 OR repeat NOT IN (0, 1)") == "0");
+    CHECK(kill9_scalar(
+              db, "SELECT count(*) FROM samples WHERE exp_id NOT BETWEEN 1 AND 6 OR repeat NOT IN (0, 1)") ==
+          "0");
 }

@@ -125,19 +125,22 @@ std::size_t code_points(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("report: the seed study at 1400 and 800 px wide has whole labels and a heat map legend in percent") {
+TEST_CASE(
+    "report: the seed study at 1400 and 800 px wide has whole labels and a heat map legend in percent") {
     std::string chromium = chromium_path();
     if (chromium.empty()) {
-        skip_test("chromium",
-                  "chromium is not installed (scripts/install-deps.sh installs it); the report was not rendered");
+        skip_test(
+            "chromium",
+            "chromium is not installed (scripts/install-deps.sh installs it); the report was not rendered");
         return;
     }
     TempDir dir;
     const std::string db = (dir.path() / "seed.db").string();
     // The study as written (97 points, 7 varying parameters); fewer repeats and iterations keep
     // the test short, and backend sim keeps it the same on a GPU host.
-    auto run = run_ncclsweep({"run", source_path("experiments/seed-pcie-verify.yaml").string(), "--set", "repeats=2",
-                              "--set", "iters=5", "--set", "warmup=1", "--set", "backend=sim", "--db", db});
+    auto run =
+        run_ncclsweep({"run", source_path("experiments/seed-pcie-verify.yaml").string(), "--set", "repeats=2",
+                       "--set", "iters=5", "--set", "warmup=1", "--set", "backend=sim", "--db", db});
     INFO(run.err);
     REQUIRE(run.exit_code == 0);
     const std::string html = (dir.path() / "seed.html").string();
@@ -153,8 +156,8 @@ TEST_CASE("report: the seed study at 1400 and 800 px wide has whole labels and a
     REQUIRE(lines.size() >= 97);
     for (const auto& line : lines) {
         INFO(line);
-        CHECK(code_points(line) <= 46);                       // fits the 380 px label column at 12 px
-        CHECK(line.find("\xE2\x80\xA6") == std::string::npos);  // never cut with an ellipsis
+        CHECK(code_points(line) <= 46);                           // fits the 380 px label column at 12 px
+        CHECK(line.find("\xE2\x80\xA6") == std::string::npos);    // never cut with an ellipsis
         CHECK(line.find("NCCL_P2P_LEVEL") == std::string::npos);  // fixed for the sweep: not in a label
     }
     CHECK(dom.out.find("<g class=\"scale\">") != std::string::npos);

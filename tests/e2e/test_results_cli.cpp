@@ -19,7 +19,7 @@ std::string recorded_sweep(TempDir& dir, const std::string& tag = "study") {
                                              6));
     std::string db = (dir.path() / "r.db").string();
     auto r = test::run_ncclsweep({"run", spec.string(), "--db", db, "--tag", tag, "--axis",
-                              "inject=false,capture-fail", "--set", "noise=0.02"});
+                                  "inject=false,capture-fail", "--set", "noise=0.02"});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     return db;
@@ -36,7 +36,8 @@ TEST_CASE("results cli: list, show and best read a recorded sweep in table and j
     REQUIRE(list.exit_code == 0);
     CHECK(list.out.find("e2e-results") != std::string::npos);
     CHECK(list.out.find("study") != std::string::npos);
-    auto list_json = nlohmann::json::parse(test::run_ncclsweep({"results", "list", "--db", db, "--json"}).out);
+    auto list_json =
+        nlohmann::json::parse(test::run_ncclsweep({"results", "list", "--db", db, "--json"}).out);
     CHECK(list_json["schema"] == "ncclsweep.sweeps/1");
     REQUIRE(list_json["sweeps"].size() == 1);
     CHECK(list_json["sweeps"][0]["counts"]["ok"] == 2);
@@ -50,7 +51,8 @@ TEST_CASE("results cli: list, show and best read a recorded sweep in table and j
     REQUIRE(show.exit_code == 0);
     CHECK(show.out.find("95% CI") != std::string::npos);
     CHECK(show.out.find("failed (graph_capture)") != std::string::npos);
-    auto show_json = nlohmann::json::parse(test::run_ncclsweep({"results", "show", "--db", db, "--json"}).out);
+    auto show_json =
+        nlohmann::json::parse(test::run_ncclsweep({"results", "show", "--db", db, "--json"}).out);
     REQUIRE(show_json["experiments"].size() == 4);
     for (const auto& e : show_json["experiments"]) {
         if (e["status"] != "ok") {
@@ -105,7 +107,7 @@ TEST_CASE("results cli: a sweep diffed with itself shows no change and passes th
     TempDir dir;
     const std::string db = recorded_sweep(dir);
     auto r = test::run_ncclsweep({"diff", "latest", "latest", "--db", db, "--fail-on-regression", "--metric",
-                              "tok_s", "--metric", "verify_us_p50", "--threshold", "5%"});
+                                  "tok_s", "--metric", "verify_us_p50", "--threshold", "5%"});
     INFO(r.out << r.err);
     CHECK(r.exit_code == 0);
     CHECK(r.out.find("verify_us_p50 [\xC2\xB5s] (lower is better)") != std::string::npos);
@@ -135,7 +137,8 @@ TEST_CASE("results cli: on a terminal show's table fits its width, piped it is w
         if (!line.empty() && line.back() == '\r') line.pop_back();
         std::size_t width = 0;
         for (char c : line) width += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-        if (line.find("failed (graph_capture)") != std::string::npos || line.find("  ok  ") != std::string::npos) {
+        if (line.find("failed (graph_capture)") != std::string::npos ||
+            line.find("  ok  ") != std::string::npos) {
             ++rows;
             INFO(line);
             CHECK(width <= 150);

@@ -74,7 +74,8 @@ TEST_CASE("run: a local sweep on the simulated engine records every experiment w
     }
 }
 
-TEST_CASE("run: each repeat is told its index, so a seeded sim varies between repeats and reproduces on a rerun") {
+TEST_CASE(
+    "run: each repeat is told its index, so a seeded sim varies between repeats and reproduces on a rerun") {
     TempDir dir;
     auto spec = dir.write("s.yaml", sim_spec("e2e-repeats", "  seed: [9]\n", 3));
     auto samples_of = [&](const std::string& db) {
@@ -96,8 +97,10 @@ TEST_CASE("run: each repeat is told its index, so a seeded sim varies between re
 
     // Any workload sees NCCLSWEEP_REPEAT: 0, 1, 2 in order.
     const auto log = dir.path() / "repeats.txt";
-    auto shell_spec = dir.write("sh.yaml", "sweep: e2e-repeat-env\ntarget: local\nworkload:\n  command: \"echo $NCCLSWEEP_REPEAT >> " +
-                                               log.string() + "\"\naxes:\n  x: [1]\nrepeats: 3\n");
+    auto shell_spec =
+        dir.write("sh.yaml",
+                  "sweep: e2e-repeat-env\ntarget: local\nworkload:\n  command: \"echo $NCCLSWEEP_REPEAT >> " +
+                      log.string() + "\"\naxes:\n  x: [1]\nrepeats: 3\n");
     auto r = run_ncclsweep({"run", shell_spec.string(), "--db", (dir.path() / "c.db").string()});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
@@ -106,10 +109,11 @@ TEST_CASE("run: each repeat is told its index, so a seeded sim varies between re
 
 TEST_CASE("run: injected faults are detected, classified and recorded, a hang ends by stall timeout") {
     TempDir dir;
-    auto spec = dir.write("s.yaml", sim_spec("e2e-faults",
-                                             "  inject: [\"false\", capture-fail, nccl-error, cuda-oom, segv, "
-                                             "\"hang@replay\", exit]\n",
-                                             1, "  stall: 2\n  total: 60\n"));
+    auto spec =
+        dir.write("s.yaml", sim_spec("e2e-faults",
+                                     "  inject: [\"false\", capture-fail, nccl-error, cuda-oom, segv, "
+                                     "\"hang@replay\", exit]\n",
+                                     1, "  stall: 2\n  total: 60\n"));
     std::string db = (dir.path() / "r.db").string();
     auto started = std::chrono::steady_clock::now();
     auto r = run_ncclsweep({"run", spec.string(), "--db", db, "--kill-grace", "0.5"});
@@ -123,7 +127,8 @@ TEST_CASE("run: injected faults are detected, classified and recorded, a hang en
     for (const auto& e : experiments)
         by_inject[e.experiment.params.at(0).second] = {e.outcome.status, e.outcome.failure_class};
     CHECK(by_inject["false"].first == results::ExperimentStatus::ok);
-    CHECK(by_inject["capture-fail"] == std::pair{results::ExperimentStatus::failed, std::string("graph_capture")});
+    CHECK(by_inject["capture-fail"] ==
+          std::pair{results::ExperimentStatus::failed, std::string("graph_capture")});
     CHECK(by_inject["nccl-error"] == std::pair{results::ExperimentStatus::failed, std::string("nccl")});
     CHECK(by_inject["cuda-oom"] == std::pair{results::ExperimentStatus::failed, std::string("oom")});
     CHECK(by_inject["segv"].first == results::ExperimentStatus::failed);
@@ -179,7 +184,10 @@ TEST_CASE("run: --json prints one object per experiment and nothing decorative")
 TEST_CASE("run: SIGINT stops cleanly, and --resume finishes with each experiment recorded once") {
     TempDir dir;
     // Every experiment hangs for 1.5 s before its fault-free end, so the sweep is slow enough to interrupt.
-    auto spec = dir.write("s.yaml", sim_spec("e2e-resume", "  NCCL_PROTO: [LL, Simple]\n  tokens: [1, 2, 4]\n  inject: [\"hang@warmup:1.5\"]\n"));
+    auto spec = dir.write(
+        "s.yaml",
+        sim_spec("e2e-resume",
+                 "  NCCL_PROTO: [LL, Simple]\n  tokens: [1, 2, 4]\n  inject: [\"hang@warmup:1.5\"]\n"));
     std::string db = (dir.path() / "r.db").string();
     std::vector<std::string> argv{binary_path("cli/ncclsweep").string(), "run", spec.string(), "--db", db};
     pid_t pid = fork();
@@ -200,7 +208,8 @@ TEST_CASE("run: SIGINT stops cleanly, and --resume finishes with each experiment
     for (;;) {
         int done = 0;
         if (std::filesystem::exists(db))
-            for (const auto& e : latest_experiments(db)) done += results::is_finished(e.outcome.status) ? 1 : 0;
+            for (const auto& e : latest_experiments(db))
+                done += results::is_finished(e.outcome.status) ? 1 : 0;
         if (done >= 1 || std::chrono::steady_clock::now() > deadline) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }

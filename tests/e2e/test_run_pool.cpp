@@ -24,21 +24,30 @@ TEST_CASE("pool: two ssh hosts run experiments in parallel and each experiment i
     }
     auto known = dir.write("known_hosts", read_file(first.dir.path() / "known_hosts") +
                                               read_file(second.dir.path() / "known_hosts"));
-    auto task = dir.write("task.sh",
-                          "echo \"$(date +%s.%N)\" > " + (dir.path() / "start-").string() + "\"$1\"\n"
-                          "sleep 4\n"
-                          "echo \"$(date +%s.%N)\" > " + (dir.path() / "end-").string() + "\"$1\"\n"
-                          "echo tok_s=1\n");
-    auto spec = dir.write("s.yaml", "sweep: pool\n"
-                                    "target:\n"
-                                    "  hosts: [" + first.url() + ", " + second.url() + "]\n"
-                                    "  workdir: " + (dir.path() / "remote").string() + "\n"
-                                    "workload:\n"
-                                    "  command: [/bin/sh, " + task.string() + ", \"{mode}\"]\n"
-                                    "  metrics:\n"
-                                    "    tok_s: 'tok_s=([0-9.]+)'\n"
-                                    "axes:\n"
-                                    "  mode: [a, b, c, d]\n");
+    auto task = dir.write("task.sh", "echo \"$(date +%s.%N)\" > " + (dir.path() / "start-").string() +
+                                         "\"$1\"\n"
+                                         "sleep 4\n"
+                                         "echo \"$(date +%s.%N)\" > " +
+                                         (dir.path() / "end-").string() +
+                                         "\"$1\"\n"
+                                         "echo tok_s=1\n");
+    auto spec = dir.write("s.yaml",
+                          "sweep: pool\n"
+                          "target:\n"
+                          "  hosts: [" +
+                              first.url() + ", " + second.url() +
+                              "]\n"
+                              "  workdir: " +
+                              (dir.path() / "remote").string() +
+                              "\n"
+                              "workload:\n"
+                              "  command: [/bin/sh, " +
+                              task.string() +
+                              ", \"{mode}\"]\n"
+                              "  metrics:\n"
+                              "    tok_s: 'tok_s=([0-9.]+)'\n"
+                              "axes:\n"
+                              "  mode: [a, b, c, d]\n");
     std::string db = (dir.path() / "r.db").string();
     auto run = run_ncclsweep({"run", spec.string(), "--db", db, "--known-hosts", known.string(), "--identity",
                               (first.dir.path() / "user_key").string()});
@@ -59,7 +68,8 @@ TEST_CASE("pool: two ssh hosts run experiments in parallel and each experiment i
     const std::vector<std::string> modes{"a", "b", "c", "d"};
     for (const auto& x : modes)
         for (const auto& y : modes)
-            if (x < y && time_of("start-" + x) < time_of("end-" + y) && time_of("start-" + y) < time_of("end-" + x))
+            if (x < y && time_of("start-" + x) < time_of("end-" + y) &&
+                time_of("start-" + y) < time_of("end-" + x))
                 ++overlapping;
     CHECK(overlapping >= 1);
     // Both hosts took a connection.

@@ -13,8 +13,8 @@ TEST_CASE("run over ssh: experiments run on the host and are recorded, unknown h
     TestSshd sshd;
     if (!sshd.available) return;
     TempDir dir;
-    std::string spec_text =
-        over_ssh(sim_spec("e2e-ssh", "  NCCL_PROTO: [LL, Simple]\n", 1, k_ssh_timeouts), sshd, dir.path() / "remote");
+    std::string spec_text = over_ssh(sim_spec("e2e-ssh", "  NCCL_PROTO: [LL, Simple]\n", 1, k_ssh_timeouts),
+                                     sshd, dir.path() / "remote");
     auto spec = dir.write("s.yaml", spec_text);
     std::string db = (dir.path() / "r.db").string();
 

@@ -19,7 +19,8 @@ std::string workload_script(const std::filesystem::path& runlog) {
     return "echo \"$NCCL_ALGO/$NCCL_PROTO/$NCCL_MIN_NCHANNELS\" >> '" + runlog.string() +
            "'\n"
            "if [ \"$NCCL_ALGO\" = Tree ]; then\n"
-           "  echo 'tpverify: capture: cudaStreamEndCapture failed: operation failed due to a previous error during "
+           "  echo 'tpverify: capture: cudaStreamEndCapture failed: operation failed due to a previous error "
+           "during "
            "capture (cudaErrorStreamCaptureInvalidated)' >&2\n"
            "  exit 1\n"
            "fi\n"
@@ -46,7 +47,8 @@ std::string search_spec(const std::filesystem::path& script, const std::string& 
            search;
 }
 
-const char* k_search = "search:\n  prune: {after: 2}\n  race: {min_repeats: 2, max_repeats: 8, confidence: 0.95}\n";
+const char* k_search =
+    "search:\n  prune: {after: 2}\n  race: {min_repeats: 2, max_repeats: 8, confidence: 0.95}\n";
 
 std::map<std::string, int> count_lines(const std::string& text) {
     std::map<std::string, int> counts;
@@ -78,8 +80,9 @@ TEST_CASE("search: Tree is pruned and Ring/LL/4 is found within 60 workload runs
     auto plan = run_ncclsweep({"plan", spec.string()});
     INFO(plan.err);
     REQUIRE(plan.exit_code == 0);
-    CHECK(plan.out.find("search: prune a value after 2 failures of one class; race 2..8 repeats at 95% confidence; "
-                        "budget 60 runs; worst case 192 runs (24 x 8 repeats)") != std::string::npos);
+    CHECK(plan.out.find(
+              "search: prune a value after 2 failures of one class; race 2..8 repeats at 95% confidence; "
+              "budget 60 runs; worst case 192 runs (24 x 8 repeats)") != std::string::npos);
 
     auto r = run_ncclsweep({"run", spec.string(), "--db", db});
     INFO(r.err);
@@ -88,8 +91,9 @@ TEST_CASE("search: Tree is pruned and Ring/LL/4 is found within 60 workload runs
     const auto runs = count_lines(read_file(runlog));
     CHECK(total_runs(runs, "Tree/") <= 3);
     CHECK(total_runs(runs) <= 60);
-    CHECK(r.err.find("note: search: budget 60 runs: covers the first round and 12 more runs for the leaders") !=
-          std::string::npos);
+    CHECK(
+        r.err.find("note: search: budget 60 runs: covers the first round and 12 more runs for the leaders") !=
+        std::string::npos);
     CHECK(r.out.find("pruned") != std::string::npos);
     CHECK(r.out.find("NCCL_ALGO=Tree failed 2 times with graph_capture") != std::string::npos);
 
@@ -103,14 +107,18 @@ TEST_CASE("search: Tree is pruned and Ring/LL/4 is found within 60 workload runs
             case results::ExperimentStatus::pruned:
                 ++pruned;
                 CHECK(tree);
-                CHECK(e.outcome.diagnosis.find("NCCL_ALGO=Tree failed 2 times with graph_capture (experiments ") == 0);
+                CHECK(e.outcome.diagnosis.find(
+                          "NCCL_ALGO=Tree failed 2 times with graph_capture (experiments ") == 0);
                 break;
             case results::ExperimentStatus::dropped:
                 ++dropped;
                 CHECK(e.outcome.diagnosis.find("behind experiment 3 ") == 0);
                 break;
-            case results::ExperimentStatus::ok: ++ok; break;
-            default: CHECK(tree);  // the Tree points that ran: failed in graph capture
+            case results::ExperimentStatus::ok:
+                ++ok;
+                break;
+            default:
+                CHECK(tree);  // the Tree points that ran: failed in graph capture
         }
     }
     CHECK(pruned >= 9);
@@ -165,12 +173,15 @@ TEST_CASE("search: a bad budget is bad input and nothing runs") {
     auto runlog = dir.path() / "runs.txt";
     auto script = dir.write("serve.sh", workload_script(runlog));
     auto spec = dir.write("s.yaml", search_spec(script, k_search));
-    auto r = run_ncclsweep({"run", spec.string(), "--db", (dir.path() / "r.db").string(), "--budget", "lots"});
+    auto r =
+        run_ncclsweep({"run", spec.string(), "--db", (dir.path() / "r.db").string(), "--budget", "lots"});
     CHECK(r.exit_code == 2);
-    CHECK(r.err.find("--budget must be a duration such as 2h, 90m or 600s, or a number of workload runs such as "
-                     "'60 runs', not 'lots'") != std::string::npos);
+    CHECK(r.err.find(
+              "--budget must be a duration such as 2h, 90m or 600s, or a number of workload runs such as "
+              "'60 runs', not 'lots'") != std::string::npos);
     CHECK_FALSE(std::filesystem::exists(runlog));
-    auto bad = dir.write("bad.yaml", search_spec(script, "search:\n  race: {min_repeats: 4, max_repeats: 2}\n"));
+    auto bad =
+        dir.write("bad.yaml", search_spec(script, "search:\n  race: {min_repeats: 4, max_repeats: 2}\n"));
     auto p = run_ncclsweep({"plan", bad.string()});
     CHECK(p.exit_code == 2);
     CHECK(p.err.find("search.race.max_repeats (2) is below min_repeats (4)") != std::string::npos);

@@ -150,8 +150,8 @@ TEST_CASE("sim incident: the watcher's rules still read the sim's marked NCCL li
     }
     CHECK(tuning >= 2);  // AllReduce and AllGather
     CHECK(env >= 1);
-    CHECK(
-        nccl::parse_tuning_line("[tpverify-sim] box:1:1 [0] NCCL INFO AllReduce: 57344 Bytes -> Algo TREE proto LL "
-                          "channel{Lo..Hi}={0..0}")
-            ->algo == "TREE");
+    CHECK(nccl::parse_tuning_line(
+              "[tpverify-sim] box:1:1 [0] NCCL INFO AllReduce: 57344 Bytes -> Algo TREE proto LL "
+              "channel{Lo..Hi}={0..0}")
+              ->algo == "TREE");
 }

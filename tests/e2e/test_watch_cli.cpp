@@ -63,7 +63,8 @@ TEST_CASE("watch: a stalled command ends by the stall timeout") {
 }
 
 TEST_CASE("watch --log: a hand-written SGLang-shaped log with a capture failure is diagnosed") {
-    auto r = run_ncclsweep({"watch", "--log", source_path("tests/fixtures/logs/sglang_capture_failure.log").string()});
+    auto r = run_ncclsweep(
+        {"watch", "--log", source_path("tests/fixtures/logs/sglang_capture_failure.log").string()});
     INFO(r.out << r.err);
     CHECK(r.exit_code == 1);
     CHECK(r.out.find("graph_capture") != std::string::npos);

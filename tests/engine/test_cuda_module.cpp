@@ -20,7 +20,9 @@ bool built_with_cuda() {
 }
 }  // namespace
 
-TEST_CASE("cuda module: a tpverify without its CUDA module still simulates, and --backend cuda names the missing file") {
+TEST_CASE(
+    "cuda module: a tpverify without its CUDA module still simulates, and --backend cuda names the missing "
+    "file") {
     TempDir dir;
     const auto copy = dir.path() / "tpverify";
     std::filesystem::copy_file(binary_path("engine/tpverify"), copy);
@@ -28,16 +30,18 @@ TEST_CASE("cuda module: a tpverify without its CUDA module still simulates, and 
     INFO(sim.err);
     CHECK(sim.exit_code == 0);
     CHECK(module_contains(sim.out, "\"event\":\"result\""));
-    const auto auto_backend = run_command({copy.string(), "--backend", "auto", "--json", "--tp", "1", "--iters", "3"});
+    const auto auto_backend =
+        run_command({copy.string(), "--backend", "auto", "--json", "--tp", "1", "--iters", "3"});
     INFO(auto_backend.err);
     CHECK(auto_backend.exit_code == 0);
     CHECK(module_contains(auto_backend.err, "running the SIMULATION instead"));
-    const auto cuda = run_command({copy.string(), "--backend", "cuda", "--json", "--tp", "1", "--process-model",
-                                   "threads", "--iters", "3"});
+    const auto cuda = run_command({copy.string(), "--backend", "cuda", "--json", "--tp", "1",
+                                   "--process-model", "threads", "--iters", "3"});
     INFO(cuda.out << cuda.err);
     CHECK(cuda.exit_code == 1);
     if (built_with_cuda()) {
-        CHECK(module_contains(cuda.out + cuda.err, (dir.path() / "libtpverify-cuda.so").string() + " could not be loaded"));
+        CHECK(module_contains(cuda.out + cuda.err,
+                              (dir.path() / "libtpverify-cuda.so").string() + " could not be loaded"));
     } else {
         CHECK(module_contains(cuda.out + cuda.err, "built without CUDA"));
     }
@@ -46,14 +50,14 @@ TEST_CASE("cuda module: a tpverify without its CUDA module still simulates, and 
 TEST_CASE("cuda module: the build's tpverify loads its module for --backend cuda and not for the sim") {
     const std::string tpv = binary_path("engine/tpverify").string();
     // The sim's start: none of CUDA's libraries are mapped (LD_DEBUG=files lists every load).
-    const auto sim = run_command({tpv, "--backend", "sim", "--json", "--tp", "2", "--iters", "3"}, {},
-                                 {"LD_DEBUG=files"});
+    const auto sim =
+        run_command({tpv, "--backend", "sim", "--json", "--tp", "2", "--iters", "3"}, {}, {"LD_DEBUG=files"});
     REQUIRE(sim.exit_code == 0);
     CHECK_FALSE(module_contains(sim.err, "libcudart"));
     CHECK_FALSE(module_contains(sim.err, "libnccl"));
     CHECK_FALSE(module_contains(sim.err, "libtpverify-cuda"));
-    const auto cuda = run_command({tpv, "--backend", "cuda", "--json", "--tp", "1", "--process-model", "threads",
-                                   "--iters", "3", "--layers", "1"},
+    const auto cuda = run_command({tpv, "--backend", "cuda", "--json", "--tp", "1", "--process-model",
+                                   "threads", "--iters", "3", "--layers", "1"},
                                   {}, {"LD_DEBUG=files"});
     INFO(cuda.out.substr(0, 2000) << cuda.err.substr(0, 4000));
     if (!built_with_cuda()) {

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/run/describe.hpp"
 #include "engine/model/model.hpp"
 #include "engine/options.hpp"
+#include "engine/run/describe.hpp"
 #include "tests/support/catch.hpp"
 
 using namespace tpverify;
@@ -72,7 +72,8 @@ TEST_CASE("describe: every flag of --help is described - and only those") {
     const std::regex flag(R"(--([a-z][a-z0-9-]*))");
     for (auto it = std::sregex_iterator(help.begin(), help.end(), flag); it != std::sregex_iterator(); ++it)
         in_help.insert((*it)[1].str());
-    for (const char* own : {"help", "json", "describe", "flag", "measure-collectives", "validate"}) in_help.erase(own);
+    for (const char* own : {"help", "json", "describe", "flag", "measure-collectives", "validate"})
+        in_help.erase(own);
     std::set<std::string> described;
     for (const auto& p : parameter_schema()) described.insert(p.name);
     CHECK(described == in_help);

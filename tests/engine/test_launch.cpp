@@ -62,8 +62,9 @@ TEST_CASE("launch: one rank failing ends all ranks at once with that rank's stat
     // by a killed shell would also hold CTest's output pipe open for the whole minute).
     const std::string d = "'" + dir.path().string() + "'";
     LaunchOutcome out = launch_ranks(
-        sh("echo $$ > " + d + "/.pid-\"$2\" && mv " + d + "/.pid-\"$2\" " + d + "/rank-\"$2\".pid; " + k_bootstrap + "if [ \"$2\" = 2 ]; then " +
-               "i=0; while [ \"$(ls " + d + " | wc -l)\" -lt 4 ] && [ $i -lt 150 ]; do sleep 0.01; i=$((i+1)); done; " +
+        sh("echo $$ > " + d + "/.pid-\"$2\" && mv " + d + "/.pid-\"$2\" " + d + "/rank-\"$2\".pid; " +
+               k_bootstrap + "if [ \"$2\" = 2 ]; then " + "i=0; while [ \"$(ls " + d +
+               " | wc -l)\" -lt 4 ] && [ $i -lt 150 ]; do sleep 0.01; i=$((i+1)); done; " +
                "exit 5; fi; exec sleep 60",
            4));
     CHECK(seconds_since(t0) < 2.0);
@@ -72,7 +73,8 @@ TEST_CASE("launch: one rank failing ends all ranks at once with that rank's stat
     CHECK(out.message.find("rank 2 of 4 ended with exit status 5") != std::string::npos);
     // The other three are gone (killed and reaped), not left running.
     for (int r : {0, 1, 3}) {
-        const std::string pid = ncclsweep::test::read_file(dir.path() / ("rank-" + std::to_string(r) + ".pid"));
+        const std::string pid =
+            ncclsweep::test::read_file(dir.path() / ("rank-" + std::to_string(r) + ".pid"));
         INFO("rank " << r << " pid " << pid);
         REQUIRE(!pid.empty());
         errno = 0;
@@ -83,7 +85,8 @@ TEST_CASE("launch: one rank failing ends all ranks at once with that rank's stat
 
 TEST_CASE("launch: a rank killed by a signal is named with the signal") {
     const auto t0 = std::chrono::steady_clock::now();
-    LaunchOutcome out = launch_ranks(sh(k_bootstrap + "if [ \"$2\" = 1 ]; then kill -9 $$; fi; exec sleep 60", 2));
+    LaunchOutcome out =
+        launch_ranks(sh(k_bootstrap + "if [ \"$2\" = 1 ]; then kill -9 $$; fi; exec sleep 60", 2));
     CHECK(seconds_since(t0) < 2.0);
     CHECK(out.exit_status == 1);
     CHECK(out.failed_rank == 1);

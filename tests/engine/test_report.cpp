@@ -26,8 +26,8 @@ TEST_CASE("report: result fields follow the contract") {
     r.tok_s = 42;
     const std::string s = result_fields(r).str();
     for (const char* key : {"\"tok_s\":42", "\"verify_us_p50\":100", "\"verify_us_p10\"", "\"verify_us_p90\"",
-                            "\"baseline_tok_s\"", "\"init_s\"", "\"capture_s\"", "\"collective_us\"", "\"samples\":3",
-                            "\"check_wrong\":null"})
+                            "\"baseline_tok_s\"", "\"init_s\"", "\"capture_s\"", "\"collective_us\"",
+                            "\"samples\":3", "\"check_wrong\":null"})
         CHECK(s.find(key) != std::string::npos);
     r.check_wrong = 0;
     CHECK(result_fields(r).str().find("\"check_wrong\":0") != std::string::npos);

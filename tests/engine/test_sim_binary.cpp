@@ -83,7 +83,8 @@ TEST_CASE("tpverify sim: --target-rsd stops on its own") {
     CHECK(field(r, "stopped_by") == "\"target-rsd\"");
 }
 
-TEST_CASE("tpverify sim: NCCL_ALGO changes the timing and channel knobs count where NCCL's cut keeps channels") {
+TEST_CASE(
+    "tpverify sim: NCCL_ALGO changes the timing and channel knobs count where NCCL's cut keeps channels") {
     const auto p50 = [](const CommandResult& r) { return field(result_line(r), "verify_us_p50"); };
     const std::vector<std::string> small = {"--json", "--tp", "8", "--tokens", "1"};
     const std::string base = p50(sim_binary_run(small));
@@ -98,8 +99,9 @@ TEST_CASE("tpverify sim: NCCL_ALGO changes the timing and channel knobs count wh
 }
 
 TEST_CASE("tpverify sim: NCCL debug lines show the effective configuration") {
-    CommandResult r = sim_binary_run({"--json", "--tp", "8"}, {"NCCL_DEBUG=INFO", "NCCL_DEBUG_SUBSYS=TUNING,ENV",
-                                                         "NCCL_ALGO=allreduce:tree"});
+    CommandResult r =
+        sim_binary_run({"--json", "--tp", "8"},
+                       {"NCCL_DEBUG=INFO", "NCCL_DEBUG_SUBSYS=TUNING,ENV", "NCCL_ALGO=allreduce:tree"});
     REQUIRE(r.exit_code == 0);
     CHECK(binary_contains(r.out, "NCCL INFO NCCL_ALGO set by environment to allreduce:tree"));
     CHECK(binary_contains(r.out, "NCCL INFO AllReduce: 57344 Bytes -> Algo TREE proto"));
@@ -109,9 +111,10 @@ TEST_CASE("tpverify sim: NCCL debug lines show the effective configuration") {
 TEST_CASE("tpverify sim: bare NCCL_ALGO=Tree fails the first AllGather like NCCL") {
     CommandResult warm = sim_binary_run({"--json", "--tp", "8"}, {"NCCL_ALGO=Tree", "NCCL_DEBUG=WARN"});
     CHECK(warm.exit_code == 1);
-    CHECK(binary_contains(warm.out,
-                   "NCCL WARN Error : no algorithm/protocol available for function AllGather with datatype "
-                   "ncclBfloat16. NCCL_ALGO was set to Tree."));
+    CHECK(binary_contains(
+        warm.out,
+        "NCCL WARN Error : no algorithm/protocol available for function AllGather with datatype "
+        "ncclBfloat16. NCCL_ALGO was set to Tree."));
     CHECK(binary_contains(warm.err, "tpverify: warmup: ncclAllGather failed: invalid usage"));
     CHECK(result_line(warm).empty());
 
@@ -132,9 +135,10 @@ TEST_CASE("tpverify sim: lazy connect inside a global-mode capture fails") {
     CommandResult r = sim_binary_run({"--tp", "8", "--no-warmup-before-capture", "--capture-mode", "global"});
     CHECK(r.exit_code == 1);
     CHECK(binary_contains(r.err, "unhandled cuda error"));
-    CHECK(sim_binary_run({"--tp", "8", "--no-warmup-before-capture"}).exit_code == 0);  // thread-local is fine
+    CHECK(sim_binary_run({"--tp", "8", "--no-warmup-before-capture"}).exit_code ==
+          0);  // thread-local is fine
     CHECK(sim_binary_run({"--tp", "8", "--no-warmup-before-capture", "--capture-mode", "global"},
-                   {"NCCL_RUNTIME_CONNECT=0"})
+                         {"NCCL_RUNTIME_CONNECT=0"})
               .exit_code == 0);
 }
 
@@ -144,8 +148,8 @@ TEST_CASE("tpverify sim: --check catches LL128 corruption over PCIe, passes fuse
     CHECK(binary_contains(corrupt.err, "elements differ from the host reference"));
     CHECK(result_line(corrupt).empty());
     CHECK(field(result_line(sim_binary_run({"--json", "--tp", "8", "--check"})), "check_wrong") == "0");
-    CHECK(field(result_line(sim_binary_run({"--json", "--tp", "8", "--check", "--fusion", "on"})), "check_wrong") ==
-          "0");
+    CHECK(field(result_line(sim_binary_run({"--json", "--tp", "8", "--check", "--fusion", "on"})),
+                "check_wrong") == "0");
     CHECK(sim_binary_run({"--json", "--tp", "8", "--check", "--topology", "nvlink"}, {"NCCL_PROTO=LL128"})
               .exit_code == 0);
 }
@@ -230,8 +234,8 @@ TEST_CASE("tpverify sim: injected hang really hangs until killed or the watchdog
 
 TEST_CASE("tpverify sim: NCCLSWEEP_REPEAT gives each repeat its own fixed noise") {
     auto run = [](const std::string& repeat) {
-        CommandResult r =
-            sim_binary_run({"--json", "--tp", "8", "--seed", "5", "--iters", "20"}, {"NCCLSWEEP_REPEAT=" + repeat});
+        CommandResult r = sim_binary_run({"--json", "--tp", "8", "--seed", "5", "--iters", "20"},
+                                         {"NCCLSWEEP_REPEAT=" + repeat});
         REQUIRE(r.exit_code == 0);
         return field(result_line(r), "verify_us_p50");
     };
@@ -261,7 +265,8 @@ TEST_CASE("tpverify sim: the pass a server runs: routed experts, attention, draf
     CHECK(std::stod(field(r, "gemm")) > 0);
     CHECK(std::stod(field(r, "verify_us_p50")) >= 1.3 * std::stod(field(r, "baseline_us")));
     // INT4 experts: fewer bytes, a faster modeled pass, and the format in the start event.
-    const CommandResult q = sim_binary_run({"--json", "--tp", "8", "--expert-format", "int4", "--iters", "3"});
+    const CommandResult q =
+        sim_binary_run({"--json", "--tp", "8", "--expert-format", "int4", "--iters", "3"});
     CHECK(field(lines(q.out).front(), "expert_format") == "\"int4-g32\"");
     CHECK(std::stod(field(lines(q.out).front(), "weight_bytes")) < std::stod(field(start, "weight_bytes")));
     CHECK(std::stod(field(result_line(q), "gemm")) < std::stod(field(r, "gemm")));

@@ -16,7 +16,7 @@ using ncclsweep::test::run_command;
 
 namespace {
 CommandResult done_when_run(std::vector<std::string> args, const std::vector<std::string>& env = {},
-                       const std::string& backend = "sim") {
+                            const std::string& backend = "sim") {
     args.insert(args.begin(), binary_path("engine/tpverify").string());
     args.insert(args.begin() + 1, "--backend=" + backend);
     return run_command(args, {}, env);
@@ -80,7 +80,8 @@ TEST_CASE("sim done-when: NCCL_P2P_LEVEL=3 and NCCL_P2P_LEVEL=PHB give the same 
     // ... and it is a different pass from NCCL's default level (SHM instead of P2P).
     const CommandResult def = done_when_run(k_pass);
     CHECK(field(event_line(def, "result"), "transport") == "SHM/direct/direct");
-    CHECK(field(event_line(done_when_run(k_pass, {"NCCL_P2P_LEVEL=3"}), "result"), "transport") == "P2P/CUMEM");
+    CHECK(field(event_line(done_when_run(k_pass, {"NCCL_P2P_LEVEL=3"}), "result"), "transport") ==
+          "P2P/CUMEM");
     CHECK(std::fabs(number(def, "verify_us_p50") / by_name - 1) > 0.005);
 }
 
@@ -129,12 +130,13 @@ TEST_CASE("sim done-when: a calibration in which NCCL_PROTO=LL is faster at 57 K
     const std::string simple = event_line(done_when_run(cal, {"NCCL_PROTO=Simple"}), "result");
     CHECK(field(simple, "collective_times") == "model");
     CHECK(done_when_contains(field(simple, "calibration_note"),
-                   "no all_reduce table for 8 ranks under NCCL_PROTO=Simple"));
+                             "no all_reduce table for 8 ranks under NCCL_PROTO=Simple"));
     // Sizes outside the measured range too (1 token: 14336 B < 16384 B).
     const std::string small = event_line(
         done_when_run({"--json", "--tp", "8", "--tokens", "1", "--calibration", file.string()}), "result");
     CHECK(field(small, "collective_times") == "calibration+model");
-    CHECK(done_when_contains(field(small, "calibration_note"), "all_reduce of 14336 B is outside the measured sizes"));
+    CHECK(done_when_contains(field(small, "calibration_note"),
+                             "all_reduce of 14336 B is outside the measured sizes"));
     // A bad file is a usage error that names the line.
     const auto bad = dir.write("bad.txt", "tpverify-calibration 1\nsetting\ntable all_reduce 8\n100\n");
     const CommandResult refused = done_when_run(with(k_pass, {"--calibration", bad.string()}));
@@ -149,7 +151,8 @@ TEST_CASE("sim done-when: the sim's NCCL-like lines carry a visible marker") {
     std::istringstream in(r.out);
     int nccl_lines = 0;
     for (std::string l; std::getline(in, l);) {
-        if (!done_when_contains(l, " NCCL ") || l.rfind("{", 0) == 0) continue;  // JSON events may mention NCCL
+        if (!done_when_contains(l, " NCCL ") || l.rfind("{", 0) == 0)
+            continue;  // JSON events may mention NCCL
         ++nccl_lines;
         CHECK(l.rfind("[tpverify-sim] ", 0) == 0);
     }

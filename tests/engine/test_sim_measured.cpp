@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/sim/calibration.hpp"
 #include "engine/model/model.hpp"
 #include "engine/options.hpp"
+#include "engine/sim/calibration.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -61,7 +61,7 @@ std::string result_field(const CommandResult& r, const std::string& key) {
 }
 
 CommandResult simulate(const std::string& calibration, const std::vector<std::string>& env = {},
-                  const std::vector<std::string>& more = {}) {
+                       const std::vector<std::string>& more = {}) {
     std::vector<std::string> args = {binary_path("engine/tpverify").string(),
                                      "--backend",
                                      "sim",

@@ -18,8 +18,10 @@ NcclEnv env_of(const std::map<std::string, std::string>& vars, std::string* warn
             return it == vars.end() ? nullptr : it->second.c_str();
         },
         env, warn);
-    if (warn_out) *warn_out = warn;
-    else REQUIRE(ok);
+    if (warn_out)
+        *warn_out = warn;
+    else
+        REQUIRE(ok);
     return env;
 }
 Choice pick(const std::map<std::string, std::string>& vars, Func f, std::uint64_t bytes,
@@ -35,8 +37,10 @@ TEST_CASE("sim model: NCCL's own latency figures for 8 PCIe ranks") {
     // Ring/LL 20.6 µs, Tree/LL 20.8, Ring/Simple 88, Tree/Simple 64.
     CHECK(pick({{"NCCL_ALGO", "ring"}, {"NCCL_PROTO", "LL"}}, Func::all_reduce, 0).model_us == Approx(20.6));
     CHECK(pick({{"NCCL_ALGO", "tree"}, {"NCCL_PROTO", "LL"}}, Func::all_reduce, 0).model_us == Approx(20.8));
-    CHECK(pick({{"NCCL_ALGO", "ring"}, {"NCCL_PROTO", "Simple"}}, Func::all_reduce, 0).model_us == Approx(88.2));
-    CHECK(pick({{"NCCL_ALGO", "tree"}, {"NCCL_PROTO", "Simple"}}, Func::all_reduce, 0).model_us == Approx(64.4));
+    CHECK(pick({{"NCCL_ALGO", "ring"}, {"NCCL_PROTO", "Simple"}}, Func::all_reduce, 0).model_us ==
+          Approx(88.2));
+    CHECK(pick({{"NCCL_ALGO", "tree"}, {"NCCL_PROTO", "Simple"}}, Func::all_reduce, 0).model_us ==
+          Approx(64.4));
 }
 
 TEST_CASE("sim model: default choice for a 14 KB all-reduce is Ring/LL on one channel") {
@@ -56,7 +60,8 @@ TEST_CASE("sim model: channel and thread knobs do not move small messages, but d
     for (std::uint64_t bytes : {14336ull, 57344ull}) {
         INFO(bytes);
         CHECK(pick(base, Func::all_reduce, bytes).time_us == pick(knobs, Func::all_reduce, bytes).time_us);
-        CHECK(pick(base, Func::all_reduce, bytes).time_us == pick(one_channel, Func::all_reduce, bytes).time_us);
+        CHECK(pick(base, Func::all_reduce, bytes).time_us ==
+              pick(one_channel, Func::all_reduce, bytes).time_us);
     }
     const std::uint64_t big = 300ull * 14336;
     CHECK(pick(one_channel, Func::all_reduce, big).time_us > 1.3 * pick(base, Func::all_reduce, big).time_us);
@@ -83,7 +88,8 @@ TEST_CASE("sim model: NCCL's failure text for a bare NCCL_ALGO=Tree") {
     const NcclEnv env = env_of({{"NCCL_ALGO", "Tree"}});
     Comm comm(topology_model(Topology::pcie_gen5), env, 8);
     CHECK(comm.no_algo_warning(Func::all_gather) ==
-          "Error : no algorithm/protocol available for function AllGather with datatype ncclBfloat16. NCCL_ALGO was "
+          "Error : no algorithm/protocol available for function AllGather with datatype ncclBfloat16. "
+          "NCCL_ALGO was "
           "set to Tree.");
 }
 
@@ -96,9 +102,14 @@ TEST_CASE("sim model: env parsing follows NCCL") {
     env_of({{"NCCL_ALGO", "everything:ring"}}, &warn);
     CHECK(warn.find("Unrecognized prefix token \"everything\"") != std::string::npos);
 
-    const NcclEnv e = env_of({{"NCCL_MIN_CTAS", "2"}, {"NCCL_MIN_NCHANNELS", "4"}, {"NCCL_MAX_CTAS", "16"},
-                              {"NCCL_MAX_NCHANNELS", "8"}, {"NCCL_NTHREADS", "100"}, {"NCCL_DEBUG", "info"},
-                              {"NCCL_DEBUG_SUBSYS", "TUNING,env"}, {"NCCL_ALGO", "allreduce:tree"}});
+    const NcclEnv e = env_of({{"NCCL_MIN_CTAS", "2"},
+                              {"NCCL_MIN_NCHANNELS", "4"},
+                              {"NCCL_MAX_CTAS", "16"},
+                              {"NCCL_MAX_NCHANNELS", "8"},
+                              {"NCCL_NTHREADS", "100"},
+                              {"NCCL_DEBUG", "info"},
+                              {"NCCL_DEBUG_SUBSYS", "TUNING,env"},
+                              {"NCCL_ALGO", "allreduce:tree"}});
     CHECK(e.min_ctas == 4);  // the more restrictive of both names
     CHECK(e.max_ctas == 8);
     CHECK(e.nthreads == 512);  // not a multiple of 32: NCCL falls back to the maximum
@@ -122,12 +133,14 @@ TEST_CASE("sim model: transports and LL128 defaults") {
     bool pcie_ll128 = false, nvlink_ll128 = false;
     for (std::uint64_t bytes = 1024; bytes <= (1ull << 30); bytes *= 2) {
         pcie_ll128 = pcie_ll128 || pick({}, Func::all_reduce, bytes).proto == Proto::ll128;
-        nvlink_ll128 = nvlink_ll128 || pick({}, Func::all_reduce, bytes, Topology::nvlink).proto == Proto::ll128;
+        nvlink_ll128 =
+            nvlink_ll128 || pick({}, Func::all_reduce, bytes, Topology::nvlink).proto == Proto::ll128;
     }
     CHECK_FALSE(pcie_ll128);
     CHECK(nvlink_ll128);
     CHECK(pick({{"NCCL_PROTO", "LL128"}}, Func::all_reduce, 57344).proto == Proto::ll128);
-    CHECK(pick({{"NCCL_PROTO", "^LL,Simple"}}, Func::all_reduce, 57344, Topology::nvlink).proto == Proto::ll128);
+    CHECK(pick({{"NCCL_PROTO", "^LL,Simple"}}, Func::all_reduce, 57344, Topology::nvlink).proto ==
+          Proto::ll128);
 }
 
 TEST_CASE("sim model: one-shot all-reduce on 8 PCIe gen5 ranks") {

@@ -23,7 +23,7 @@ NcclEnv rules_env_of(const std::map<std::string, std::string>& vars) {
     return env;
 }
 Choice rules_pick(const std::map<std::string, std::string>& vars, Func f, std::uint64_t bytes,
-            const TopologyModel& topo = topology_model(Topology::pcie_gen5), int ranks = 8) {
+                  const TopologyModel& topo = topology_model(Topology::pcie_gen5), int ranks = 8) {
     return Comm(topo, rules_env_of(vars), ranks).choose(f, bytes);
 }
 }  // namespace
@@ -79,7 +79,8 @@ TEST_CASE("sim rules: Ring/LL runs at half the bus bandwidth capped by the archi
     // Large enough that the bandwidth term dominates; Ring/LL over 2 PCIe channels of 24 GB/s.
     const std::uint64_t bytes = 64ull << 20;
     const Choice ll = rules_pick({{"NCCL_ALGO", "ring"}, {"NCCL_PROTO", "LL"}}, Func::all_gather, bytes);
-    const Choice simple = rules_pick({{"NCCL_ALGO", "ring"}, {"NCCL_PROTO", "Simple"}}, Func::all_gather, bytes);
+    const Choice simple =
+        rules_pick({{"NCCL_ALGO", "ring"}, {"NCCL_PROTO", "Simple"}}, Func::all_gather, bytes);
     const double ll_lat = 6.6 + 7 * 1.0, simple_lat = 8.4 + 7 * 5.7;
     // Model time minus latency is bytes / bandwidth: LL's is twice Simple's (x0.5 in 2.28; x1/3 for
     // AllGather in NCCL <= 2.20 would make it three times).
@@ -89,7 +90,8 @@ TEST_CASE("sim rules: Ring/LL runs at half the bus bandwidth capped by the archi
     TopologyModel nvl = topology_model(Topology::nvlink);
     const double nvl_lat = 6.6 + 7 * 0.6;
     const double algo_ratio = 8.0 / 7.0;  // ring AllGather: bus -> algorithm bandwidth
-    const Choice hopper = rules_pick({{"NCCL_ALGO", "ring"}, {"NCCL_PROTO", "LL"}}, Func::all_gather, bytes, nvl);
+    const Choice hopper =
+        rules_pick({{"NCCL_ALGO", "ring"}, {"NCCL_PROTO", "LL"}}, Func::all_gather, bytes, nvl);
     CHECK(hopper.model_us - nvl_lat == Approx(bytes / (1000.0 * 141.0 * algo_ratio)).epsilon(1e-4));
     nvl.gpu.sm = 100;
     const Choice blackwell =
@@ -101,7 +103,8 @@ TEST_CASE("sim rules: Tree is 0.92 of the bus capped at channels x perChMaxTreeB
     const std::uint64_t bytes = 1ull << 30;                // tree correction factor is 1 at this size
     TopologyModel nvl = topology_model(Topology::nvlink);  // 16 channels x 22.5 GB/s = 360
     const auto tree = [&](const TopologyModel& t) {
-        return rules_pick({{"NCCL_ALGO", "tree"}, {"NCCL_PROTO", "Simple"}}, Func::all_reduce, bytes, t).model_us -
+        return rules_pick({{"NCCL_ALGO", "tree"}, {"NCCL_PROTO", "Simple"}}, Func::all_reduce, bytes, t)
+                   .model_us -
                (8.4 + 14 * 4.0);
     };
     // Hopper: min(360 x 0.92, 16 x 38.7) = 331.2; algorithm bandwidth is half of it.
@@ -116,7 +119,8 @@ TEST_CASE("sim rules: LL128 is capped per channel by architecture and off by def
     nvl.bus_bw_gbs = 16 * 60.0;
     const std::uint64_t bytes = 1ull << 30;
     const auto ring_ll128 = [&](const TopologyModel& t) {
-        return rules_pick({{"NCCL_ALGO", "ring"}, {"NCCL_PROTO", "LL128"}}, Func::all_reduce, bytes, t).model_us -
+        return rules_pick({{"NCCL_ALGO", "ring"}, {"NCCL_PROTO", "LL128"}}, Func::all_reduce, bytes, t)
+                   .model_us -
                (14.0 + 14 * 1.9);
     };
     const double ar_ratio = 8.0 / 14.0;
@@ -139,7 +143,8 @@ TEST_CASE("sim rules: Simple's extra warp comes after the channel cut") {
     const Choice small = rules_pick(simple, Func::all_reduce, 60 * 1024);
     CHECK(small.channels == 1);
     // Tree always runs NCCL_MAX_NTHREADS (640) threads.
-    CHECK(rules_pick({{"NCCL_ALGO", "tree"}, {"NCCL_PROTO", "Simple"}}, Func::all_reduce, 1 << 20).threads == 640);
+    CHECK(rules_pick({{"NCCL_ALGO", "tree"}, {"NCCL_PROTO", "Simple"}}, Func::all_reduce, 1 << 20).threads ==
+          640);
 }
 
 TEST_CASE("sim rules: fusion runs only with peer access and at most 8 ranks") {

@@ -42,7 +42,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const std::string& head = lines[0];
         std::uint64_t bytes = 0;
         std::size_t i = 1;
-        for (; i < head.size() && i < 20 && head[i] >= '0' && head[i] <= '9'; ++i) bytes = bytes * 10 + (head[i] - '0');
+        for (; i < head.size() && i < 20 && head[i] >= '0' && head[i] <= '9'; ++i)
+            bytes = bytes * 10 + (head[i] - '0');
         context.max_message_bytes = bytes;
         if (i < head.size()) context.topology = head.substr(i + 1 <= head.size() ? i + 1 : i);
         first = 1;
@@ -63,6 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     auto findings = nccl::check_environment(env, context);
     for (const auto& finding : findings) check_finding(finding);
-    FUZZ_CHECK(same(findings, nccl::check_environment(env, context)), "check_environment is not deterministic");
+    FUZZ_CHECK(same(findings, nccl::check_environment(env, context)),
+               "check_environment is not deterministic");
     return 0;
 }

@@ -39,7 +39,8 @@ std::optional<std::string> parse_shell_word(const std::string& text, std::size_t
             if (pos + 1 >= text.size() || text[pos + 1] == '\n') return std::nullopt;
             value += text[pos + 1];
             pos += 2;
-        } else if (std::isalnum(static_cast<unsigned char>(c)) || std::string_view("_@%+=:,./-").find(c) != std::string_view::npos) {
+        } else if (std::isalnum(static_cast<unsigned char>(c)) ||
+                   std::string_view("_@%+=:,./-").find(c) != std::string_view::npos) {
             value += c;
             ++pos;
         } else {
@@ -93,7 +94,8 @@ std::optional<std::string> parse_python_literal(const std::string& literal) {
         }
         if (i + digits >= literal.size()) return std::nullopt;
         const std::string hex = literal.substr(i + 1, digits);
-        if (!std::all_of(hex.begin(), hex.end(), [](char h) { return std::isxdigit(static_cast<unsigned char>(h)); }))
+        if (!std::all_of(hex.begin(), hex.end(),
+                         [](char h) { return std::isxdigit(static_cast<unsigned char>(h)); }))
             return std::nullopt;
         const auto code = static_cast<std::uint32_t>(std::stoul(hex, nullptr, 16));
         if (code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff && !(code >= 0xdc80 && code <= 0xdcff)))
@@ -122,7 +124,8 @@ void check_quoting(const std::string& value) {
     const std::string quoted = ncclsweep::shell_quote(value);
     std::size_t pos = 0;
     auto parsed = parse_shell_word(quoted, pos);
-    FUZZ_CHECK(parsed && pos == quoted.size() && *parsed == value, "shell_quote does not round-trip: " + quoted);
+    FUZZ_CHECK(parsed && pos == quoted.size() && *parsed == value,
+               "shell_quote does not round-trip: " + quoted);
     const std::string python = render::python_quote(value);
     FUZZ_CHECK(printable_ascii(python, false), "python_quote output is not printable ASCII: " + python);
     auto decoded = parse_python_literal(python);
@@ -141,7 +144,8 @@ void check_env_file(const std::string& file, const std::vector<Assignment>& env)
         }
         const std::size_t equals = file.find('=', pos);
         FUZZ_CHECK(equals != std::string::npos && index < env.size(), "unexpected env file line");
-        FUZZ_CHECK(file.compare(pos, equals - pos, env[index].first) == 0, "name changed: " + env[index].first);
+        FUZZ_CHECK(file.compare(pos, equals - pos, env[index].first) == 0,
+                   "name changed: " + env[index].first);
         pos = equals + 1;
         auto value = parse_shell_word(file, pos);  // quoted newlines stay inside the word
         FUZZ_CHECK(value.has_value(), "env file value is not one safe word");
@@ -173,16 +177,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         check_quoting(value);
         if (!valid_name(name) || value.find('\0') != std::string::npos) expect_ok = false;
     }
-    const render::Provenance provenance{command_template.substr(0, 300), static_cast<int>(size), records.back()};
+    const render::Provenance provenance{command_template.substr(0, 300), static_cast<int>(size),
+                                        records.back()};
     const std::string site = render::sitecustomize(env, provenance);
     FUZZ_CHECK(printable_ascii(site, true), "sitecustomize.py is not printable ASCII");
     auto file = render::env_file(env, provenance);
-    FUZZ_CHECK(file.ok() == expect_ok, file.ok() ? "env_file accepted an invalid entry" : file.error().message);
+    FUZZ_CHECK(file.ok() == expect_ok,
+               file.ok() ? "env_file accepted an invalid entry" : file.error().message);
     if (file) check_env_file(*file, env);
 
     WorkloadSpec workload;
     workload.command_is_shell = !command_template.empty() && command_template[0] == '$';
-    for (const auto& element : fuzz::split(workload.command_is_shell ? command_template.substr(1) : command_template, '\x1f'))
+    for (const auto& element :
+         fuzz::split(workload.command_is_shell ? command_template.substr(1) : command_template, '\x1f'))
         workload.command.push_back(SpecValue{element, {}});
     if (workload.command_is_shell) workload.command.resize(1);
     std::vector<Assignment> params;
@@ -190,7 +197,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto argv = render::command_argv(workload, params, "tpverify");
     if (argv) {
         FUZZ_CHECK(!argv->empty(), "empty argv");
-        for (const auto& word : *argv) FUZZ_CHECK(word.find('\0') == std::string::npos, "NUL in argv: " + word);
+        for (const auto& word : *argv)
+            FUZZ_CHECK(word.find('\0') == std::string::npos, "NUL in argv: " + word);
         if (workload.command_is_shell) FUZZ_CHECK(argv->size() == 3 && (*argv)[0] == "/bin/sh", "shell form");
     } else {
         FUZZ_CHECK(!argv.error().message.empty(), "error without text");

@@ -10,8 +10,8 @@
 #include "core/plan/plan.hpp"
 #include "core/plan/planner.hpp"
 #include "core/plan/render.hpp"
-#include "core/watch/rule_catalog.hpp"
 #include "core/spec/spec_parser.hpp"
+#include "core/watch/rule_catalog.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 using namespace ncclsweep;
@@ -35,8 +35,9 @@ void check_experiment(const Spec& spec, const Experiment& experiment, int expect
     for (const auto& word : experiment.argv)
         FUZZ_CHECK(word.find('\0') == std::string::npos, "argv element with a NUL byte: " + word);
     if (experiment.shell)
-        FUZZ_CHECK(experiment.argv.size() == 3 && experiment.argv[0] == "/bin/sh" && experiment.argv[1] == "-c",
-                   "a string command runs as /bin/sh -c script");
+        FUZZ_CHECK(
+            experiment.argv.size() == 3 && experiment.argv[0] == "/bin/sh" && experiment.argv[1] == "-c",
+            "a string command runs as /bin/sh -c script");
     const render::Provenance provenance{spec.name, experiment.id, experiment.key};
     (void)render::sitecustomize(experiment.env, provenance);
     auto env = render::env_file(experiment.env, provenance);
@@ -83,7 +84,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         }
         if (!*more) break;
         ++produced;
-        FUZZ_CHECK(static_cast<std::uint64_t>(produced) <= k_max_experiments, "max_experiments was not enforced");
+        FUZZ_CHECK(static_cast<std::uint64_t>(produced) <= k_max_experiments,
+                   "max_experiments was not enforced");
         check_experiment(*spec, experiment, produced);
     }
     auto summary = check_plan(*spec, options);
@@ -91,7 +93,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         check_error(summary.error());
     } else if (clean) {
         FUZZ_CHECK(summary->count == static_cast<std::uint64_t>(produced),
-                   "check_plan counted " + std::to_string(summary->count) + ", planner gave " + std::to_string(produced));
+                   "check_plan counted " + std::to_string(summary->count) + ", planner gave " +
+                       std::to_string(produced));
     }
     return 0;
 }

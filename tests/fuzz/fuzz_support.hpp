@@ -10,13 +10,13 @@
 #include <vector>
 
 /// Aborts with a message when `cond` is false: an invariant of the code under test broke.
-#define FUZZ_CHECK(cond, what)                                                                       \
-    do {                                                                                             \
-        if (!(cond)) {                                                                               \
-            std::fprintf(stderr, "%s:%d: invariant broken: %s (%s)\n", __FILE__, __LINE__, #cond,   \
-                         std::string(what).c_str());                                                \
-            std::abort();                                                                            \
-        }                                                                                            \
+#define FUZZ_CHECK(cond, what)                                                                    \
+    do {                                                                                          \
+        if (!(cond)) {                                                                            \
+            std::fprintf(stderr, "%s:%d: invariant broken: %s (%s)\n", __FILE__, __LINE__, #cond, \
+                         std::string(what).c_str());                                              \
+            std::abort();                                                                         \
+        }                                                                                         \
     } while (0)
 
 namespace ncclsweep::fuzz {

@@ -69,7 +69,8 @@ struct Checker {
         for (const auto& line : last) FUZZ_CHECK(line.size() <= options.max_line_chars, "ring line not cut");
         const auto& diag = watcher.diagnosis();
         const std::size_t stored_limit = options.max_line_chars + 40;  // "... [N more bytes]"
-        FUZZ_CHECK(diag.line.size() <= stored_limit && diag.trigger_line.size() <= stored_limit, "diagnosis line");
+        FUZZ_CHECK(diag.line.size() <= stored_limit && diag.trigger_line.size() <= stored_limit,
+                   "diagnosis line");
         FUZZ_CHECK(diag.before.size() <= options.context_before, "before context");
         FUZZ_CHECK(diag.after.size() <= 64 + options.context_after, "after context unbounded");
         for (const auto& line : diag.after) FUZZ_CHECK(line.size() <= stored_limit, "after line not cut");

@@ -32,7 +32,8 @@ bool run_file(const std::filesystem::path& path) {
 
 int main(int argc, char** argv) {
     if (argc < 2) {
-        std::fprintf(stderr, "usage: %s DIR_OR_FILE...  (replays every file through the fuzz target)\n", argv[0]);
+        std::fprintf(stderr, "usage: %s DIR_OR_FILE...  (replays every file through the fuzz target)\n",
+                     argv[0]);
         return 2;
     }
     std::size_t count = 0;
@@ -47,7 +48,8 @@ int main(int argc, char** argv) {
             files.push_back(root);
         }
         if (files.empty()) {
-            std::fprintf(stderr, "replay: %s has no inputs; a corpus directory must not be empty\n", root.c_str());
+            std::fprintf(stderr, "replay: %s has no inputs; a corpus directory must not be empty\n",
+                         root.c_str());
             return 1;
         }
         std::sort(files.begin(), files.end());

@@ -7,7 +7,9 @@ using ncclsweep::Stream;
 using ncclsweep::remote::LineSplitter;
 
 namespace {
-void feed(LineSplitter& s, const std::string& text, std::deque<OutputLine>& out) { s.feed(text.data(), text.size(), out); }
+void feed(LineSplitter& s, const std::string& text, std::deque<OutputLine>& out) {
+    s.feed(text.data(), text.size(), out);
+}
 }  // namespace
 
 TEST_CASE("line splitter joins chunks and splits on newline", "[remote][lines]") {

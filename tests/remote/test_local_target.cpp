@@ -33,8 +33,8 @@ Collected collect(Process& p, std::chrono::milliseconds limit = 20s) {
     return c;
 }
 
-std::unique_ptr<Process> start(LocalTarget& t, std::vector<std::string> argv, std::vector<Assignment> env = {},
-                               std::string workdir = {}) {
+std::unique_ptr<Process> start(LocalTarget& t, std::vector<std::string> argv,
+                               std::vector<Assignment> env = {}, std::string workdir = {}) {
     Command c;
     c.argv = std::move(argv);
     c.env = std::move(env);
@@ -96,7 +96,8 @@ TEST_CASE("local: a missing program or workdir is an error, not a process", "[re
 
 TEST_CASE("local: kill ends the whole group including children", "[remote][local]") {
     LocalTarget t;
-    auto p = start(t, {"sh", "-c", "sleep 1000 & echo child:$!; trap '' TERM; sleep 1000 & echo child:$!; wait"});
+    auto p =
+        start(t, {"sh", "-c", "sleep 1000 & echo child:$!; trap '' TERM; sleep 1000 & echo child:$!; wait"});
     std::vector<pid_t> children;
     OutputLine line;
     const auto deadline = std::chrono::steady_clock::now() + 10s;
@@ -155,7 +156,10 @@ TEST_CASE("local: a 100 MB flood is read completely", "[remote][local]") {
     PollState state;
     const auto deadline = std::chrono::steady_clock::now() + 60s;
     while ((state = p->poll(1s, line)) != PollState::exited && std::chrono::steady_clock::now() < deadline) {
-        if (state == PollState::line) { ++lines; bytes += line.text.size() + 1; }
+        if (state == PollState::line) {
+            ++lines;
+            bytes += line.text.size() + 1;
+        }
     }
     CHECK(state == PollState::exited);
     CHECK(lines == 1000000);

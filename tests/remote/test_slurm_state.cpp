@@ -26,7 +26,8 @@ TEST_CASE("slurm: squeue lines that are not three fields are skipped") {
 }
 
 TEST_CASE("slurm: scontrol show job of an ended array gives each task's state and exit") {
-    auto tasks = parse_scontrol_jobs(read_file(source_path("tests/fixtures/slurm/scontrol-oneliner-array.txt")));
+    auto tasks =
+        parse_scontrol_jobs(read_file(source_path("tests/fixtures/slurm/scontrol-oneliner-array.txt")));
     REQUIRE(tasks.size() == 5);
     CHECK(tasks.at("7_0").state == "COMPLETED");
     CHECK(verdict_of(tasks.at("7_0")) == TaskVerdict::exited);
@@ -41,7 +42,8 @@ TEST_CASE("slurm: scontrol show job of an ended array gives each task's state an
 }
 
 TEST_CASE("slurm: sacct's NodeList column names the node, 'None assigned' none") {
-    auto tasks = parse_sacct("7_0|COMPLETED|0:0|gpu01\n7_1|CANCELLED by 0|0:15|None assigned\n7_2|FAILED|0:53\n");
+    auto tasks =
+        parse_sacct("7_0|COMPLETED|0:0|gpu01\n7_1|CANCELLED by 0|0:15|None assigned\n7_2|FAILED|0:53\n");
     CHECK(tasks.at("7_0").node == "gpu01");
     CHECK(tasks.at("7_1").node.empty());
     CHECK(tasks.at("7_1").state == "CANCELLED");

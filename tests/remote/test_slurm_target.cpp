@@ -26,10 +26,10 @@ namespace {
 /// A Slurm in memory: tasks are live (with a state) or ended (with a final state).
 struct FakeSlurm final : SlurmCommands {
     std::vector<std::vector<std::string>> calls;
-    std::map<std::string, std::string> live;    ///< task -> PENDING / RUNNING
-    std::map<std::string, std::string> finals;  ///< task -> "STATE ExitCode"
-    std::map<std::string, std::string> reasons; ///< task -> squeue's reason while live ("None" if unset)
-    std::string nodes = "node[1-4]";            ///< sinfo's node list of the partition
+    std::map<std::string, std::string> live;     ///< task -> PENDING / RUNNING
+    std::map<std::string, std::string> finals;   ///< task -> "STATE ExitCode"
+    std::map<std::string, std::string> reasons;  ///< task -> squeue's reason while live ("None" if unset)
+    std::string nodes = "node[1-4]";             ///< sinfo's node list of the partition
     int next_job = 100;
 
     int count(const std::string& program) const {
@@ -50,7 +50,8 @@ struct FakeSlurm final : SlurmCommands {
             output.out = job + "\n";
         } else if (program == "squeue") {
             for (const auto& [task, state] : live)
-                output.out += task + "|" + state + "|" + (reasons.count(task) ? reasons.at(task) : "None") + "\n";
+                output.out +=
+                    task + "|" + state + "|" + (reasons.count(task) ? reasons.at(task) : "None") + "\n";
         } else if (program == "sinfo") {
             output.out = nodes + "\n";
         } else if (program == "sacct") {
@@ -61,11 +62,12 @@ struct FakeSlurm final : SlurmCommands {
             for (const auto& [task, final] : finals) {
                 if (task.substr(0, task.find('_')) != job) continue;
                 auto space = final.find(' ');
-                output.out += fmt::format("JobId=9{} ArrayJobId={} ArrayTaskId={} JobState={} Reason={} ExitCode={} "
-                                          "NodeList=node3\n",
-                                          task.substr(task.find('_') + 1), job, task.substr(task.find('_') + 1),
-                                          final.substr(0, space), reasons.count(task) ? reasons.at(task) : "None",
-                                          final.substr(space + 1));
+                output.out += fmt::format(
+                    "JobId=9{} ArrayJobId={} ArrayTaskId={} JobState={} Reason={} ExitCode={} "
+                    "NodeList=node3\n",
+                    task.substr(task.find('_') + 1), job, task.substr(task.find('_') + 1),
+                    final.substr(0, space), reasons.count(task) ? reasons.at(task) : "None",
+                    final.substr(space + 1));
             }
         } else if (program == "scancel") {
             for (std::size_t i = 1; i < argv.size(); ++i) {
@@ -112,7 +114,8 @@ struct Fixture {
         options.workdir_root = dir.path().string();
         options.warn = [this](const std::string& message) { warnings.push_back(message); };
         if (adjust) adjust(options);
-        target = std::make_unique<SlurmTarget>(std::make_unique<LocalTarget>(login_options), std::move(fake), options);
+        target = std::make_unique<SlurmTarget>(std::make_unique<LocalTarget>(login_options), std::move(fake),
+                                               options);
         workdir = *target->prepare_workdir("sweep-1");
     }
     std::vector<BatchItem> items(int n) const {
@@ -217,7 +220,8 @@ TEST_CASE("slurm target: one squeue per poll round however many tasks are follow
     }
     OutputLine line;
     for (int round = 0; round < 5; ++round)
-        for (auto& process : processes) CHECK(process->poll(std::chrono::milliseconds(10), line) == PollState::timeout);
+        for (auto& process : processes)
+            CHECK(process->poll(std::chrono::milliseconds(10), line) == PollState::timeout);
     CHECK(f.slurm->count("squeue") <= 1);
     CHECK(f.target->counters().squeue_calls <= 1);
 }
@@ -364,7 +368,8 @@ TEST_CASE("slurm task: a status written as Slurm's node failure killed the comma
     CHECK((*process)->lost_reason().find("NODE_FAIL") != std::string::npos);
 }
 
-TEST_CASE("slurm task: Slurm says it completed yet nothing it wrote is here - the work directory is not shared") {
+TEST_CASE(
+    "slurm task: Slurm says it completed yet nothing it wrote is here - the work directory is not shared") {
     // The brief's case (COMPLETED, exit 0, no status) and the one a real node gives when the
     // directory does not exist there (recorded: FAILED, Reason=JobLaunchFailure, ExitCode=0:53).
     for (const std::string final : {"COMPLETED 0:0", "FAILED 0:53"}) {
@@ -380,7 +385,8 @@ TEST_CASE("slurm task: Slurm says it completed yet nothing it wrote is here - th
         auto [lines, end] = drain(**process);
         REQUIRE(end == PollState::lost);
         const std::string reason = (*process)->lost_reason();
-        CHECK(reason.find("Slurm says task 100_0 ended (" + final.substr(0, final.find(' '))) != std::string::npos);
+        CHECK(reason.find("Slurm says task 100_0 ended (" + final.substr(0, final.find(' '))) !=
+              std::string::npos);
         CHECK(reason.find("on node node3") != std::string::npos);
         CHECK(reason.find(f.workdir + "/slurm/100_0.out") != std::string::npos);
         CHECK(reason.find("The work directory " + f.workdir + " is not on a filesystem that node shares") !=
@@ -400,7 +406,8 @@ TEST_CASE("slurm task: Slurm says it completed yet nothing it wrote is here - th
     }
 }
 
-TEST_CASE("slurm task: output here but no status is Slurm's exit, and files that come late are not a verdict") {
+TEST_CASE(
+    "slurm task: output here but no status is Slurm's exit, and files that come late are not a verdict") {
     {
         Fixture f;
         auto items = f.items(1);
@@ -442,18 +449,22 @@ TEST_CASE("slurm target: tasks no node starts are warned about once and cancelle
     Fixture f(2, 0.05, [](SlurmOptions& o) { o.spec.pending_timeout_seconds = 0.4; });
     auto items = f.items(3);
     REQUIRE(f.target->submit(items));
-    for (const auto& task : {"100_0", "100_1", "100_2"}) f.slurm->reasons[task] = "ReqNodeNotAvail, UnavailableNodes:node3";
+    for (const auto& task : {"100_0", "100_1", "100_2"})
+        f.slurm->reasons[task] = "ReqNodeNotAvail, UnavailableNodes:node3";
     const auto began = std::chrono::steady_clock::now();
     auto started = f.target->start(items[0].command);
     REQUIRE_FALSE(started);
     CHECK(std::chrono::steady_clock::now() - began >= std::chrono::milliseconds(400));
     CHECK(started.error().kind == ErrorKind::infrastructure);
-    CHECK(started.error().message.find("for 0.4 s (target.slurm.pending_timeout) no node of partition debug started") !=
+    CHECK(started.error().message.find(
+              "for 0.4 s (target.slurm.pending_timeout) no node of partition debug started") !=
           std::string::npos);
-    CHECK(started.error().message.find("100_[0-2] waited (ReqNodeNotAvail, UnavailableNodes:node3)") != std::string::npos);
+    CHECK(started.error().message.find("100_[0-2] waited (ReqNodeNotAvail, UnavailableNodes:node3)") !=
+          std::string::npos);
     // Warned once (not once per squeue round), naming the tasks and Slurm's reason.
     REQUIRE(f.warnings.size() == 1);
-    CHECK(f.warnings[0].find("tasks 100_[0-2] of partition debug pending: ReqNodeNotAvail") != std::string::npos);
+    CHECK(f.warnings[0].find("tasks 100_[0-2] of partition debug pending: ReqNodeNotAvail") !=
+          std::string::npos);
     CHECK(f.warnings[0].find("gives up if none of the sweep's tasks runs for 0.4 s") != std::string::npos);
     CHECK(f.slurm->count("squeue") >= 3);
     // The unstarted tasks were cancelled, and the target halts the sweep.
@@ -467,7 +478,8 @@ TEST_CASE("slurm target: tasks no node starts are warned about once and cancelle
     CHECK(f.slurm->count("sbatch") == 1);
 }
 
-TEST_CASE("slurm target: preflight refuses a work directory in this node's memory unless it is the only node") {
+TEST_CASE(
+    "slurm target: preflight refuses a work directory in this node's memory unless it is the only node") {
     auto on_tmpfs = [](SlurmOptions& o) {
         o.filesystem_of = [](const std::string&) -> Result<FilesystemInfo> {
             return FilesystemInfo{"tmpfs", FilesystemReach::node_memory};
@@ -478,10 +490,12 @@ TEST_CASE("slurm target: preflight refuses a work directory in this node's memor
     auto refused = f.target->check_before_sweep();
     REQUIRE_FALSE(refused);
     CHECK(refused.error().kind == ErrorKind::bad_input);
-    CHECK(refused.error().message.find(f.dir.path().string() + " (target.workdir) is on tmpfs") != std::string::npos);
+    CHECK(refused.error().message.find(f.dir.path().string() + " (target.workdir) is on tmpfs") !=
+          std::string::npos);
     CHECK(f.slurm->count("sbatch") == 0);
     REQUIRE(f.slurm->count("sinfo") == 1);
-    CHECK(f.slurm->calls.back() == std::vector<std::string>{"sinfo", "--noheader", "--partition=debug", "--format=%N"});
+    CHECK(f.slurm->calls.back() ==
+          std::vector<std::string>{"sinfo", "--noheader", "--partition=debug", "--format=%N"});
     f.slurm->nodes = "login1";  // a workstation's Slurm: its one node is this host
     auto fine = f.target->check_before_sweep();
     REQUIRE(fine);
@@ -509,6 +523,6 @@ TEST_CASE("slurm target: preflight creates the work directory root and says wher
     auto blocked = g.target->check_before_sweep();
     REQUIRE_FALSE(blocked);
     CHECK(blocked.error().kind == ErrorKind::infrastructure);
-    CHECK(blocked.error().message.find("cannot create the work directory root " + (other.path() / "file" / "work").string()) !=
-          std::string::npos);
+    CHECK(blocked.error().message.find("cannot create the work directory root " +
+                                       (other.path() / "file" / "work").string()) != std::string::npos);
 }

@@ -30,9 +30,10 @@ TEST_CASE("target url: local and ssh forms", "[remote][url]") {
 }
 
 TEST_CASE("target url: bad forms are bad_input naming the url", "[remote][url]") {
-    for (const std::string url : {"ftp://host", "ssh://", "ssh://u@host:0", "ssh://u@host:70000", "ssh://u@host:22x",
-                                  "ssh://u@ho st", "ssh://u@host/path", "ssh://-oProxyCommand=x@host", "ssh://u@[::1",
-                                  "ssh://u@host:", "ssh://u@h;rm -rf"}) {
+    for (const std::string url :
+         {"ftp://host", "ssh://", "ssh://u@host:0", "ssh://u@host:70000", "ssh://u@host:22x", "ssh://u@ho st",
+          "ssh://u@host/path", "ssh://-oProxyCommand=x@host", "ssh://u@[::1",
+          "ssh://u@host:", "ssh://u@h;rm -rf"}) {
         auto parsed = parse_target_url(url);
         INFO(url);
         REQUIRE_FALSE(parsed.ok());

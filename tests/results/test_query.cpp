@@ -140,7 +140,9 @@ TEST_CASE("query: best is the ok experiment with the best median, with its margi
     CHECK(slowest->best.exp_id == 1);
 }
 
-TEST_CASE("query: equal points are one tie group - the lower id recommended - and nothing qualifying is explained") {
+TEST_CASE(
+    "query: equal points are one tie group - the lower id recommended - and nothing qualifying is "
+    "explained") {
     std::vector<results::StoredExperiment> tie{
         stored_experiment(1, {{"a", "1"}}, ExperimentStatus::ok, {10, 10, 10}),
         stored_experiment(2, {{"a", "2"}}, ExperimentStatus::ok, {10, 10, 10}),

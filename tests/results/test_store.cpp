@@ -2,8 +2,8 @@
 #include "results/store/store.hpp"
 
 #include <fmt/format.h>
-#include <sqlite3.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -87,7 +87,8 @@ TEST_CASE("a sweep's experiments, outcomes and samples come back exactly") {
     ExperimentOutcome failed;
     failed.status = ExperimentStatus::failed;
     failed.failure_class = "graph_capture";
-    failed.diagnosis = "line before\nCUDA error: operation not permitted when stream is capturing\nline after";
+    failed.diagnosis =
+        "line before\nCUDA error: operation not permitted when stream is capturing\nline after";
     failed.detected_after_s = 0.25;
     failed.exit_signal = 9;
     failed.events.push_back({EventLevel::warning, "nccl_ignored", "NCCL_ALGO ignored at 8 KB", ""});
@@ -152,7 +153,8 @@ TEST_CASE("a running sweep whose runner is gone reads as such, a live or remote 
     // A live ncclsweep runs it.
     const pid_t runner = fork_named_ncclsweep();
     REQUIRE(runner > 0);
-    const std::string live_runner = fmt::format("UPDATE sweeps SET runner_pid = {} WHERE id = {}", runner, *sweep);
+    const std::string live_runner =
+        fmt::format("UPDATE sweeps SET runner_pid = {} WHERE id = {}", runner, *sweep);
     REQUIRE(store.database().exec(live_runner.c_str(), "test").ok());
     Result<SweepInfo> live = store.get_sweep(*sweep);
     REQUIRE(live.ok());
@@ -196,12 +198,14 @@ TEST_CASE("resuming a sweep that a live process still runs is refused, and allow
     // The sweep's runner: another live ncclsweep on this host.
     const pid_t runner = fork_named_ncclsweep();
     REQUIRE(runner > 0);
-    const std::string set_runner = fmt::format("UPDATE sweeps SET runner_pid = {} WHERE id = {}", runner, *sweep);
+    const std::string set_runner =
+        fmt::format("UPDATE sweeps SET runner_pid = {} WHERE id = {}", runner, *sweep);
     REQUIRE(store.database().exec(set_runner.c_str(), "test").ok());
     Result<int> refused = store.resume_sweep(*sweep);
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.error().kind == ErrorKind::infrastructure);
-    CHECK(refused.error().message.find("still being run by pid " + std::to_string(runner)) != std::string::npos);
+    CHECK(refused.error().message.find("still being run by pid " + std::to_string(runner)) !=
+          std::string::npos);
     CHECK(store.get_sweep(*sweep)->resumes == 0);  // nothing changed
 
     end_child(runner);
@@ -218,7 +222,8 @@ TEST_CASE("hostile names and values are stored as data, never as SQL") {
     test::TempDir dir;
     Store store = open_test_store(dir.path() / "hostile.db");
     const std::string evil = "'); DROP TABLE sweeps; --";
-    const std::string unicode = "tok/s \xE2\x9C\x93 \xF0\x9F\x9A\x80 \"quoted\" \\back\\ \n\t$(rm -rf /) `id`";
+    const std::string unicode =
+        "tok/s \xE2\x9C\x93 \xF0\x9F\x9A\x80 \"quoted\" \\back\\ \n\t$(rm -rf /) `id`";
     SweepRecord record = make_sweep(evil, evil);
     record.spec_text = unicode;
     record.host_preflight = R"({"gpus":["H100 \"SXM\""]})";
@@ -256,7 +261,8 @@ TEST_CASE("hostile names and values are stored as data, never as SQL") {
     CHECK(s.outcome.failure_class == evil);
     CHECK(s.outcome.diagnosis == o.diagnosis);
     std::vector<Sample> expected = o.samples;
-    std::sort(expected.begin(), expected.end(), [](const Sample& a, const Sample& b) { return a.metric < b.metric; });
+    std::sort(expected.begin(), expected.end(),
+              [](const Sample& a, const Sample& b) { return a.metric < b.metric; });
     CHECK(s.outcome.samples == expected);
     Result<std::int64_t> by_tag = store.resolve_sweep_ref("latest:" + evil);
     REQUIRE(by_tag.ok());
@@ -269,8 +275,9 @@ TEST_CASE("resume helpers: finished ids, reset of running experiments, exactly-o
     Store store = open_test_store(dir.path() / "r.db");
     const std::int64_t sweep = *store.create_sweep(make_sweep("r"));
     REQUIRE(store.add_experiments(sweep, make_experiments(7)).ok());
-    const ExperimentStatus ends[] = {ExperimentStatus::ok, ExperimentStatus::failed, ExperimentStatus::timed_out,
-                                     ExperimentStatus::skipped, ExperimentStatus::infra_error};
+    const ExperimentStatus ends[] = {ExperimentStatus::ok, ExperimentStatus::failed,
+                                     ExperimentStatus::timed_out, ExperimentStatus::skipped,
+                                     ExperimentStatus::infra_error};
     for (int id = 1; id <= 5; ++id) {
         REQUIRE(store.begin_experiment(sweep, id, 1).ok());
         ExperimentOutcome o = make_outcome(id, 2);
@@ -354,7 +361,8 @@ TEST_CASE("sweep references: ids, latest, latest~N, latest:TAG, latest:TAG~N and
     Result<std::int64_t> no_id = store.resolve_sweep_ref("42");
     REQUIRE(!no_id.ok());
     CHECK(no_id.error().message.find("no sweep 42") != std::string::npos);
-    for (const char* bad : {"", "-1", "latest:", "latest~x", "newest", "17abc", "latest~-1", "99999999999999999999"}) {
+    for (const char* bad :
+         {"", "-1", "latest:", "latest~x", "newest", "17abc", "latest~-1", "99999999999999999999"}) {
         Result<std::int64_t> r = store.resolve_sweep_ref(bad);
         INFO(bad);
         REQUIRE(!r.ok());

@@ -18,10 +18,10 @@
 
 using namespace ncclsweep;
 using namespace ncclsweep::results;
-using ncclsweep::test::open_store;
 using ncclsweep::test::make_experiments;
 using ncclsweep::test::make_outcome;
 using ncclsweep::test::make_sweep;
+using ncclsweep::test::open_store;
 
 namespace {
 

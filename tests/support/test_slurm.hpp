@@ -21,15 +21,18 @@ struct TestSlurm {
     /// `private_path`: slurmd and its tasks see an empty tmpfs there (a compute node that does not
     /// share that directory with the login node); "" = they see this machine's files.
     explicit TestSlurm(const std::string& private_path = "") {
-        std::vector<std::string> argv{source_path("scripts/test-slurm.sh").string(), "start", dir.path().string()};
+        std::vector<std::string> argv{source_path("scripts/test-slurm.sh").string(), "start",
+                                      dir.path().string()};
         if (!private_path.empty()) {
             argv.push_back("--private");
             argv.push_back(private_path);
         }
         auto r = run_command(argv, {}, {}, std::chrono::seconds(60));
         if (r.exit_code == 77) {
-            skip_test("slurm", "no one-node Slurm cluster could be started here (scripts/install-deps.sh installs "
-                               "slurmctld slurmd slurm-client munge): " + r.err);
+            skip_test("slurm",
+                      "no one-node Slurm cluster could be started here (scripts/install-deps.sh installs "
+                      "slurmctld slurmd slurm-client munge): " +
+                          r.err);
             return;
         }
         INFO(r.err);
@@ -37,16 +40,22 @@ struct TestSlurm {
         conf = r.out.substr(0, r.out.find('\n'));
         available = true;
     }
-    ~TestSlurm() { run_command({source_path("scripts/test-slurm.sh").string(), "stop", dir.path().string()}); }
+    ~TestSlurm() {
+        run_command({source_path("scripts/test-slurm.sh").string(), "stop", dir.path().string()});
+    }
     TestSlurm(const TestSlurm&) = delete;
     TestSlurm& operator=(const TestSlurm&) = delete;
 
     /// The environment entry that points Slurm's commands at this cluster.
     [[nodiscard]] std::string env() const { return "SLURM_CONF=" + conf; }
     /// Runs a Slurm command (squeue, scontrol, ...) against this cluster.
-    [[nodiscard]] CommandResult run(const std::vector<std::string>& argv) const { return run_command(argv, {}, {env()}); }
+    [[nodiscard]] CommandResult run(const std::vector<std::string>& argv) const {
+        return run_command(argv, {}, {env()});
+    }
     /// squeue's lines for every job of this cluster (empty when none is queued or running).
-    [[nodiscard]] std::string queue() const { return run({"squeue", "--noheader", "--array", "--format=%i|%T"}).out; }
+    [[nodiscard]] std::string queue() const {
+        return run({"squeue", "--noheader", "--array", "--format=%i|%T"}).out;
+    }
 };
 
 }  // namespace ncclsweep::test
