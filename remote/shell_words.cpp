@@ -67,11 +67,4 @@ Result<std::string> command_script(const Command& command, const std::string& de
     return script;
 }
 
-Result<std::string> remote_command_line(const Command& command, const std::string& default_workdir) {
-    auto body = command_script(command, default_workdir, ExecLast::yes, "ssh");
-    if (!body) return body.error();
-    return "exec /bin/sh -c " +
-           shell_quote(fmt::format("echo \"{}$$\" >&2 || exit 126; ", k_pgid_marker) + *body);
-}
-
 }  // namespace ncclsweep::remote

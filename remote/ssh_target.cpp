@@ -27,21 +27,32 @@ struct SftpFileCloser {
 Result<std::unique_ptr<SshTarget>> SshTarget::connect(const TargetUrl& url, SshOptions options) {
     auto session = SshSession::open(url, options);
     if (!session) return session.error();
-    return std::unique_ptr<SshTarget>(new SshTarget(url, std::move(options), std::move(*session)));
+    auto agent = SshAgent::start(*session, options);
+    if (!agent) return agent.error();
+    return std::unique_ptr<SshTarget>(
+        new SshTarget(url, std::move(options), std::move(*session), std::move(*agent)));
 }
 
-SshTarget::SshTarget(TargetUrl url, SshOptions options, std::shared_ptr<SshSession> session)
-    : m_url(std::move(url)), m_options(std::move(options)), m_session(std::move(session)) {}
+SshTarget::SshTarget(TargetUrl url, SshOptions options, std::shared_ptr<SshSession> session,
+                     std::shared_ptr<SshAgent> agent)
+    : m_url(std::move(url)),
+      m_options(std::move(options)),
+      m_session(std::move(session)),
+      m_agent(std::move(agent)) {}
 
 std::string SshTarget::describe() const {
     return m_url.to_string();
 }
 
 Result<void> SshTarget::reconnect() {
-    m_session.reset();  // processes still holding the old one keep it alive until they go
+    m_agent.reset();  // processes still holding the old ones keep them alive until they go
+    m_session.reset();
     auto session = SshSession::open(m_url, m_options);
     if (!session) return session.error();
+    auto agent = SshAgent::start(*session, m_options);
+    if (!agent) return agent.error();
     m_session = std::move(*session);
+    m_agent = std::move(*agent);
     return success();
 }
 
@@ -143,9 +154,8 @@ Result<void> SshTarget::put_file_once(const std::string& path, const std::string
     // SFTP v3 rename (all libssh 0.10 offers) refuses to replace an existing file (a repeat
     // or a resumed sweep writes the same experiment's files again). Then remove the old file
     // and rename again, all over SFTP: nothing reads these files until the workload starts,
-    // so the moment without one does no harm, and no remote shell is started (each exec
-    // channel costs a login-shell start, seconds with a heavy ~/.bashrc). `mv -f` (arguments
-    // quoted as data) is the last resort, for servers that refuse the unlink.
+    // so the moment without one does no harm. `mv -f` through the agent (arguments quoted as
+    // data) is the last resort, for servers that refuse the unlink.
     if (sftp_rename(*sftp, temp.c_str(), path.c_str()) == SSH_OK) return success();
     if (sftp_unlink(*sftp, path.c_str()) == SSH_OK &&
         sftp_rename(*sftp, temp.c_str(), path.c_str()) == SSH_OK)
@@ -159,9 +169,10 @@ Result<void> SshTarget::put_file_once(const std::string& path, const std::string
 }
 
 Result<std::unique_ptr<Process>> SshTarget::start(const Command& command) {
-    auto line = remote_command_line(command, m_workdir);
-    if (!line) return line.error();
-    auto process = SshProcess::start(m_session, *line, m_options);
+    if (!m_agent) return Error::infrastructure(fmt::format("{}: not connected; reconnect first", describe()));
+    auto script = command_script(command, m_workdir, ExecLast::yes, "ssh");
+    if (!script) return script.error();
+    auto process = SshProcess::start(m_agent, *script, m_options);
     if (!process) return process.error();
     return std::unique_ptr<Process>(std::move(*process));
 }
