@@ -11,8 +11,9 @@ namespace {
 // digits (anything else is ignored):
 //   run ID         start SPOOL/ID.sh (written by the client through SFTP) with setsid, in a new
 //                  session and process group, stdin /dev/null, stdout and stderr appended to
-//                  SPOOL/ID.out and SPOOL/ID.err; answers `started ID PGID`, later `exit ID
-//                  STATUS ALIVE` (ALIVE 1: other processes of the group still run)
+//                  SPOOL/ID.out and SPOOL/ID.err, SIGINT and SIGQUIT at their default action
+//                  where env can set it; answers `started ID PGID` once the group exists, later
+//                  `exit ID STATUS ALIVE` (ALIVE 1: other processes of the group still run)
 //   kill ID TENTHS TERM to the group, up to TENTHS tenths of a second for it to empty, then
 //                  KILL; answers `killed ID`
 //   signal ID SIG  one signal (TERM, KILL, INT, HUP, QUIT, USR1, USR2) to the group
@@ -30,11 +31,13 @@ constexpr const char* k_agent_body = R"SH(ncclsweep_group() {
 }
 ncclsweep_run() {
   if ! : >"$spool/$1.out" || ! : >"$spool/$1.err"; then echo "exit $1 126 0"; return; fi
+  # The command's own shell, once it leads its session, records and reports its group (fd 3 is
+  # the agent's stdout), so a kill that follows `started` always finds the group.
   (
-    setsid /bin/sh "$spool/$1.sh" </dev/null >>"$spool/$1.out" 2>>"$spool/$1.err" &
+    setsid $ncclsweep_dflt /bin/sh -c \
+      'echo "$$" >"$1.pgid"; echo "started $2 $$" >&3; exec 3>&-; exec /bin/sh "$1.sh"' \
+      sh "$spool/$1" "$1" 3>&1 </dev/null >>"$spool/$1.out" 2>>"$spool/$1.err" &
     p=$!
-    echo "$p" >"$spool/$1.pgid"
-    echo "started $1 $p"
     wait "$p"
     s=$?
     if kill -s 0 -- "-$p" 2>/dev/null; then a=1; else a=0; rm -f "$spool/$1.pgid"; fi
@@ -77,6 +80,10 @@ ncclsweep_agent() {
   for tool in setsid mktemp; do
     command -v "$tool" >/dev/null 2>&1 || { echo "$tag missing $tool"; exit 0; }
   done
+  # sh starts background commands with SIGINT and SIGQUIT ignored; env puts them back where
+  # it can (coreutils 8.31 and later), so a command gets them as it would from a login.
+  ncclsweep_dflt=
+  env --default-signal=INT,QUIT true 2>/dev/null && ncclsweep_dflt='env --default-signal=INT,QUIT'
   spool=$(mktemp -d "${TMPDIR:-/tmp}/ncclsweep-agent.XXXXXX" 2>/dev/null) || spool=
   if [ -z "$spool" ] || [ ! -d "$spool" ]; then echo "$tag missing a spool directory (mktemp -d)"; exit 0; fi
   # Should the agent itself be killed (no end of input to read), this ends its groups within

@@ -45,6 +45,7 @@ std::string SshTarget::describe() const {
 }
 
 Result<void> SshTarget::reconnect() {
+    m_known_dirs.clear();
     m_agent.reset();  // processes still holding the old ones keep them alive until they go
     m_session.reset();
     auto session = SshSession::open(m_url, m_options);
@@ -73,6 +74,10 @@ Result<void> SshTarget::make_dirs_once(const std::string& path) {
         begin = end + 1;
         if (part.empty() || part == ".") continue;
         prefix += part;
+        if (m_known_dirs.count(prefix) != 0) {
+            prefix += '/';
+            continue;
+        }
         // Look before creating: SFTP reports an existing directory as a plain failure (4),
         // indistinguishable from a refused mkdir.
         sftp_attributes existing = sftp_stat(*sftp, prefix.c_str());
@@ -97,6 +102,7 @@ Result<void> SshTarget::make_dirs_once(const std::string& path) {
                                 describe(), prefix, code, m_session->last_error()));
             }
         }
+        m_known_dirs.insert(prefix);
         prefix += '/';
     }
     return success();
@@ -106,6 +112,7 @@ Result<std::string> SshTarget::prepare_workdir(const std::string& sweep_id) {
     if (auto ok = check_sweep_id(sweep_id); !ok) return ok.error();
     const std::string root = m_options.workdir_root.empty() ? ".ncclsweep/work" : m_options.workdir_root;
     const std::string dir = root + "/" + sweep_id;
+    m_known_dirs.clear();  // look at each again: a resumed sweep's may have gone
     if (auto ok = make_dirs(dir); !ok) return ok.error();
     auto sftp = m_session->sftp();
     if (!sftp) return sftp.error();
@@ -121,8 +128,13 @@ Result<std::string> SshTarget::prepare_workdir(const std::string& sweep_id) {
 Result<void> SshTarget::put_file(const std::string& path, const std::string& content) {
     if (path.find('\0') != std::string::npos) return Error::bad_input("ssh: a file path contains a NUL byte");
     auto put = put_file_once(path, content);
-    if (!put && put.error().kind == ErrorKind::infrastructure && m_session->drop_dead_sftp())
+    if (!put && put.error().kind == ErrorKind::infrastructure) {
+        // Once more, on a fresh SFTP subsystem if the old one died, and looking again at every
+        // directory (one known to exist may have been removed behind our back).
+        m_session->drop_dead_sftp();
+        m_known_dirs.clear();
         put = put_file_once(path, content);
+    }
     return put;
 }
 

@@ -2,6 +2,7 @@
 // SshTarget: runs experiments on a host reached through one libssh connection per sweep, every
 // command through that connection's agent (remote/ssh_agent): the login shell runs once.
 #include <memory>
+#include <set>
 #include <string>
 
 #include "core/target.hpp"
@@ -46,6 +47,9 @@ private:
     std::shared_ptr<SshSession> m_session;
     std::shared_ptr<SshAgent> m_agent;
     std::string m_workdir;
+    /// Directories made or seen by make_dirs: not looked at again (one SFTP round trip each
+    /// per file otherwise); forgotten when a write fails and on reconnect.
+    std::set<std::string> m_known_dirs;
     unsigned m_temp_counter = 0;
 };
 
