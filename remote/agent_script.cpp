@@ -11,9 +11,9 @@ namespace {
 // digits (anything else is ignored):
 //   run ID         start SPOOL/ID.sh (written by the client through SFTP) with setsid, in a new
 //                  session and process group, stdin /dev/null, stdout and stderr appended to
-//                  SPOOL/ID.out and SPOOL/ID.err, SIGINT and SIGQUIT at their default action
-//                  where env can set it; answers `started ID PGID` once the group exists, later
-//                  `exit ID STATUS ALIVE` (ALIVE 1: other processes of the group still run)
+//                  SPOOL/ID.out and SPOOL/ID.err; answers `started ID PGID` once the group
+//                  exists, later `exit ID STATUS ALIVE` (ALIVE 1: other processes of the group
+//                  still run)
 //   kill ID TENTHS TERM to the group, up to TENTHS tenths of a second for it to empty, then
 //                  KILL; answers `killed ID`
 //   signal ID SIG  one signal (TERM, KILL, INT, HUP, QUIT, USR1, USR2) to the group
@@ -32,15 +32,15 @@ constexpr const char* k_agent_body = R"SH(ncclsweep_group() {
 ncclsweep_run() {
   if ! : >"$spool/$1.out" || ! : >"$spool/$1.err"; then echo "exit $1 126 0"; return; fi
   # The command's own shell, once it leads its session, records and reports its group (fd 3 is
-  # the agent's stdout), so a kill that follows `started` always finds the group.
+  # the agent's stdout), so a kill that follows `started` always finds the group; then it runs
+  # the script itself (one process start fewer: each costs milliseconds on a busy host).
   (
-    setsid $ncclsweep_dflt /bin/sh -c \
-      'echo "$$" >"$1.pgid"; echo "started $2 $$" >&3; exec 3>&-; exec /bin/sh "$1.sh"' \
+    setsid /bin/sh -c 'echo "$$" >"$1.pgid"; echo "started $2 $$" >&3; exec 3>&-; . "$1.sh"' \
       sh "$spool/$1" "$1" 3>&1 </dev/null >>"$spool/$1.out" 2>>"$spool/$1.err" &
     p=$!
     wait "$p"
     s=$?
-    if kill -s 0 -- "-$p" 2>/dev/null; then a=1; else a=0; rm -f "$spool/$1.pgid"; fi
+    if kill -s 0 -- "-$p" 2>/dev/null; then a=1; else a=0; : >"$spool/$1.pgid"; fi
     echo "exit $1 $s $a"
   ) 2>/dev/null &
 }
@@ -80,10 +80,10 @@ ncclsweep_agent() {
   for tool in setsid mktemp; do
     command -v "$tool" >/dev/null 2>&1 || { echo "$tag missing $tool"; exit 0; }
   done
-  # sh starts background commands with SIGINT and SIGQUIT ignored; env puts them back where
-  # it can (coreutils 8.31 and later), so a command gets them as it would from a login.
-  ncclsweep_dflt=
-  env --default-signal=INT,QUIT true 2>/dev/null && ncclsweep_dflt='env --default-signal=INT,QUIT'
+  # sh starts background commands with SIGINT and SIGQUIT ignored; the scripts' `env` puts them
+  # back where it can (coreutils 8.31 and later): the banner says whether it can.
+  flags=-
+  env --default-signal=INT,QUIT true 2>/dev/null && flags=default-signal
   spool=$(mktemp -d "${TMPDIR:-/tmp}/ncclsweep-agent.XXXXXX" 2>/dev/null) || spool=
   if [ -z "$spool" ] || [ ! -d "$spool" ]; then echo "$tag missing a spool directory (mktemp -d)"; exit 0; fi
   # Should the agent itself be killed (no end of input to read), this ends its groups within
@@ -95,7 +95,7 @@ ncclsweep_agent() {
   ) </dev/null >/dev/null 2>&1 &
   watchdog=$!
   trap ncclsweep_end HUP PIPE TERM
-  echo "$tag ready $spool"
+  echo "$tag ready $flags $spool"
   while read -r verb id arg; do
     case $id in ''|*[!0-9]*) continue ;; esac
     case $verb in
@@ -149,15 +149,23 @@ std::optional<AgentBanner> parse_agent_banner(std::string_view line, std::string
     if (at == std::string_view::npos) return std::nullopt;
     const std::string_view rest = line.substr(at + tag.size());
     AgentBanner banner;
-    if (rest.rfind("ready ", 0) == 0 && rest.size() > 6) {
+    if (rest.rfind("ready ", 0) == 0) {
+        const std::string_view after = rest.substr(6);
+        const auto space = after.find(' ');
+        if (space == std::string_view::npos || space + 1 >= after.size()) return std::nullopt;
         banner.ready = true;
-        banner.spool = std::string(rest.substr(6));
+        banner.default_signals = after.substr(0, space) == "default-signal";
+        banner.spool = std::string(after.substr(space + 1));
     } else if (rest.rfind("missing ", 0) == 0) {
         banner.missing = std::string(rest.substr(8));
     } else {
         return std::nullopt;
     }
     return banner;
+}
+
+std::string_view script_env_options(const AgentBanner& banner) {
+    return banner.default_signals ? "--default-signal=INT,QUIT" : "";
 }
 
 AgentMessage parse_agent_message(std::string_view line) {

@@ -23,13 +23,15 @@ inline constexpr const char* k_agent_command = "exec /bin/sh -s";
 /// no request can be taken for source.
 [[nodiscard]] std::string agent_script(std::string_view nonce);
 
-/// How the agent greets: `ncclsweep-agent-NONCE ready SPOOL` (its spool directory, where each
+/// How the agent greets: `ncclsweep-agent-NONCE ready FLAGS SPOOL` (FLAGS `default-signal`
+/// when the host's env has --default-signal, else `-`; SPOOL its spool directory, where each
 /// command's script and output files live), or `ncclsweep-agent-NONCE missing WHAT` when the
 /// host lacks a tool it needs (setsid, mktemp).
 struct AgentBanner {
     bool ready = false;
-    std::string spool;    ///< when ready
-    std::string missing;  ///< otherwise
+    bool default_signals = false;  ///< `env --default-signal=INT,QUIT` works there
+    std::string spool;             ///< when ready
+    std::string missing;           ///< otherwise
 };
 
 /// The banner in `line`, or nullopt when `line` is not this agent's (other output of the
@@ -52,6 +54,10 @@ struct AgentMessage {
     int status = 0;
     bool group_alive = false;
 };
+
+/// The `env` options of a command's script on a host whose agent said `banner`: SIGINT and
+/// SIGQUIT back to their default action (sh left them ignored) where env can.
+[[nodiscard]] std::string_view script_env_options(const AgentBanner& banner);
 
 /// Parses one line of the agent (without its newline); `other` when it is not a message.
 [[nodiscard]] AgentMessage parse_agent_message(std::string_view line);

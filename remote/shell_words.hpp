@@ -19,10 +19,11 @@ using ncclsweep::shell_quote;
 enum class ExecLast { yes, no };
 
 /// The shell text that runs `command`: `cd 'DIR' || exit 126; [PYTHONPATH=...; export
-/// PYTHONPATH; ][exec ]env -- 'NAME=value'... 'argv'...`, every word single-quoted data.
-/// bad_input (messages start with `who`) for an empty argv, an invalid variable name or a NUL
-/// byte anywhere.
+/// PYTHONPATH; ][exec ]env [ENV_OPTIONS] -- 'NAME=value'... 'argv'...`, every word single-quoted
+/// data; `env_options` is fixed text of the caller's (`--default-signal=INT,QUIT`), never a
+/// value. bad_input (messages start with `who`) for an empty argv, an invalid variable name or
+/// a NUL byte anywhere.
 Result<std::string> command_script(const Command& command, const std::string& default_workdir, ExecLast exec,
-                                   std::string_view who);
+                                   std::string_view who, std::string_view env_options = {});
 
 }  // namespace ncclsweep::remote

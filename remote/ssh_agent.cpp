@@ -97,7 +97,7 @@ Result<std::shared_ptr<SshAgent>> SshAgent::start(std::shared_ptr<SshSession> se
                         "{}: ncclsweep's agent cannot run there: {} is missing (setsid is in util-linux, "
                         "mktemp in coreutils); install it on the host. Nothing was run",
                         name, banner->missing));
-                agent->m_spool = banner->spool;
+                agent->m_banner = *banner;
                 return agent;
             }
             keep_line(printed, line);
@@ -286,7 +286,7 @@ void SshAgent::forget(long id) {
 }
 
 std::string SshAgent::file_of(long id, const char* suffix) const {
-    return fmt::format("{}/{}.{}", m_spool, id, suffix);
+    return fmt::format("{}/{}.{}", m_banner.spool, id, suffix);
 }
 
 }  // namespace ncclsweep::remote

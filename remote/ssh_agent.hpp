@@ -14,6 +14,7 @@
 #include <string>
 
 #include "core/result.hpp"
+#include "remote/agent_script.hpp"
 #include "remote/ssh_session.hpp"
 
 namespace ncclsweep::remote {
@@ -63,6 +64,8 @@ public:
     [[nodiscard]] std::string lost_reason() const;
     /// The connection.
     [[nodiscard]] const std::shared_ptr<SshSession>& session() const { return m_session; }
+    /// What the agent said when it started.
+    [[nodiscard]] const AgentBanner& banner() const { return m_banner; }
 
 private:
     SshAgent(std::shared_ptr<SshSession> session, ssh_channel channel, SshOptions options);
@@ -80,7 +83,7 @@ private:
     ssh_channel m_channel;
     ssh_channel_callbacks_struct m_callbacks{};
     SshOptions m_options;
-    std::string m_spool;
+    AgentBanner m_banner;
     std::string m_out_text;              ///< stdout not yet split into lines
     std::deque<std::string> m_err_tail;  ///< its last stderr lines (for errors)
     std::string m_err_text;

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "remote/agent_script.hpp"
 #include "remote/capture.hpp"
 #include "remote/local_target.hpp"
 #include "remote/shell_words.hpp"
@@ -182,7 +183,8 @@ Result<void> SshTarget::put_file_once(const std::string& path, const std::string
 
 Result<std::unique_ptr<Process>> SshTarget::start(const Command& command) {
     if (!m_agent) return Error::infrastructure(fmt::format("{}: not connected; reconnect first", describe()));
-    auto script = command_script(command, m_workdir, ExecLast::yes, "ssh");
+    auto script =
+        command_script(command, m_workdir, ExecLast::yes, "ssh", script_env_options(m_agent->banner()));
     if (!script) return script.error();
     auto process = SshProcess::start(m_agent, *script, m_options);
     if (!process) return process.error();

@@ -147,6 +147,8 @@ TEST_CASE("ssh: streams, exit status and signals", "[remote][ssh]") {
     auto out = target->capture({"echo", "captured"}, 10s);  // the same connection serves many channels
     REQUIRE(out.ok());
     CHECK(*out == "captured\n");
+    // No signal ignored, SIGINT and SIGQUIT included (sh ignores them for background commands).
+    CHECK(run_to_end(*target, {"grep", "SigIgn", "/proc/self/status"}) == "SigIgn:\t0000000000000000");
 }
 
 TEST_CASE("ssh: unknown host refused, accepted with accept-new and then remembered", "[remote][ssh]") {
