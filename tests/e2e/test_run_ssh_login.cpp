@@ -23,8 +23,8 @@ std::string over_ssh_as(std::string spec_text, const std::string& url, const std
     return spec_text;
 }
 
-std::vector<std::string> run_args(const std::filesystem::path& spec, const std::string& db,
-                                  const TestSshd& sshd) {
+std::vector<std::string> login_run_args(const std::filesystem::path& spec, const std::string& db,
+                                        const TestSshd& sshd) {
     std::vector<std::string> args{"run", spec.string(), "--db", db};
     const auto flags = sshd.flags();
     args.insert(args.end(), flags.begin(), flags.end());
@@ -62,7 +62,7 @@ std::string yaml_string(const std::string& value) {
 }
 
 /// Writes what the workload got (its HOSTILE_* variables and its arguments) as JSON.
-constexpr const char* k_probe =
+constexpr const char* k_login_probe =
     "import json, os, sys\n"
     "env = {k: v for k, v in os.environ.items() if k.startswith('HOSTILE_')}\n"
     "with open(os.path.join(sys.argv[1], 'seen.json'), 'w', encoding='utf-8') as f:\n"
@@ -88,7 +88,7 @@ TEST_CASE("run over ssh: a login that takes 1 s is paid once for a 10-experiment
         over_ssh_as(sim_spec("slow-login", "  seed: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n", 1, k_ssh_timeouts),
                     user.url(sshd), remote));
     const std::string db = (dir.path() / "r.db").string();
-    auto r = run_ncclsweep(run_args(spec, db, sshd));
+    auto r = run_ncclsweep(login_run_args(spec, db, sshd));
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     auto experiments = latest_experiments(db);
@@ -114,7 +114,7 @@ TEST_CASE("run over ssh: fish and tcsh users' sweeps deliver hostile values byte
         const auto out = user.own(dir.path() / "out");
         const auto pwned = out / "pwned";
         const auto values = login_shell_hostile_values(pwned);
-        const auto probe = dir.write("probe.py", k_probe);
+        const auto probe = dir.write("probe.py", k_login_probe);
         std::string command = "[/usr/bin/python3, " + probe.string() + ", " + out.string();
         std::string axes;
         for (std::size_t i = 0; i < values.size(); ++i) {
@@ -127,7 +127,7 @@ TEST_CASE("run over ssh: fish and tcsh users' sweeps deliver hostile values byte
                                                         "]\naxes:\n" + axes + "timeouts:\n" + k_ssh_timeouts,
                                                     user.url(sshd), user.own(dir.path() / "remote")));
         const std::string db = (dir.path() / "r.db").string();
-        auto r = run_ncclsweep(run_args(spec, db, sshd));
+        auto r = run_ncclsweep(login_run_args(spec, db, sshd));
         INFO(shell << ": " << r.err);
         REQUIRE(r.exit_code == 0);
         const std::string text = read_file(out / "seen.json");
@@ -157,7 +157,7 @@ TEST_CASE("run over ssh: a login shell that cannot start the agent is refused be
         "s.yaml",
         over_ssh_as(sim_spec("nologin", "  NCCL_PROTO: [LL]\n", 1, k_ssh_timeouts), user.url(sshd), remote));
     const std::string db = (dir.path() / "r.db").string();
-    auto r = run_ncclsweep(run_args(spec, db, sshd));
+    auto r = run_ncclsweep(login_run_args(spec, db, sshd));
     INFO(r.err);
     CHECK(r.exit_code == 3);
     CHECK(r.err.find(
