@@ -114,3 +114,19 @@ TEST_CASE("sim topology: fusion only where every pair of the ranks has peer acce
     CHECK(reason.find("GPU0 and GPU4 are SYS apart (across sockets)") != std::string::npos);
     CHECK(reason.find("pcie-2socket-nvbridge-trtllm-1868.txt") != std::string::npos);
 }
+
+TEST_CASE("sim topology: each figure is its source's") {
+    // Measured: 4 x RTX PRO 6000, all_reduce_perf 32 MB bus bandwidth, NCCL's default (SHM between
+    // NODE pairs) 30.3 GB/s vs NCCL_P2P_LEVEL=SYS 39.3 GB/s (voipmonitor/rtx6kpro).
+    CHECK(k_shm_bw_factor == Approx(30.3 / 39.3));
+    // NCCL 2.28 src/graph/topo.h: AMD_BW 16.0; SM90_NVLINK_BW 20.6, SM100_NVLINK_BW 40.1, SM80 20.0.
+    CHECK(k_inter_socket_bw_gbs == 16.0);
+    CHECK(nvlink_bw_gbs(90) == 20.6);
+    CHECK(nvlink_bw_gbs(100) == 40.1);
+    CHECK(nvlink_bw_gbs(120) == 40.1);
+    CHECK(nvlink_bw_gbs(80) == 20.0);
+    // NCCL 2.28 src/graph/topo.cc: a PCI link is width x the generation's rate / 80 (32 GT/s -> 240,
+    // 16 GT/s -> 120), so x16 Gen5 48 GB/s and Gen4 24 GB/s.
+    CHECK(topology_model(Topology::pcie_gen5).bus_bw_gbs == 16 * 240 / 80.0);
+    CHECK(topology_model(Topology::pcie_gen4).bus_bw_gbs == 16 * 120 / 80.0);
+}
