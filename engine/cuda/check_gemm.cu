@@ -88,18 +88,20 @@ Status check_case(RankEngine& engine, const Case& c, std::uint64_t seed, CheckOu
     // Repacked on the device into the layout the kernel reads, as a load would.
     for (int e = 0; e < count; ++e) {
         if (int4)
-            TPV_CUDA("check", sg::repack_int4(d_words + nk / 8 * e, d_scales + nk / 32 * e, d_w + matrix * e, c.n, c.k, s));
+            TPV_CUDA("check", sg::repack_int4(d_words + nk / 8 * e, d_scales + nk / 32 * e, d_w + matrix * e,
+                                              c.n, c.k, s));
         else
             TPV_CUDA("check", sg::repack_bf16(d_dense + nk * e, d_w + matrix * e, c.n, c.k, s));
     }
-    TPV_CUDA("check", cudaMemsetAsync(d_y, 0xff, std::uint64_t(most) * c.n * count * sizeof(bf16), s));  // NaN
+    TPV_CUDA("check",
+             cudaMemsetAsync(d_y, 0xff, std::uint64_t(most) * c.n * count * sizeof(bf16), s));  // NaN
     if (c.through_run_gemm) {
         Gemm g;
         g.m = c.rows[0];
         g.n = c.n;
         g.k = c.k;
-        TPV_TRY(run_gemm(engine.cublas(), engine.gemm_path(), engine.workspace(), g, d_w, d_x, d_y, false, s, "check",
-                         c.ldx));
+        TPV_TRY(run_gemm(engine.cublas(), engine.gemm_path(), engine.workspace(), g, d_w, d_x, d_y, false, s,
+                         "check", c.ldx));
     } else {
         sg::Batch batch;
         batch.count = count;
@@ -135,7 +137,8 @@ Status check_case(RankEngine& engine, const Case& c, std::uint64_t seed, CheckOu
                     }
                     ref += w * as_float(xr[j]);
                 }
-                outs.push_back({ref, as_float(y[std::uint64_t(most) * c.n * e + std::uint64_t(r) * c.n + col])});
+                outs.push_back(
+                    {ref, as_float(y[std::uint64_t(most) * c.n * e + std::uint64_t(r) * c.n + col])});
             }
     double squares = 0;
     for (const Out& o : outs) squares += o.ref * o.ref;
@@ -177,7 +180,8 @@ Status check_attention(RankEngine& engine, const PassPlan& plan, CheckOutcome& o
         for (int j = 0; j < context; ++j) {
             double dot = 0;
             for (int d = 0; d < dim; ++d)
-                dot += double(as_float(q[std::size_t(r) * dim + d])) * as_float(cache[std::size_t(j) * dim + d]);
+                dot +=
+                    double(as_float(q[std::size_t(r) * dim + d])) * as_float(cache[std::size_t(j) * dim + d]);
             score[j] = dot / std::sqrt(double(dim));
             most = std::max(most, score[j]);
         }
@@ -222,8 +226,9 @@ Status check_attention(RankEngine& engine, const PassPlan& plan, CheckOutcome& o
         out.checked += (long long)got.size();
         out.wrong += wrong;
         if (wrong > 0 && out.detail.empty())
-            out.detail = "fused MLA decode attention (" + std::to_string(use) + " splits): " + std::to_string(wrong) +
-                         " of " + std::to_string(got.size()) + " outputs differ from the double-precision reference";
+            out.detail = "fused MLA decode attention (" + std::to_string(use) +
+                         " splits): " + std::to_string(wrong) + " of " + std::to_string(got.size()) +
+                         " outputs differ from the double-precision reference";
     }
     return {};
 }
@@ -249,7 +254,8 @@ Status check_stream_gemms(RankEngine& engine, const PassPlan& plan, CheckOutcome
     // Up to 3 bf16 GEMMs the streaming kernel runs, of distinct shapes.
     std::set<std::pair<int, int>> shapes;
     for (const Step& s : plan.steps) {
-        if (s.kind != Step::Kind::gemm || !streams(engine.gemm_path(), s.gemm, false) || s.gemm.int4) continue;
+        if (s.kind != Step::Kind::gemm || !streams(engine.gemm_path(), s.gemm, false) || s.gemm.int4)
+            continue;
         if (!shapes.insert({s.gemm.n, s.gemm.k}).second || shapes.size() > 3) continue;
         // lm_head-sized matrices make a slow host reference; the kernel is the same at any n.
         if (std::uint64_t(s.gemm.n) * s.gemm.k > (64ull << 20)) continue;

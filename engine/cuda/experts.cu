@@ -41,13 +41,14 @@ Status ExpertSet::build(const std::vector<const PassPlan*>& plans, cudaStream_t 
     return {};
 }
 
-Status ExpertSet::run(cublasHandle_t handle, GemmPath path, const sg::Workspace& ws, const WeightPool& weights,
-                      const PassPlan& plan, std::size_t step, const bf16* input, cudaStream_t stream,
-                      const char* phase) const {
+Status ExpertSet::run(cublasHandle_t handle, GemmPath path, const sg::Workspace& ws,
+                      const WeightPool& weights, const PassPlan& plan, std::size_t step, const bf16* input,
+                      cudaStream_t stream, const char* phase) const {
     const Experts& x = plan.steps[step].experts;
     // Expert e's rows start at row0[e] of the stacked buffers.
     std::vector<std::uint64_t> row0(std::size_t(x.count()) + 1, 0);
-    for (int e = 0; e < x.count(); ++e) row0[std::size_t(e) + 1] = row0[std::size_t(e)] + std::uint64_t(x.rows[std::size_t(e)]);
+    for (int e = 0; e < x.count(); ++e)
+        row0[std::size_t(e) + 1] = row0[std::size_t(e)] + std::uint64_t(x.rows[std::size_t(e)]);
     const int mid_width = x.gate_up ? x.n : 2 * x.k;  // down reads the first half of each gate_up row
     auto in_of = [&](int e) -> const bf16* {
         return x.gate_up ? input : m_mid + row0[std::size_t(e)] * std::uint64_t(mid_width);
@@ -59,8 +60,8 @@ Status ExpertSet::run(cublasHandle_t handle, GemmPath path, const sg::Workspace&
     const Gemm first = x.gemm(0);
     if (!streams(path, first, true)) {
         for (int e = 0; e < x.count(); ++e)
-            TPV_TRY(run_gemm(handle, path, ws, x.gemm(e), weights.weight(plan, step, e), in_of(e), out_of(e), false,
-                             stream, phase, ldx));
+            TPV_TRY(run_gemm(handle, path, ws, x.gemm(e), weights.weight(plan, step, e), in_of(e), out_of(e),
+                             false, stream, phase, ldx));
         return {};
     }
     for (const ExpertLaunch& l : expert_launches(x)) {
@@ -73,7 +74,8 @@ Status ExpertSet::run(cublasHandle_t handle, GemmPath path, const sg::Workspace&
             batch.y[i] = out_of(e);
             batch.rows[i] = x.rows[std::size_t(e)];
         }
-        TPV_CUDA(phase, sg::run(x.int4 ? sg::Format::int4 : sg::Format::bf16, batch, x.n, x.k, ldx, false, ws, stream));
+        TPV_CUDA(phase, sg::run(x.int4 ? sg::Format::int4 : sg::Format::bf16, batch, x.n, x.k, ldx, false, ws,
+                                stream));
     }
     return {};
 }

@@ -31,8 +31,8 @@ std::string key_of(const Step& s, PassKind& kind) {
     kind = PassKind::full;
     switch (s.kind) {
         case Step::Kind::gemm:
-            std::snprintf(line, sizeof line, "gemm %s %d %d %d 1", s.gemm.int4 ? "int4" : "bf16", s.gemm.m, s.gemm.n,
-                          s.gemm.k);
+            std::snprintf(line, sizeof line, "gemm %s %d %d %d 1", s.gemm.int4 ? "int4" : "bf16", s.gemm.m,
+                          s.gemm.n, s.gemm.k);
             return line;
         case Step::Kind::experts: {
             const std::vector<ExpertLaunch> launches = expert_launches(s.experts);
@@ -46,8 +46,8 @@ std::string key_of(const Step& s, PassKind& kind) {
             return line;
         case Step::Kind::attention: {
             const Attention& a = s.attention;
-            std::snprintf(line, sizeof line, "attention %d %d %d %d %d %d %d", a.rows, a.heads, a.kv_heads, a.row_dim,
-                          a.qk_dim, a.v_dim, a.context);
+            std::snprintf(line, sizeof line, "attention %d %d %d %d %d %d %d", a.rows, a.heads, a.kv_heads,
+                          a.row_dim, a.qk_dim, a.v_dim, a.context);
             return line;
         }
         case Step::Kind::collective:
@@ -62,8 +62,8 @@ std::string key_of(const Step& s, PassKind& kind) {
     return {};
 }
 
-Status time_group(RankEngine& engine, const PassPlan& plan, const std::vector<std::size_t>& steps, PassKind kind,
-                  double& us) {
+Status time_group(RankEngine& engine, const PassPlan& plan, const std::vector<std::size_t>& steps,
+                  PassKind kind, double& us) {
     cudaStream_t s = engine.stream();
     const int launches = int(std::max<std::size_t>(steps.size(), k_min_launches));
     // Warm (first use of a kernel), then capture the group.
@@ -125,13 +125,14 @@ Status measure(const Options& o, const PassPlan& plan, std::string& text) {
     const std::time_t now = std::time(nullptr);
     std::strftime(stamp, sizeof stamp, "%Y-%m-%d", std::gmtime(&now));
     char line[1024];
-    std::snprintf(line, sizeof line,
-                  "# Measured by 'tpverify --backend cuda --measure-kernels' (engine/cuda/measure_kernels.cu) on %s, "
-                  "%s\n# %s, tp %d shapes, %d tokens (and 1), experts %s, GEMM path %s; us per kernel in a "
-                  "CUDA graph of its kind\ngpu %s\ncopy_gbps %.0f\n",
-                  prop.name, stamp, plan.model.name.c_str(), plan.tp, plan.tokens,
-                  plan.int4_experts ? "int4-g32" : "bf16", gemm_path_name(engine.gemm_path()), prop.name,
-                  engine.copy_gbps());
+    std::snprintf(
+        line, sizeof line,
+        "# Measured by 'tpverify --backend cuda --measure-kernels' (engine/cuda/measure_kernels.cu) on %s, "
+        "%s\n# %s, tp %d shapes, %d tokens (and 1), experts %s, GEMM path %s; us per kernel in a "
+        "CUDA graph of its kind\ngpu %s\ncopy_gbps %.0f\n",
+        prop.name, stamp, plan.model.name.c_str(), plan.tp, plan.tokens,
+        plan.int4_experts ? "int4-g32" : "bf16", gemm_path_name(engine.gemm_path()), prop.name,
+        engine.copy_gbps());
     text = "tpverify-kernels 1\n";
     text += line;
     std::map<std::string, double> done;
@@ -161,7 +162,8 @@ Status measure(const Options& o, const PassPlan& plan, std::string& text) {
 
 }  // namespace
 
-int measure_kernels(const Options& options, const PassPlan& plan, Reporter& reporter, const std::string& command) {
+int measure_kernels(const Options& options, const PassPlan& plan, Reporter& reporter,
+                    const std::string& command) {
     std::string text;
     Status st = measure(options, plan, text);
     if (!st.ok) {

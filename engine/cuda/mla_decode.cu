@@ -34,7 +34,9 @@ __device__ __forceinline__ unsigned smem_address(const void* p) {
 }
 
 __device__ __forceinline__ void ldmatrix_x2(unsigned address, unsigned& r0, unsigned& r1) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(r0), "=r"(r1) : "r"(address));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];"
+                 : "=r"(r0), "=r"(r1)
+                 : "r"(address));
 }
 
 __device__ __forceinline__ void ldmatrix_x4_trans(unsigned address, unsigned (&r)[4]) {
@@ -77,7 +79,8 @@ __global__ void __launch_bounds__(k_threads, 1)
         for (int i = threadIdx.x; i < k_tokens * vecs; i += k_threads) {
             const int r = i / vecs, c = i % vecs;
             const int token = min(t0 + tile * k_tokens + r, context - 1);  // past the end: masked below
-            copy_async16(ks + (buffer * k_tokens + r) * k_pitch + c * 8, cache + std::uint64_t(token) * k_dim + c * 8);
+            copy_async16(ks + (buffer * k_tokens + r) * k_pitch + c * 8,
+                         cache + std::uint64_t(token) * k_dim + c * 8);
         }
         asm volatile("cp.async.commit_group;");
     };
@@ -98,9 +101,9 @@ __global__ void __launch_bounds__(k_threads, 1)
         const bf16* kb = ks + (tile & 1) * k_tokens * k_pitch;
         // S = Q K^T for this warp's 16 rows and 8 tokens.
         float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        const unsigned a_base =
-            smem_address(qs + (group * 16 + (lane & 15)) * k_pitch + 8 * (lane >> 4));
-        const unsigned b_base = smem_address(kb + (quarter * 8 + (lane & 7)) * k_pitch + 8 * ((lane >> 3) & 1));
+        const unsigned a_base = smem_address(qs + (group * 16 + (lane & 15)) * k_pitch + 8 * (lane >> 4));
+        const unsigned b_base =
+            smem_address(kb + (quarter * 8 + (lane & 7)) * k_pitch + 8 * ((lane >> 3) & 1));
 #pragma unroll 4
         for (int step = 0; step < k_dim / 16; ++step) {
             unsigned a[4], b0, b1;
@@ -112,7 +115,8 @@ __global__ void __launch_bounds__(k_threads, 1)
         for (int i = 0; i < 4; ++i) {
             const int col = quarter * 8 + 2 * t + (i & 1);
             const int token = t0 + tile * k_tokens + col;
-            ss[(group * 16 + g + 8 * (i >> 1)) * k_s_pitch + col] = token < t1 ? s[i] * scale_log2 : -INFINITY;
+            ss[(group * 16 + g + 8 * (i >> 1)) * k_s_pitch + col] =
+                token < t1 ? s[i] * scale_log2 : -INFINITY;
         }
         __syncthreads();
         // Online softmax of rows g and g + 8 of the group over the tile's 32 tokens; the lane's
@@ -155,8 +159,9 @@ __global__ void __launch_bounds__(k_threads, 1)
         // O += P V over this warp's 128 dims: 16 n8 tiles, V^T fragments by ldmatrix.trans.
 #pragma unroll
         for (int kk = 0; kk < 2; ++kk) {
-            const unsigned v_base = smem_address(kb + (kk * 16 + (lane & 7) + 8 * ((lane >> 3) & 1)) * k_pitch +
-                                                 quarter * 128 + 8 * (lane >> 4));
+            const unsigned v_base =
+                smem_address(kb + (kk * 16 + (lane & 7) + 8 * ((lane >> 3) & 1)) * k_pitch + quarter * 128 +
+                             8 * (lane >> 4));
 #pragma unroll
             for (int np = 0; np < 8; ++np) {
                 unsigned b[4];
@@ -192,7 +197,8 @@ __global__ void __launch_bounds__(k_threads, 1)
 }
 
 // One block per row: the splits' results weighted by exp2(max_s - max) and normalised.
-__global__ void mla_combine_kernel(const float* o_part, const float* ml_part, int rows, int splits, bf16* out) {
+__global__ void mla_combine_kernel(const float* o_part, const float* ml_part, int rows, int splits,
+                                   bf16* out) {
     const int row = blockIdx.x;
     __shared__ float weight[256];
     __shared__ float total;
@@ -212,7 +218,8 @@ __global__ void mla_combine_kernel(const float* o_part, const float* ml_part, in
     for (int d = threadIdx.x * 2; d < k_vdim; d += blockDim.x * 2) {
         float2 acc = make_float2(0.0f, 0.0f);
         for (int s = 0; s < splits; ++s) {
-            const float2 v = *reinterpret_cast<const float2*>(o_part + (std::uint64_t(s) * rows + row) * k_vdim + d);
+            const float2 v =
+                *reinterpret_cast<const float2*>(o_part + (std::uint64_t(s) * rows + row) * k_vdim + d);
             acc.x += weight[s] * v.x;
             acc.y += weight[s] * v.y;
         }
@@ -248,8 +255,8 @@ cudaError_t mla_decode(const bf16* q, const bf16* cache, bf16* out, int rows, in
     float* o_part = workspace;
     float* ml_part = workspace + std::size_t(used) * rows * k_vdim;
     const float scale_log2 = 1.4426950408889634f / std::sqrt(float(k_dim));
-    mla_split_kernel<<<grid, k_threads, k_smem, s>>>(q, cache, rows, context, per_split, scale_log2, o_part, ml_part,
-                                                     out);
+    mla_split_kernel<<<grid, k_threads, k_smem, s>>>(q, cache, rows, context, per_split, scale_log2, o_part,
+                                                     ml_part, out);
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
     if (used == 1) return cudaSuccess;
     mla_combine_kernel<<<rows, 128, 0, s>>>(o_part, ml_part, rows, used, out);

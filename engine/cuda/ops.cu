@@ -1,5 +1,7 @@
 // The layer's small kernels: one element (or one 8-element vector) per thread over many blocks,
 // so that each costs about its launch and one round trip to memory.
+#include <algorithm>
+
 #include "engine/cuda/ops.cuh"
 
 namespace tpverify::cuda {
@@ -48,7 +50,8 @@ __global__ void rope_kernel(bf16* x, int rows, int pairs_per_row, int ld, int po
     *pair = __floats2bfloat162_rn(v.x * c - v.y * s, v.x * s + v.y * c);
 }
 
-__global__ void copy_rows_kernel(const bf16* src, int rows, int pairs_per_row, int ld, bf16* dst, int dst_ld) {
+__global__ void copy_rows_kernel(const bf16* src, int rows, int pairs_per_row, int ld, bf16* dst,
+                                 int dst_ld) {
     const std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x;
     if (i >= std::uint64_t(rows) * pairs_per_row) return;
     const int r = int(i / pairs_per_row), p = int(i % pairs_per_row);
@@ -58,7 +61,8 @@ __global__ void copy_rows_kernel(const bf16* src, int rows, int pairs_per_row, i
 
 // One warp per token: k rounds of a warp-wide arg-max over the sigmoid scores.
 __global__ void topk_kernel(const bf16* logits, int tokens, int experts, int k, int* ids, float* weights) {
-    const int warp = int((blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x) / 32), lane = threadIdx.x & 31;
+    const int warp = int((blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x) / 32),
+              lane = threadIdx.x & 31;
     if (warp >= tokens) return;
     const bf16* row = logits + std::uint64_t(warp) * experts;
     constexpr int k_per_lane = 16;  // up to 512 experts
@@ -86,7 +90,7 @@ __global__ void topk_kernel(const bf16* logits, int tokens, int experts, int k, 
         sum += best;
         if ((id & 31) == lane)
 #pragma unroll
-            for (int j = 0; j < k_per_lane; ++j)  // (a constant index keeps score in registers)
+            for (int j = 0; j < k_per_lane; ++j)       // (a constant index keeps score in registers)
                 if (j == (id >> 5)) score[j] = -2.0f;  // taken
     }
     if (lane < k) {
@@ -128,14 +132,16 @@ __global__ void expert_sum_kernel(const bf16* outs, const int* slots, const floa
 
 cudaError_t rmsnorm_rows(bf16* x, int rows, int width, int ld, const bf16* gamma, float eps, cudaStream_t s) {
     if (width % 2 != 0 || ld % 2 != 0 || width > 8 * 1024) return cudaErrorInvalidValue;
-    const int threads = ((width / 2 + 3) / 4 + 31) / 32 * 32;  // up to 4 pairs per thread
-    rmsnorm_rows_kernel<<<rows, threads < 32 ? 32 : threads, 0, s>>>(x, width, ld, gamma, eps);
+    // Up to 4 pairs per thread, at least one warp.
+    const int threads = std::max(32, ((width / 2 + 3) / 4 + 31) / 32 * 32);
+    rmsnorm_rows_kernel<<<rows, threads, 0, s>>>(x, width, ld, gamma, eps);
     return cudaGetLastError();
 }
 
 cudaError_t rope(bf16* x, int rows, int width, int ld, int position, cudaStream_t s) {
     if (width % 2 != 0 || ld % 2 != 0) return cudaErrorInvalidValue;
-    rope_kernel<<<blocks_for(std::uint64_t(rows) * (width / 2)), k_threads, 0, s>>>(x, rows, width / 2, ld, position);
+    rope_kernel<<<blocks_for(std::uint64_t(rows) * (width / 2)), k_threads, 0, s>>>(x, rows, width / 2, ld,
+                                                                                    position);
     return cudaGetLastError();
 }
 
@@ -147,10 +153,11 @@ cudaError_t kv_write(const bf16* src, int rows, int width, int ld, bf16* cache, 
     return cudaGetLastError();
 }
 
-cudaError_t topk(const bf16* logits, int tokens, int experts, int k, int* ids, float* weights, cudaStream_t s) {
+cudaError_t topk(const bf16* logits, int tokens, int experts, int k, int* ids, float* weights,
+                 cudaStream_t s) {
     if (k < 1 || k > 32 || experts > 512 || experts < k) return cudaErrorInvalidValue;
     topk_kernel<<<blocks_for(std::uint64_t(tokens) * 32), k_threads, 0, s>>>(logits, tokens, experts, k, ids,
-                                                                           weights);
+                                                                             weights);
     return cudaGetLastError();
 }
 
@@ -160,8 +167,8 @@ cudaError_t silu_mul(bf16* x, int rows, int inter, int ld, cudaStream_t s) {
     return cudaGetLastError();
 }
 
-cudaError_t expert_sum(const bf16* outs, const int* slots, const float* weights, int tokens, int k, int hidden,
-                       bf16* y, bool accumulate, cudaStream_t s) {
+cudaError_t expert_sum(const bf16* outs, const int* slots, const float* weights, int tokens, int k,
+                       int hidden, bf16* y, bool accumulate, cudaStream_t s) {
     if (hidden % 2 != 0) return cudaErrorInvalidValue;
     expert_sum_kernel<<<blocks_for(std::uint64_t(tokens) * (hidden / 2)), k_threads, 0, s>>>(
         outs, slots, weights, tokens, k, hidden, y, accumulate ? 1 : 0);

@@ -20,11 +20,12 @@ cudaError_t kv_write(const bf16* src, int rows, int width, int ld, bf16* cache, 
                      cudaStream_t s);
 /// Per token: the top `k` of `experts` router logits by sigmoid score, their ids and weights
 /// (the scores normalised to sum 1), one warp per token. k <= 32.
-cudaError_t topk(const bf16* logits, int tokens, int experts, int k, int* ids, float* weights, cudaStream_t s);
+cudaError_t topk(const bf16* logits, int tokens, int experts, int k, int* ids, float* weights,
+                 cudaStream_t s);
 /// In place: row r's first `inter` elements become SiLU(x[r][i]) * x[r][inter + i] (row stride ld).
 cudaError_t silu_mul(bf16* x, int rows, int inter, int ld, cudaStream_t s);
 /// y[t] (+)= sum over j < k of weights[t][j] * outs[slots[t][j]], rows of `hidden` bf16.
-cudaError_t expert_sum(const bf16* outs, const int* slots, const float* weights, int tokens, int k, int hidden,
-                       bf16* y, bool accumulate, cudaStream_t s);
+cudaError_t expert_sum(const bf16* outs, const int* slots, const float* weights, int tokens, int k,
+                       int hidden, bf16* y, bool accumulate, cudaStream_t s);
 
 }  // namespace tpverify::cuda

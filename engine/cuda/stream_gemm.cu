@@ -76,14 +76,14 @@ cudaError_t setup(int device) {
     g_sms = prop.multiProcessorCount;
     // The kernel's static shared memory is one int; leave 1 KiB for it and the runtime.
     g_max_dynamic_smem = int(prop.sharedMemPerBlockOptin) - 1024;
-    if (cudaError_t e = allow_smem<Format::int4, k_int4_unroll>(g_max_dynamic_smem); e != cudaSuccess) return e;
+    if (cudaError_t e = allow_smem<Format::int4, k_int4_unroll>(g_max_dynamic_smem); e != cudaSuccess)
+        return e;
     return allow_smem<Format::bf16, k_bf16_unroll>(g_max_dynamic_smem);
 }
 
 bool fits(int n, int k) {
     return n > 0 && k > 0 && n % k_tile == 0 && k % k_chunk == 0;
 }
-
 
 LaunchShape plan_launch(Format format, int n, int k, int count, int max_rows, const Workspace& ws) {
     LaunchShape shape;
@@ -102,7 +102,8 @@ LaunchShape plan_launch(Format format, int n, int k, int count, int max_rows, co
     for (;;) {
         shape.slice_chunks = (chunks + slices - 1) / slices;
         shape.slices = (chunks + shape.slice_chunks - 1) / shape.slice_chunks;
-        shape.smem = std::size_t(std::max(max_rows, 1)) * (shape.slice_chunks * k_chunk + k_pad) * sizeof(bf16);
+        shape.smem =
+            std::size_t(std::max(max_rows, 1)) * (shape.slice_chunks * k_chunk + k_pad) * sizeof(bf16);
         if (shape.smem <= std::size_t(g_max_dynamic_smem) || shape.slice_chunks == 1) break;
         ++slices;  // x of the slice must fit in shared memory: cut k finer
     }
@@ -111,9 +112,10 @@ LaunchShape plan_launch(Format format, int n, int k, int count, int max_rows, co
     return shape;
 }
 
-cudaError_t run(Format format, const Batch& batch, int n, int k, int ldx, bool accumulate, const Workspace& ws,
-                cudaStream_t stream) {
-    if (!fits(n, k) || batch.count < 1 || batch.count > k_max_batch || ldx % 8 != 0) return cudaErrorInvalidValue;
+cudaError_t run(Format format, const Batch& batch, int n, int k, int ldx, bool accumulate,
+                const Workspace& ws, cudaStream_t stream) {
+    if (!fits(n, k) || batch.count < 1 || batch.count > k_max_batch || ldx % 8 != 0)
+        return cudaErrorInvalidValue;
     int most = 0;
     for (int e = 0; e < batch.count; ++e) most = std::max(most, batch.rows[e]);
     // At most k_rows rows of x per launch: more rows are more launches over the same weights.
@@ -131,20 +133,22 @@ cudaError_t run(Format format, const Batch& batch, int n, int k, int ldx, bool a
         }
         const LaunchShape shape = plan_launch(format, n, k, part.count, max_rows, ws);
         if (!shape.ok) return cudaErrorInvalidValue;
-        const dim3 grid(unsigned((n + k_group_cols - 1) / k_group_cols), unsigned(shape.slices), unsigned(part.count));
+        const dim3 grid(unsigned((n + k_group_cols - 1) / k_group_cols), unsigned(shape.slices),
+                        unsigned(part.count));
         const int acc = accumulate ? 1 : 0;
         if (format == Format::int4)
-            stream_gemm_kernel<Format::int4, k_int4_unroll>
-                <<<grid, k_threads, shape.smem, stream>>>(part, n, k, ldx, shape.slice_chunks, shape.slices, acc, ws);
+            stream_gemm_kernel<Format::int4, k_int4_unroll><<<grid, k_threads, shape.smem, stream>>>(
+                part, n, k, ldx, shape.slice_chunks, shape.slices, acc, ws);
         else
-            stream_gemm_kernel<Format::bf16, k_bf16_unroll>
-                <<<grid, k_threads, shape.smem, stream>>>(part, n, k, ldx, shape.slice_chunks, shape.slices, acc, ws);
+            stream_gemm_kernel<Format::bf16, k_bf16_unroll><<<grid, k_threads, shape.smem, stream>>>(
+                part, n, k, ldx, shape.slice_chunks, shape.slices, acc, ws);
         if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
     }
     return cudaSuccess;
 }
 
-cudaError_t repack_int4(const unsigned* ct_words, const bf16* ct_scales, void* out, int n, int k, cudaStream_t s) {
+cudaError_t repack_int4(const unsigned* ct_words, const bf16* ct_scales, void* out, int n, int k,
+                        cudaStream_t s) {
     if (!fits(n, k)) return cudaErrorInvalidValue;
     int4_repack_kernel<<<1024, 256, 0, s>>>(ct_words, ct_scales, static_cast<unsigned char*>(out), n, k);
     return cudaGetLastError();

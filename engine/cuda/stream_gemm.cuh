@@ -33,14 +33,14 @@ enum class Format { int4, bf16 };
 
 constexpr int k_threads = 256;  ///< threads per block: 8 warps
 constexpr int k_warps = k_threads / 32;
-constexpr int k_chunk = 64;                      ///< k per chunk: four mma k16 steps, two scale groups
-constexpr int k_tile = 16;                       ///< output columns per warp (mma m16)
-constexpr int k_group_cols = k_tile * k_warps;   ///< output columns per block
-constexpr int k_rows = 8;                        ///< rows of x per launch (mma n8)
-constexpr int k_pad = 8;                         ///< bf16 of padding per staged x row (no bank conflicts)
-constexpr int k_max_batch = 40;                  ///< experts per launch
-constexpr int k_int4_unroll = 4;                 ///< chunks each warp keeps in flight (INT4: 4 x 512 B)
-constexpr int k_bf16_unroll = 1;                 ///< chunks each warp keeps in flight (bf16: 1 x 2 KiB)
+constexpr int k_chunk = 64;                     ///< k per chunk: four mma k16 steps, two scale groups
+constexpr int k_tile = 16;                      ///< output columns per warp (mma m16)
+constexpr int k_group_cols = k_tile * k_warps;  ///< output columns per block
+constexpr int k_rows = 8;                       ///< rows of x per launch (mma n8)
+constexpr int k_pad = 8;                        ///< bf16 of padding per staged x row (no bank conflicts)
+constexpr int k_max_batch = 40;                 ///< experts per launch
+constexpr int k_int4_unroll = 4;                ///< chunks each warp keeps in flight (INT4: 4 x 512 B)
+constexpr int k_bf16_unroll = 1;                ///< chunks each warp keeps in flight (bf16: 1 x 2 KiB)
 
 /// Bytes of packed INT4 weights of an [n x k] matrix (the scales follow them).
 __host__ __device__ constexpr std::uint64_t int4_packed_bytes(int n, int k) {
@@ -148,8 +148,8 @@ struct Stream<Format::int4> {
         const int chunks = k / k_chunk;
         const std::uint64_t tc = std::uint64_t(tile) * chunks + first_chunk;
         w = static_cast<const uint4*>(base) + tc * 32 + lane;
-        s = reinterpret_cast<const uint2*>(static_cast<const char*>(base) + int4_packed_bytes(n, k)) + tc * 8 +
-            (lane >> 2);
+        s = reinterpret_cast<const uint2*>(static_cast<const char*>(base) + int4_packed_bytes(n, k)) +
+            tc * 8 + (lane >> 2);
     }
     __device__ Fragments<Format::int4> load(int c) const {
         return {load_stream128(w + std::uint64_t(c) * 32), load_stream64(s + std::uint64_t(c) * 8)};
@@ -171,7 +171,8 @@ struct Stream<Format::bf16> {
 };
 
 /// One chunk of one warp tile. `x_address`: this lane's ldmatrix row address at the chunk.
-__device__ __forceinline__ void chunk_mma(const Fragments<Format::int4>& f, unsigned x_address, float (&acc)[4]) {
+__device__ __forceinline__ void chunk_mma(const Fragments<Format::int4>& f, unsigned x_address,
+                                          float (&acc)[4]) {
     unsigned b0[4], b1[4];
     ldmatrix_x4(x_address, b0);       // k 0..31: steps 0 and 1
     ldmatrix_x4(x_address + 64, b1);  // k 32..63: steps 2 and 3
@@ -197,7 +198,8 @@ __device__ __forceinline__ void chunk_mma(const Fragments<Format::int4>& f, unsi
     acc[3] = fmaf(s1.y, u[3], acc[3]);
 }
 
-__device__ __forceinline__ void chunk_mma(const Fragments<Format::bf16>& f, unsigned x_address, float (&acc)[4]) {
+__device__ __forceinline__ void chunk_mma(const Fragments<Format::bf16>& f, unsigned x_address,
+                                          float (&acc)[4]) {
     unsigned b0[4], b1[4];
     ldmatrix_x4(x_address, b0);
     ldmatrix_x4(x_address + 64, b1);
@@ -322,10 +324,11 @@ bool fits(int n, int k);
 /// two rounds of the unroll for INT4, four for bf16), within the workspace and the shared memory.
 LaunchShape plan_launch(Format format, int n, int k, int count, int max_rows, const Workspace& ws);
 /// Enqueues the batch (rows above k_rows run as more launches of up to k_rows rows each).
-cudaError_t run(Format format, const Batch& batch, int n, int k, int ldx, bool accumulate, const Workspace& ws,
-                cudaStream_t stream);
+cudaError_t run(Format format, const Batch& batch, int n, int k, int ldx, bool accumulate,
+                const Workspace& ws, cudaStream_t stream);
 /// Repacks one INT4 matrix from the checkpoint's layout into `out` (matrix_bytes(int4, n, k)).
-cudaError_t repack_int4(const unsigned* ct_words, const bf16* ct_scales, void* out, int n, int k, cudaStream_t s);
+cudaError_t repack_int4(const unsigned* ct_words, const bf16* ct_scales, void* out, int n, int k,
+                        cudaStream_t s);
 /// Repacks one row-major bf16 [n][k] matrix into `out` (matrix_bytes(bf16, n, k)).
 cudaError_t repack_bf16(const bf16* w, void* out, int n, int k, cudaStream_t s);
 

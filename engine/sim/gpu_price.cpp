@@ -49,10 +49,12 @@ double GpuModel::gemm_launch_us(bool int4, int rows, int n, int k, int count) co
     } else if (bytes > points.front().first) {
         auto hi = std::upper_bound(points.begin(), points.end(), std::make_pair(bytes, 1e300));
         auto lo = hi - 1;
-        const double t = (std::log(bytes) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
+        const double t =
+            (std::log(bytes) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
         efficiency = lo->second + t * (hi->second - lo->second);
     }
-    return std::max({bytes / (bandwidth(*this) * efficiency * 1e3), flops / (peak_tflops * 1e6), k_min_device_us});
+    return std::max(
+        {bytes / (bandwidth(*this) * efficiency * 1e3), flops / (peak_tflops * 1e6), k_min_device_us});
 }
 
 double GpuModel::attention_us(const Attention& a) const {
@@ -72,14 +74,16 @@ double GpuModel::attention_us(const Attention& a) const {
             p.qk_dim == a.qk_dim && p.v_dim == a.v_dim && p.context == a.context)
             return device_time(*this, p.us) * scale;
         if (p.row_dim != a.row_dim) continue;
-        const double distance = std::fabs(std::log(std::max(q.flops(), 1.0)) - std::log(std::max(flops, 1.0)));
+        const double distance =
+            std::fabs(std::log(std::max(q.flops(), 1.0)) - std::log(std::max(flops, 1.0)));
         if (best == nullptr || distance < best_distance) best = &p, best_distance = distance;
     }
     if (best == nullptr) return roofline;
     Attention q;
     q.rows = best->rows, q.heads = best->heads, q.kv_heads = best->kv_heads, q.row_dim = best->row_dim;
     q.qk_dim = best->qk_dim, q.v_dim = best->v_dim, q.context = best->context;
-    const double ratio = std::max(bytes / std::max(double(q.cache_bytes()), 1.0), flops / std::max(q.flops(), 1.0));
+    const double ratio =
+        std::max(bytes / std::max(double(q.cache_bytes()), 1.0), flops / std::max(q.flops(), 1.0));
     return std::max(roofline, device_time(*this, best->us) * ratio * table->copy_gbps / bandwidth(*this));
 }
 
@@ -94,12 +98,14 @@ double GpuModel::op_us(Op op, int rows, int width, std::uint64_t bytes) const {
     for (const KernelTable::Op& p : table->ops) {
         if (p.name != op_name(op)) continue;
         if (p.rows == rows && p.width == width) return device_time(*this, p.us);
-        const double distance = std::fabs(std::log(double(p.rows) * p.width) - std::log(double(rows) * width));
+        const double distance =
+            std::fabs(std::log(double(p.rows) * p.width) - std::log(double(rows) * width));
         if (best == nullptr || distance < best_distance) best = &p, best_distance = distance;
     }
     if (best == nullptr) return estimate;
     const double measured_bytes = double(bytes) * (double(best->rows) * best->width) / (double(rows) * width);
-    return device_time(*this, best->us) + std::max(0.0, double(bytes) - measured_bytes) / (bandwidth(*this) * 1e3);
+    return device_time(*this, best->us) +
+           std::max(0.0, double(bytes) - measured_bytes) / (bandwidth(*this) * 1e3);
 }
 
 double GpuModel::norm_us(std::uint64_t bytes) const {
@@ -108,10 +114,12 @@ double GpuModel::norm_us(std::uint64_t bytes) const {
     const KernelTable::Norm* best = nullptr;
     for (const KernelTable::Norm& p : table->norms) {
         if (p.bytes == double(bytes)) return device_time(*this, p.us);
-        if (best == nullptr || std::fabs(std::log(p.bytes / double(bytes))) < std::fabs(std::log(best->bytes / double(bytes))))
+        if (best == nullptr ||
+            std::fabs(std::log(p.bytes / double(bytes))) < std::fabs(std::log(best->bytes / double(bytes))))
             best = &p;
     }
-    return device_time(*this, best->us) + std::max(0.0, 3.0 * (double(bytes) - best->bytes)) / (bandwidth(*this) * 1e3);
+    return device_time(*this, best->us) +
+           std::max(0.0, 3.0 * (double(bytes) - best->bytes)) / (bandwidth(*this) * 1e3);
 }
 
 std::string GpuModel::price_source() const {

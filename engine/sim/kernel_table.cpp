@@ -22,7 +22,8 @@ bool number(const std::string& word, double& out) {
 
 }  // namespace
 
-bool parse_kernel_table(const std::string& text, const std::string& name, KernelTable& out, std::string& error) {
+bool parse_kernel_table(const std::string& text, const std::string& name, KernelTable& out,
+                        std::string& error) {
     out = KernelTable{};
     out.source = name;
     std::istringstream in(text);
@@ -46,7 +47,8 @@ bool parse_kernel_table(const std::string& text, const std::string& name, Kernel
         for (std::string x; words >> x;) w.push_back(x);
         if (w.empty()) continue;
         if (w[0] == "tpverify-kernels") {
-            if (w.size() != 2 || w[1] != "1") return fail("unsupported version (this tpverify reads 'tpverify-kernels 1')");
+            if (w.size() != 2 || w[1] != "1")
+                return fail("unsupported version (this tpverify reads 'tpverify-kernels 1')");
             header = true;
             continue;
         }
@@ -69,14 +71,16 @@ bool parse_kernel_table(const std::string& text, const std::string& name, Kernel
             if (v.size() != 1 || v[0] <= 0) return fail("copy_gbps needs one positive number");
             if (out.copy_gbps == 0) out.copy_gbps = v[0];
         } else if (w[0] == "gemm") {
-            if (v.size() != 5 || (w[1] != "int4" && w[1] != "bf16")) return fail("expected 'gemm int4|bf16 ROWS N K COUNT US'");
+            if (v.size() != 5 || (w[1] != "int4" && w[1] != "bf16"))
+                return fail("expected 'gemm int4|bf16 ROWS N K COUNT US'");
             if (!repeated)
                 out.gemms.push_back({w[1] == "int4", int(v[0]), int(v[1]), int(v[2]), int(v[3]), v[4]});
         } else if (w[0] == "op") {
             if (v.size() != 3) return fail("expected 'op NAME ROWS WIDTH US'");
             if (!repeated) out.ops.push_back({w[1], int(v[0]), int(v[1]), v[2]});
         } else if (w[0] == "attention") {
-            if (v.size() != 8) return fail("expected 'attention ROWS HEADS KV_HEADS ROW_DIM QK_DIM V_DIM CONTEXT US'");
+            if (v.size() != 8)
+                return fail("expected 'attention ROWS HEADS KV_HEADS ROW_DIM QK_DIM V_DIM CONTEXT US'");
             if (!repeated)
                 out.attention.push_back(
                     {int(v[0]), int(v[1]), int(v[2]), int(v[3]), int(v[4]), int(v[5]), int(v[6]), v[7]});

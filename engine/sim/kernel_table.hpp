@@ -49,7 +49,8 @@ struct KernelTable {
 };
 
 /// Parses a table; on error returns false with "NAME:LINE: what" in `error`.
-bool parse_kernel_table(const std::string& text, const std::string& name, KernelTable& out, std::string& error);
+bool parse_kernel_table(const std::string& text, const std::string& name, KernelTable& out,
+                        std::string& error);
 /// The tables tpverify carries: "h200" (tests/fixtures/tpverify-kernels/h200.txt, word for word).
 std::string builtin_kernel_table(const std::string& name);
 /// builtin:h200, parsed once.

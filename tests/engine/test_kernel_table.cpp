@@ -43,10 +43,11 @@ TEST_CASE("kernel table: builtin:h200 is tests/fixtures/tpverify-kernels/h200.tx
 TEST_CASE("kernel table: lines parse, errors name the line") {
     KernelTable t;
     std::string error;
-    REQUIRE(parse_kernel_table("tpverify-kernels 1\n# note\ngpu NVIDIA H200\ncopy_gbps 4000\n"
-                               "gemm int4 1 4096 7168 8 38.5\ngemm int4 1 4096 7168 8 99\nop topk 4 384 5.8\n"
-                               "attention 4 64 1 576 576 512 4096 19.3\nnorm 57344 3.4\n",
-                               "t.txt", t, error));
+    REQUIRE(
+        parse_kernel_table("tpverify-kernels 1\n# note\ngpu NVIDIA H200\ncopy_gbps 4000\n"
+                           "gemm int4 1 4096 7168 8 38.5\ngemm int4 1 4096 7168 8 99\nop topk 4 384 5.8\n"
+                           "attention 4 64 1 576 576 512 4096 19.3\nnorm 57344 3.4\n",
+                           "t.txt", t, error));
     REQUIRE(t.gemms.size() == 1);  // a repeated line keeps the first time
     CHECK(t.gemms[0].us == 38.5);
     CHECK(t.gemms[0].bytes() == 8 * (4096.0 * 7168 / 2 + 4096.0 * 7168 / 32 * 2));
@@ -55,7 +56,8 @@ TEST_CASE("kernel table: lines parse, errors name the line") {
     CHECK(t.note == "note");
     CHECK_FALSE(parse_kernel_table("gpu x\n", "a.txt", t, error));
     CHECK(error == "a.txt:1: expected the header 'tpverify-kernels 1' first");
-    CHECK_FALSE(parse_kernel_table("tpverify-kernels 1\ncopy_gbps 1\ngemm fp8 1 2 3 4 5\n", "b.txt", t, error));
+    CHECK_FALSE(
+        parse_kernel_table("tpverify-kernels 1\ncopy_gbps 1\ngemm fp8 1 2 3 4 5\n", "b.txt", t, error));
     CHECK(error == "b.txt:3: expected 'gemm int4|bf16 ROWS N K COUNT US'");
     CHECK_FALSE(parse_kernel_table("tpverify-kernels 1\ngpu x\n", "c.txt", t, error));
     CHECK(error == "c.txt: no copy_gbps line");
@@ -65,10 +67,11 @@ TEST_CASE("kernel table: the sim's H200 pass is within 10 % of the CUDA run meas
     // tests/fixtures/tpverify-kernels/run3-t4-int4.jsonl: the CUDA backend on one H200, TP 1,
     // Kimi-K2.5 with INT4 experts, 4 tokens, cuBLAS for bf16 GEMMs and attention (tpverify's
     // defaults), 2026-12-03; its 1-token pass too (baseline_us).
-    const std::string cuda = result_of(read_file(source_path("tests/fixtures/tpverify-kernels/run3-t4-int4.jsonl")));
+    const std::string cuda =
+        result_of(read_file(source_path("tests/fixtures/tpverify-kernels/run3-t4-int4.jsonl")));
     REQUIRE(!cuda.empty());
-    const auto sim = run_command({binary_path("engine/tpverify").string(), "--backend", "sim", "--json", "--tp", "1",
-                                  "--topology", "nvlink", "--tokens", "4", "--iters", "3"});
+    const auto sim = run_command({binary_path("engine/tpverify").string(), "--backend", "sim", "--json",
+                                  "--tp", "1", "--topology", "nvlink", "--tokens", "4", "--iters", "3"});
     REQUIRE(sim.exit_code == 0);
     const std::string r = result_of(sim.out);
     const double verify = number_after(r, "verify_us_p50"), measured = number_after(cuda, "verify_us_p50");

@@ -54,12 +54,13 @@ TEST_CASE("server env: without apply nothing changes, none sets nothing and repo
 
 TEST_CASE("server env: what the launcher set for its ranks is the preset's, not the caller's") {
     FakeEnv env;
-    env.vars = {{"NCCL_CUMEM_ENABLE", "0"},
-                {"NCCL_NVLS_ENABLE", "0"},
-                {"CUDA_DEVICE_MAX_CONNECTIONS", "8"},
-                {"CUDA_MODULE_LOADING", "AUTO"},
-                {k_preset_env, "NCCL_CUMEM_ENABLE,NCCL_NVLS_ENABLE,CUDA_DEVICE_MAX_CONNECTIONS,CUDA_MODULE_LOADING"},
-                {"TPVERIFY_RELAYED", "1"},
-                {"NCCL_DEBUG_FILE", "/dev/fd/9"}};
+    env.vars = {
+        {"NCCL_CUMEM_ENABLE", "0"},
+        {"NCCL_NVLS_ENABLE", "0"},
+        {"CUDA_DEVICE_MAX_CONNECTIONS", "8"},
+        {"CUDA_MODULE_LOADING", "AUTO"},
+        {k_preset_env, "NCCL_CUMEM_ENABLE,NCCL_NVLS_ENABLE,CUDA_DEVICE_MAX_CONNECTIONS,CUDA_MODULE_LOADING"},
+        {"TPVERIFY_RELAYED", "1"},
+        {"NCCL_DEBUG_FILE", "/dev/fd/9"}};
     CHECK(caller_names_json(env.run(Server::sglang, true)) == "[]");
 }

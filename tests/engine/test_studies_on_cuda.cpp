@@ -23,7 +23,8 @@ TEST_CASE("studies: every experiments/*.yaml plans with --set backend=cuda") {
         ++studies;
         INFO(entry.path().filename().string());
         // ncclsweep finds build/engine/tpverify beside build/cli (core/sweep/engine_locator.cpp).
-        const auto r = run_command({ncclsweep.string(), "plan", entry.path().string(), "--set", "backend=cuda"});
+        const auto r =
+            run_command({ncclsweep.string(), "plan", entry.path().string(), "--set", "backend=cuda"});
         INFO(r.out.substr(0, 2000) << r.err.substr(0, 2000));
         CHECK(r.exit_code == 0);
         CHECK(r.err.find("cannot run") == std::string::npos);

@@ -11,8 +11,8 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdarg>
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -26,21 +26,21 @@
 using bf16 = __nv_bfloat16;
 namespace w4 = tpverify::cuda::w4;
 
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
+#define CK(call)                                                                                       \
+    do {                                                                                               \
+        cudaError_t e_ = (call);                                                                       \
+        if (e_ != cudaSuccess) {                                                                       \
             std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            std::exit(1);                                                                          \
-        }                                                                                          \
+            std::exit(1);                                                                              \
+        }                                                                                              \
     } while (0)
-#define CB(call)                                                                   \
-    do {                                                                           \
-        cublasStatus_t s_ = (call);                                                \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                         \
+#define CB(call)                                                                        \
+    do {                                                                                \
+        cublasStatus_t s_ = (call);                                                     \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                              \
             std::fprintf(stderr, "%s:%d %s: %d\n", __FILE__, __LINE__, #call, int(s_)); \
-            std::exit(1);                                                          \
-        }                                                                          \
+            std::exit(1);                                                               \
+        }                                                                               \
     } while (0)
 
 static double g_copy_gbps = 0, g_read_gbps = 0;
@@ -167,8 +167,8 @@ __global__ void __launch_bounds__(k_threads) kernel(w4::Batch batch, int n, int 
                     for (int m = 0; m < M; ++m) {
                         const float4 a = *reinterpret_cast<const float4*>(&xs[m][base]);
                         const float4 b = *reinterpret_cast<const float4*>(&xs[m][base + 4]);
-                        dot[m] += v0.x * a.x + v0.y * b.x + v1.x * a.y + v1.y * b.y + v2.x * a.z + v2.y * b.z +
-                                  v3.x * a.w + v3.y * b.w;
+                        dot[m] += v0.x * a.x + v0.y * b.x + v1.x * a.y + v1.y * b.y + v2.x * a.z +
+                                  v2.y * b.z + v3.x * a.w + v3.y * b.w;
                     }
                 }
                 for (int m = 0; m < M; ++m) acc[m] += dot[m] * (g == 0 ? s.x : s.y);
@@ -188,10 +188,18 @@ __global__ void __launch_bounds__(k_threads) kernel(w4::Batch batch, int n, int 
 void launch(const w4::Batch& b, int m, int n, int k, int ldx, cudaStream_t s) {
     dim3 grid(unsigned((n + k_cols - 1) / k_cols), unsigned(b.count));
     switch (m) {
-        case 1: kernel<1><<<grid, k_threads, 0, s>>>(b, n, k, ldx, 0); break;
-        case 2: kernel<2><<<grid, k_threads, 0, s>>>(b, n, k, ldx, 0); break;
-        case 3: kernel<3><<<grid, k_threads, 0, s>>>(b, n, k, ldx, 0); break;
-        default: kernel<4><<<grid, k_threads, 0, s>>>(b, n, k, ldx, 0); break;
+        case 1:
+            kernel<1><<<grid, k_threads, 0, s>>>(b, n, k, ldx, 0);
+            break;
+        case 2:
+            kernel<2><<<grid, k_threads, 0, s>>>(b, n, k, ldx, 0);
+            break;
+        case 3:
+            kernel<3><<<grid, k_threads, 0, s>>>(b, n, k, ldx, 0);
+            break;
+        default:
+            kernel<4><<<grid, k_threads, 0, s>>>(b, n, k, ldx, 0);
+            break;
     }
 }
 }  // namespace old
@@ -219,7 +227,8 @@ __global__ void __launch_bounds__(w4::k_threads) bf16_kernel(w4::Batch batch, in
     for (int u = 0; u < U; ++u)
 #pragma unroll
         for (int s = 0; s < 4; ++s)
-            if (active && c0 + u < chunks) wv[u][s] = w4::load_stream128(wp + std::uint64_t(c0 + u) * 128 + 32 * s);
+            if (active && c0 + u < chunks)
+                wv[u][s] = w4::load_stream128(wp + std::uint64_t(c0 + u) * 128 + 32 * s);
     const bf16* x = batch.x[e];
     const int vecs = k / 8;
     for (int i = threadIdx.x; i < m * vecs; i += w4::k_threads) {
@@ -243,7 +252,8 @@ __global__ void __launch_bounds__(w4::k_threads) bf16_kernel(w4::Batch batch, in
             for (int u = 0; u < U; ++u)
 #pragma unroll
                 for (int s = 0; s < 4; ++s)
-                    if (next + u < chunks) wv[u][s] = w4::load_stream128(wp + std::uint64_t(next + u) * 128 + 32 * s);
+                    if (next + u < chunks)
+                        wv[u][s] = w4::load_stream128(wp + std::uint64_t(next + u) * 128 + 32 * s);
 #pragma unroll
             for (int u = 0; u < U; ++u) {
                 if (c0 + u >= chunks) continue;
@@ -380,7 +390,8 @@ double check_w4(const W4Launch& launch, int m, int n, int k, int ldx, int count,
     w4::Batch b;
     b.count = count;
     for (int e = 0; e < count; ++e) {
-        CK(w4::repack(dct + std::size_t(n) * k / 8 * e, dsc + std::size_t(n) * (k / 32) * e, dw + tb * e, n, k, s));
+        CK(w4::repack(dct + std::size_t(n) * k / 8 * e, dsc + std::size_t(n) * (k / 32) * e, dw + tb * e, n,
+                      k, s));
         b.w[e] = dw + tb * e;
         b.x[e] = dx + std::size_t(m) * ldx * e;
         b.y[e] = dy + std::size_t(m) * n * e;
@@ -398,7 +409,8 @@ double check_w4(const W4Launch& launch, int m, int n, int k, int ldx, int count,
                 for (int j = 0; j < k; ++j) {
                     unsigned word = ct[std::size_t(n) * k / 8 * e + std::size_t(col) * (k / 8) + j / 8];
                     int q = int((word >> (4 * (j % 8))) & 15u) - 8;
-                    ref += double(q) * bf(sc[std::size_t(n) * (k / 32) * e + std::size_t(col) * (k / 32) + j / 32]) *
+                    ref += double(q) *
+                           bf(sc[std::size_t(n) * (k / 32) * e + std::size_t(col) * (k / 32) + j / 32]) *
                            bf(x[std::size_t(m) * ldx * e + std::size_t(r) * ldx + j]);
                 }
                 double got = bf(y[std::size_t(m) * n * e + std::size_t(r) * n + col]);
@@ -432,7 +444,8 @@ double check_bf16(const W4Launch& launch, int m, int n, int k, cudaStream_t s) {
                             int g = lane >> 2, t = lane & 3;
                             int col = tile * 16 + g + 8 * (r & 1);
                             int kk = c * 64 + st * 16 + 2 * t + 8 * (r >> 1) + h;
-                            std::size_t at = ((((std::size_t(tile) * chunks + c) * 4 + st) * 32 + lane) * 8) + r * 2 + h;
+                            std::size_t at =
+                                ((((std::size_t(tile) * chunks + c) * 4 + st) * 32 + lane) * 8) + r * 2 + h;
                             packed[at] = W[std::size_t(col) * k + kk];
                         }
     bf16 *dw, *dx, *dy;
@@ -456,7 +469,8 @@ double check_bf16(const W4Launch& launch, int m, int n, int k, cudaStream_t s) {
     for (int col = 0; col < n; ++col)
         for (int r = 0; r < m; ++r) {
             double ref = 0;
-            for (int j = 0; j < k; ++j) ref += double(bf(W[std::size_t(col) * k + j])) * bf(x[std::size_t(r) * k + j]);
+            for (int j = 0; j < k; ++j)
+                ref += double(bf(W[std::size_t(col) * k + j])) * bf(x[std::size_t(r) * k + j]);
             double got = bf(y[std::size_t(r) * n + col]);
             if (std::isnan(got)) return INFINITY;
             num += (got - ref) * (got - ref);
@@ -475,8 +489,10 @@ double time_batched(const std::function<void(const w4::Batch&, cudaStream_t)>& l
                     int count, int m, int ldx_elems, cudaStream_t s, Timer& timer) {
     const std::uint64_t per_launch = bytes * count;
     const std::uint64_t padded = (bytes + 255) / 256 * 256;
-    const std::uint64_t sets = std::max<std::uint64_t>(2, std::min<std::uint64_t>(g_arena_bytes / (padded * count), 64));
-    const int launches = int(std::max<std::uint64_t>(sets, std::min<std::uint64_t>(64, (4ull << 30) / per_launch + 2)));
+    const std::uint64_t sets =
+        std::max<std::uint64_t>(2, std::min<std::uint64_t>(g_arena_bytes / (padded * count), 64));
+    const int launches =
+        int(std::max<std::uint64_t>(sets, std::min<std::uint64_t>(64, (4ull << 30) / per_launch + 2)));
     (void)m;
     (void)ldx_elems;
     return timer.per_call(launches, [&](int i) {
@@ -501,7 +517,8 @@ int main(int argc, char** argv) {
     CK(cudaGetDeviceProperties(&prop, 0));
     g_sms = prop.multiProcessorCount;
     g_max_smem = int(prop.sharedMemPerBlockOptin);
-    row("# %s, %d SMs, L2 %d MB, smem opt-in %d KB\n", prop.name, g_sms, prop.l2CacheSize >> 20, g_max_smem >> 10);
+    row("# %s, %d SMs, L2 %d MB, smem opt-in %d KB\n", prop.name, g_sms, prop.l2CacheSize >> 20,
+        g_max_smem >> 10);
     Timer timer(s);
     cublasHandle_t h;
     CB(cublasCreate(&h));
@@ -536,8 +553,8 @@ int main(int argc, char** argv) {
         double us = copy_ms * 100.0;
         g_copy_gbps = 2.0 * bytes / (us * 1e3);
         double rus = timer.per_call(8, [&](int i) {
-            read_kernel<<<g_sms * 8, 512, 0, s>>>(reinterpret_cast<const uint4*>(g_arena + (i % 4) * 2 * bytes),
-                                                 2 * bytes / 16, sink);
+            read_kernel<<<g_sms * 8, 512, 0, s>>>(
+                reinterpret_cast<const uint4*>(g_arena + (i % 4) * 2 * bytes), 2 * bytes / 16, sink);
         });
         g_read_gbps = 2.0 * bytes / (rus * 1e3);
         row("ceiling copy_gbps %.0f read_gbps %.0f (read / copy %.3f)\n", g_copy_gbps, g_read_gbps,
@@ -565,7 +582,8 @@ int main(int argc, char** argv) {
         double tp = timer.per_call(400, [&](int i) {
             pdl(tiny_pdl_kernel, (const bf16*)(g_x + (i % 2) * 65536), g_y + ((i + 1) % 2) * 65536, 4 * 7168);
         });
-        row("tiny empty %.2f us, empty+pdl %.2f us, copy 4x7168 %.2f us, copy+pdl %.2f us (per kernel in a graph)\n",
+        row("tiny empty %.2f us, empty+pdl %.2f us, copy 4x7168 %.2f us, copy+pdl %.2f us (per kernel in a "
+            "graph)\n",
             e, ep, t1, tp);
     }
 
@@ -592,13 +610,15 @@ int main(int argc, char** argv) {
     {
         int bad = 0;
         for (const Variant& v : w4v)
-            for (auto [m, n, k, ldx, count] : std::vector<std::array<int, 5>>{
-                     {4, 4096, 7168, 7168, 2}, {1, 4096, 7168, 7168, 3}, {3, 7168, 2048, 4096, 2}, {8, 512, 7168, 7168, 1},
-                     {2, 7168, 256, 512, 2}}) {
+            for (auto [m, n, k, ldx, count] : std::vector<std::array<int, 5>>{{4, 4096, 7168, 7168, 2},
+                                                                              {1, 4096, 7168, 7168, 3},
+                                                                              {3, 7168, 2048, 4096, 2},
+                                                                              {8, 512, 7168, 7168, 1},
+                                                                              {2, 7168, 256, 512, 2}}) {
                 double err = check_w4(v.launch, m, n, k, ldx, count, s);
                 if (!(err < 2e-3)) ++bad;
-                row("check w4 %-10s m=%d n=%d k=%d ldx=%d count=%d rel_err %.2e %s\n", v.name, m, n, k, ldx, count, err,
-                    err < 2e-3 ? "ok" : "WRONG");
+                row("check w4 %-10s m=%d n=%d k=%d ldx=%d count=%d rel_err %.2e %s\n", v.name, m, n, k, ldx,
+                    count, err, err < 2e-3 ? "ok" : "WRONG");
             }
         row("w4 checks wrong: %d\n", bad);
     }
@@ -608,27 +628,29 @@ int main(int argc, char** argv) {
         int n, k, ldx, count, m;
     };
     std::vector<Shape> shapes = {
-        {"gate_up", 4096, 7168, 7168, 31, 1}, {"down", 7168, 2048, 4096, 31, 1},   {"gate_up", 4096, 7168, 7168, 28, 1},
-        {"gate_up", 4096, 7168, 7168, 2, 2},  {"down", 7168, 2048, 4096, 2, 2},    {"gate_up", 4096, 7168, 7168, 8, 1},
-        {"down", 7168, 2048, 4096, 8, 1},     {"gate_up", 4096, 7168, 7168, 1, 1}, {"down", 7168, 2048, 4096, 1, 1},
-        {"gate_up", 4096, 7168, 7168, 1, 4},  {"down", 7168, 2048, 4096, 1, 4},    {"gate_up", 4096, 7168, 7168, 31, 4},
+        {"gate_up", 4096, 7168, 7168, 31, 1}, {"down", 7168, 2048, 4096, 31, 1},
+        {"gate_up", 4096, 7168, 7168, 28, 1}, {"gate_up", 4096, 7168, 7168, 2, 2},
+        {"down", 7168, 2048, 4096, 2, 2},     {"gate_up", 4096, 7168, 7168, 8, 1},
+        {"down", 7168, 2048, 4096, 8, 1},     {"gate_up", 4096, 7168, 7168, 1, 1},
+        {"down", 7168, 2048, 4096, 1, 1},     {"gate_up", 4096, 7168, 7168, 1, 4},
+        {"down", 7168, 2048, 4096, 1, 4},     {"gate_up", 4096, 7168, 7168, 31, 4},
         {"gate_up8", 512, 7168, 7168, 31, 1}, {"down8", 7168, 256, 512, 31, 1},
     };
     for (const Shape& sh : shapes) {
         const std::uint64_t bytes = w4::total_bytes(sh.n, sh.k);
         auto us_of = [&](const W4Launch& l) {
-            return time_batched([&](const w4::Batch& b, cudaStream_t st) { l(b, sh.m, sh.n, sh.k, sh.ldx, st); },
-                                bytes, sh.count, sh.m, sh.ldx, s, timer);
+            return time_batched(
+                [&](const w4::Batch& b, cudaStream_t st) { l(b, sh.m, sh.n, sh.k, sh.ldx, st); }, bytes,
+                sh.count, sh.m, sh.ldx, s, timer);
         };
-        double old_us = sh.m <= 4 ? time_batched(
-                                        [&](const w4::Batch& b, cudaStream_t st) {
-                                            old::launch(b, sh.m, sh.n, sh.k, sh.ldx, st);
-                                        },
-                                        bytes, sh.count, sh.m, sh.ldx, s, timer)
-                                  : 0;
+        double old_us =
+            sh.m <= 4 ? time_batched([&](const w4::Batch& b,
+                                         cudaStream_t st) { old::launch(b, sh.m, sh.n, sh.k, sh.ldx, st); },
+                                     bytes, sh.count, sh.m, sh.ldx, s, timer)
+                      : 0;
         const double roof = double(bytes) * sh.count / (g_copy_gbps * 1e3);
-        row("w4 %-8s n=%d k=%d count=%d m=%d bytes=%.1fMB roof %.1f us | old %.1f (%.2fx)", sh.name, sh.n, sh.k, sh.count,
-            sh.m, bytes * sh.count / 1e6, roof, old_us, old_us / roof);
+        row("w4 %-8s n=%d k=%d count=%d m=%d bytes=%.1fMB roof %.1f us | old %.1f (%.2fx)", sh.name, sh.n,
+            sh.k, sh.count, sh.m, bytes * sh.count / 1e6, roof, old_us, old_us / roof);
         for (const Variant& v : w4v) {
             double us = us_of(v.launch);
             row(" | %s %.1f (%.3fx)", v.name, us, us / roof);
@@ -637,16 +659,20 @@ int main(int argc, char** argv) {
     }
 
     // bf16: cuBLAS against the tensor-core streaming kernel at the pass's bf16 shapes.
-    std::vector<Variant> bfv = {{"tc_w1_u1", bf16_variant<1, 1>()}, {"tc_w1_u2", bf16_variant<1, 2>()},
-                                {"tc_w2_u1", bf16_variant<2, 1>()}, {"tc_w4_u1", bf16_variant<4, 1>()},
+    std::vector<Variant> bfv = {{"tc_w1_u1", bf16_variant<1, 1>()},
+                                {"tc_w1_u2", bf16_variant<1, 2>()},
+                                {"tc_w2_u1", bf16_variant<2, 1>()},
+                                {"tc_w4_u1", bf16_variant<4, 1>()},
                                 {"tc_w2_u2", bf16_variant<2, 2>()}};
     {
         int bad = 0;
         for (const Variant& v : bfv)
-            for (auto [m, n, k] : std::vector<std::array<int, 3>>{{4, 1536, 7168}, {1, 7168, 8192}, {3, 512, 512}}) {
+            for (auto [m, n, k] :
+                 std::vector<std::array<int, 3>>{{4, 1536, 7168}, {1, 7168, 8192}, {3, 512, 512}}) {
                 double err = check_bf16(v.launch, m, n, k, s);
                 if (!(err < 2e-3)) ++bad;
-                row("check bf16 %-10s m=%d n=%d k=%d rel_err %.2e %s\n", v.name, m, n, k, err, err < 2e-3 ? "ok" : "WRONG");
+                row("check bf16 %-10s m=%d n=%d k=%d rel_err %.2e %s\n", v.name, m, n, k, err,
+                    err < 2e-3 ? "ok" : "WRONG");
             }
         row("bf16 checks wrong: %d\n", bad);
     }
@@ -654,11 +680,12 @@ int main(int argc, char** argv) {
         const char* name;
         int n, k;
     };
-    std::vector<Dense> dense = {{"q_a", 1536, 7168},      {"kv_a", 576, 7168},       {"q_b", 12288, 1536},
-                                {"kv_b", 16384, 512},     {"o_proj", 7168, 8192},    {"router", 384, 7168},
-                                {"sh_gate_up", 4096, 7168}, {"sh_down", 7168, 2048}, {"lm_head", 163840, 7168},
-                                {"d_gate_up", 36864, 7168}, {"d_down", 7168, 18432}, {"dr_fc", 7168, 21504},
-                                {"dr_qkv", 24576, 14336}, {"dr_gate_up", 24576, 7168}, {"dr_down", 7168, 12288}};
+    std::vector<Dense> dense = {
+        {"q_a", 1536, 7168},        {"kv_a", 576, 7168},         {"q_b", 12288, 1536},
+        {"kv_b", 16384, 512},       {"o_proj", 7168, 8192},      {"router", 384, 7168},
+        {"sh_gate_up", 4096, 7168}, {"sh_down", 7168, 2048},     {"lm_head", 163840, 7168},
+        {"d_gate_up", 36864, 7168}, {"d_down", 7168, 18432},     {"dr_fc", 7168, 21504},
+        {"dr_qkv", 24576, 14336},   {"dr_gate_up", 24576, 7168}, {"dr_down", 7168, 12288}};
     for (int m : {1, 4}) {
         for (const Dense& d : dense) {
             const std::uint64_t bytes = std::uint64_t(d.n) * d.k * 2;
@@ -666,18 +693,19 @@ int main(int argc, char** argv) {
             double cub = time_batched(
                 [&](const w4::Batch& b, cudaStream_t) {
                     float one = 1, zero = 0;
-                    CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, d.n, m, d.k, &one, b.w[0], CUDA_R_16BF, d.k, g_x,
-                                    CUDA_R_16BF, d.k, &zero, b.y[0], CUDA_R_16BF, d.n, CUBLAS_COMPUTE_32F,
-                                    CUBLAS_GEMM_DEFAULT));
+                    CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, d.n, m, d.k, &one, b.w[0], CUDA_R_16BF, d.k,
+                                    g_x, CUDA_R_16BF, d.k, &zero, b.y[0], CUDA_R_16BF, d.n,
+                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
                 },
                 bytes, 1, m, d.k, s, timer);
-            row("bf16 %-10s m=%d n=%d k=%d %.1fMB roof %.2f us | cublas %.2f (%.3fx)", d.name, m, d.n, d.k, bytes / 1e6,
-                roof, cub, cub / roof);
-            if (d.n % 16 == 0 && d.k % 64 == 0 && std::size_t(m) * (d.k + 8) * 2 < std::size_t(g_max_smem) - 4096)
+            row("bf16 %-10s m=%d n=%d k=%d %.1fMB roof %.2f us | cublas %.2f (%.3fx)", d.name, m, d.n, d.k,
+                bytes / 1e6, roof, cub, cub / roof);
+            if (d.n % 16 == 0 && d.k % 64 == 0 &&
+                std::size_t(m) * (d.k + 8) * 2 < std::size_t(g_max_smem) - 4096)
                 for (const Variant& v : bfv) {
                     double us = time_batched(
-                        [&](const w4::Batch& b, cudaStream_t st) { v.launch(b, m, d.n, d.k, d.k, st); }, bytes, 1, m,
-                        d.k, s, timer);
+                        [&](const w4::Batch& b, cudaStream_t st) { v.launch(b, m, d.n, d.k, d.k, st); },
+                        bytes, 1, m, d.k, s, timer);
                     row(" | %s %.2f (%.3fx)", v.name, us, us / roof);
                 }
             row("\n");
@@ -701,13 +729,14 @@ int main(int argc, char** argv) {
             double us = timer.per_call(int(sets), [&](int i) {
                 float one = 1, zero = 0;
                 void** p = ptrs + std::size_t(i) * 3 * 64;
-                CB(cublasGemmBatchedEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, (const void**)p, CUDA_R_16BF, k,
-                                       (const void**)(p + count), CUDA_R_16BF, k, &zero, p + 2 * count, CUDA_R_16BF,
-                                       n, count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                CB(cublasGemmBatchedEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, (const void**)p,
+                                       CUDA_R_16BF, k, (const void**)(p + count), CUDA_R_16BF, k, &zero,
+                                       p + 2 * count, CUDA_R_16BF, n, count, CUBLAS_COMPUTE_32F,
+                                       CUBLAS_GEMM_DEFAULT));
             });
             const double roof = double(bytes) * count / (g_copy_gbps * 1e3);
-            row("bf16 batched experts n=%d k=%d count=%d m=%d roof %.1f us | cublas %.1f (%.3fx)\n", n, k, count, m,
-                roof, us, us / roof);
+            row("bf16 batched experts n=%d k=%d count=%d m=%d roof %.1f us | cublas %.1f (%.3fx)\n", n, k,
+                count, m, roof, us, us / roof);
             cudaFree(ptrs);
         }
     }

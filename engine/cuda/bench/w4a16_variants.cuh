@@ -29,7 +29,8 @@ __host__ __device__ constexpr std::uint64_t total_bytes(int n, int k) {
 }
 
 template <int WPT, int U>
-__global__ void __launch_bounds__(k_threads) w4a16_kernel(Batch batch, int n, int k, int ldx, int m, int accumulate) {
+__global__ void __launch_bounds__(k_threads)
+    w4a16_kernel(Batch batch, int n, int k, int ldx, int m, int accumulate) {
     extern __shared__ __align__(16) unsigned char dynamic_smem[];
     __shared__ float4 partial[k_warps][32];
     bf16* xs = reinterpret_cast<bf16*>(dynamic_smem);
@@ -98,7 +99,8 @@ __global__ void __launch_bounds__(k_threads) w4a16_kernel(Batch batch, int n, in
 }
 
 /// The checkpoint's layout into the kernel's (stream_gemm.cu's repack, one matrix).
-inline cudaError_t repack(const unsigned* words, const bf16* scales, unsigned char* out, int n, int k, cudaStream_t s) {
+inline cudaError_t repack(const unsigned* words, const bf16* scales, unsigned char* out, int n, int k,
+                          cudaStream_t s) {
     return sg::repack_int4(words, scales, out, n, k, s);
 }
 
