@@ -278,15 +278,17 @@ std::string builtin_calibration(const std::string& name) {
 # --calibration builtin:incident-pcie --draft-steps 0 --json', verify_us_p50 - comm_pass_us,
 # which does not depend on this file), divided over the pass's 124 collectives, less the sim's
 # 1 us launch gap per collective:
-#   published: verify pass ~30 ms at 4 tokens; the sim's non-NCCL part 8805.8 us
-#     -> (30000 - 8805.8) / 124 - 1 = 169.9 us per collective (57344 B all-reduce per rank)
+#   published: verify pass ~30 ms at 4 tokens; the sim's non-NCCL part 9938.2 us
+#     -> (30000 - 9938.2) / 124 - 1 = 160.8 us per collective (57344 B all-reduce per rank)
 #   published: baseline (no speculation) ~90 tok/s -> 1e6 / 90 = 11111.1 us per 1-token pass;
-#     the sim's non-NCCL part 5656.4 us
-#     -> (11111.1 - 5656.4) / 124 - 1 = 43.0 us per collective (14336 B all-reduce per rank)
+#     the sim's non-NCCL part 6931.4 us
+#     -> (11111.1 - 6931.4) / 124 - 1 = 32.7 us per collective (14336 B all-reduce per rank)
+# (Re-derived 2026-12-03 when the pass gained the layer's small kernels and ran a layer's routed
+# experts as one launch per side; the points were 169.9 and 43.0 us before.)
 # NOT used: the published split, ~25 of the ~30 ms in NCCL. It leaves ~5 ms for a pass that
 # reads 10.63 GB per rank, which takes 5.93 ms at the RTX PRO 6000's datasheet 1792 GB/s even
 # at full efficiency. The pass times are what a user sees (tok/s), so they are kept, and NCCL's
-# share comes out at 21.2 ms (docs/engine.md, "The incident, reproduced"). Both points are
+# share comes out at 20.1 ms (docs/engine.md, "The incident, reproduced"). Both points are
 # residuals of the sim's GPU model: re-derive them when that model changes (the e2e test
 # checks the 30 ms verify and the 90 tok/s baseline).
 # The one all-gather per pass (logits: 163840 B per rank at 4 tokens, 40960 B at 1) is given
@@ -294,11 +296,11 @@ std::string builtin_calibration(const std::string& name) {
 tpverify-calibration 1
 setting   # NCCL's defaults, as in the incident
 table all_reduce 8
-14336 43.0
-57344 169.9
+14336 32.7
+57344 160.8
 table all_gather 8
-40960 43.0
-163840 169.9
+40960 32.7
+163840 160.8
 )calibration";
     return {};
 }

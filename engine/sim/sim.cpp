@@ -10,6 +10,7 @@
 #include <random>
 
 #include "engine/run/backend.hpp"
+#include "engine/run/server_env.hpp"
 #include "engine/run/start_event.hpp"
 #include "engine/sim/calibration.hpp"
 #include "engine/sim/inject.hpp"
@@ -75,20 +76,12 @@ private:
 
 /// Modeled cost of one pass.
 struct PassCost {
-    double pass_us = 0;                                 ///< whole pass
-    double comm_us = 0;                                 ///< its collectives alone (comm-only pass)
-    double gemm_us = 0, attention_us = 0, norm_us = 0;  ///< the other parts (parts_us)
+    double pass_us = 0;  ///< whole pass
+    double comm_us = 0;  ///< its collectives alone (comm-only pass)
+    double gemm_us = 0, attention_us = 0, norm_us = 0, ops_us = 0;  ///< the other parts (parts_us)
     int kernels = 0;
     bool ll128 = false;  ///< some NCCL collective ran LL128
 };
-
-/// Device time of one batched launch over `count` experts' GEMMs of shape `g`, `rows` rows of x
-/// each: one kernel reading all their weights.
-double batched_gemm_us(const sim::GpuModel& gpu, const Gemm& g, int count, int rows) {
-    Gemm part = g;
-    part.m = rows;
-    return gpu.gemm_us(std::uint64_t(count) * part.weight_bytes(), count * part.flops());
-}
 
 /// `fusion`: the fused one-shot kernel really runs (requested and possible).
 PassCost cost_pass(const PassPlan& plan, const sim::TopologyModel& topo, const sim::Comm& comm,
@@ -101,39 +94,25 @@ PassCost cost_pass(const PassPlan& plan, const sim::TopologyModel& topo, const s
         ++c.kernels;
         return us + launch;
     };
-    // A layer's experts of equal m run as the CUDA backend runs them (engine/cuda/moe.cu): one
-    // batched gate_up and one batched down (INT4: our W4A16 kernel, up to k_int4_max_batch
-    // experts and k_int4_rows_per_launch rows per launch; bf16: one cuBLAS batched GEMM), then
-    // one kernel summing the experts' outputs.
-    std::map<std::size_t, int> runs;
-    for (const ExpertRun& run : expert_runs(plan, plan.model.hidden)) runs.emplace(run.first_step, run.pairs);
-    for (std::size_t i = 0; i < plan.steps.size(); ++i) {
-        if (auto run = runs.find(i); run != runs.end()) {
-            const int pairs = run->second;
-            for (const Gemm* g : {&plan.steps[i].gemm, &plan.steps[i + 1].gemm}) {
-                if (!g->int4) {
-                    c.gemm_us += kernel(batched_gemm_us(gpu, *g, pairs, g->m));
-                    continue;
-                }
-                for (int first = 0; first < pairs; first += k_int4_max_batch)
-                    for (int m0 = 0; m0 < g->m; m0 += k_int4_rows_per_launch)
-                        c.gemm_us +=
-                            kernel(batched_gemm_us(gpu, *g, std::min(k_int4_max_batch, pairs - first),
-                                                   std::min(k_int4_rows_per_launch, g->m - m0)));
-            }
-            // The sum: reads every expert's rows and the accumulated output, writes the output.
-            const Gemm& down = plan.steps[i + 1].gemm;
-            c.gemm_us += kernel(gpu.stream_us(std::uint64_t(pairs + 2) * down.m * down.n * 2));
-            i += 2 * static_cast<std::size_t>(pairs) - 1;
-            continue;
-        }
-        const Step& s = plan.steps[i];
+    for (const Step& s : plan.steps) {
         switch (s.kind) {
             case Step::Kind::gemm:
-                c.gemm_us += kernel(gpu.gemm_us(s.gemm.weight_bytes(), s.gemm.flops()));
+                c.gemm_us += kernel(gpu.gemm_launch_us(s.gemm.int4, s.gemm.m, s.gemm.n, s.gemm.k, 1));
                 break;
-            case Step::Kind::attention:  // a KV-cache read bound by the same roofline as a GEMM
-                c.attention_us += kernel(gpu.gemm_us(s.attention.cache_bytes(), s.attention.flops()));
+            case Step::Kind::experts:
+                // As the CUDA backend launches them (engine/cuda/experts.cu): up to
+                // k_stream_max_batch experts and k_stream_rows_per_launch rows of x per launch.
+                for (const ExpertLaunch& l : expert_launches(s.experts))
+                    for (int r0 = 0; r0 < l.max_rows; r0 += k_stream_rows_per_launch)
+                        c.gemm_us += kernel(gpu.gemm_launch_us(
+                            s.experts.int4, std::min(k_stream_rows_per_launch, l.max_rows - r0), s.experts.n,
+                            s.experts.k, l.count));
+                break;
+            case Step::Kind::attention:
+                c.attention_us += kernel(gpu.attention_us(s.attention));
+                break;
+            case Step::Kind::op:
+                c.ops_us += kernel(gpu.op_us(s.op, s.op_rows, s.op_width, s.bytes));
                 break;
             case Step::Kind::norm:
                 c.norm_us += kernel(gpu.norm_us(s.bytes));
@@ -177,6 +156,13 @@ std::string experiment_fingerprint(const Options& o, const std::string& setting)
 JsonLine start_fields(const Options& o, const PassPlan& plan, const sim::TopologyModel& topo, double noise,
                       const std::string& backend_fallback, const std::string& fusion_fallback) {
     StartFacts facts;
+    const PassPlan draft = build_draft_pass(plan.model, plan.tp, o.draft_steps, pass_shape(o, plan.model));
+    facts.draft_all_reduces = draft.all_reduce_count();
+    facts.draft_all_gathers = draft.all_gather_count();
+    // What the CUDA backend would run with (the sim models no NVLS or cuMem, and sets nothing).
+    const std::vector<EnvSetting> env = process_server_environment(o.server, false);
+    facts.nccl_env = env_json(env);
+    facts.nccl_env_from_caller = caller_names_json(env);
     facts.backend = "sim";
     facts.nccl_version = std::string(k_modeled_nccl_version) + " (modeled by sim)";
     facts.process_model = o.process_model;
@@ -185,6 +171,11 @@ JsonLine start_fields(const Options& o, const PassPlan& plan, const sim::Topolog
     facts.fusion_fallback = fusion_fallback;
     JsonLine f = start_event_fields(o, plan, facts);
     f.add("topology", topo.name).add("gpu", topo.gpu.name).add("noise", noise);
+    sim::GpuModel priced = topo.gpu;
+    sim::attach_kernel_table(priced);
+    f.add("gpu_prices", priced.price_source());
+    if (const std::string assumption = priced.price_assumption(); !assumption.empty())
+        f.add("gpu_price_assumption", assumption);
     if (!backend_fallback.empty()) f.add("backend_fallback", backend_fallback);
     if (!o.calibration.empty()) f.add("calibration", o.calibration);
     if (o.seed) f.add("seed", static_cast<std::int64_t>(*o.seed));
@@ -224,6 +215,9 @@ int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter,
         }
         topo = sim::with_matrix(topo, matrix);
     }
+    // GEMMs, attention and the small kernels priced from the measured kernel table where this
+    // is the GPU it was measured on (engine/sim/gpu_price.cpp).
+    sim::attach_kernel_table(topo.gpu);
     const double noise = options.noise > 0 ? options.noise : (options.seed ? 0.02 : 0.0);
     const Injector injector(options.inject, options.timeout_s, env.debug_level >= 2, rank);
     const std::string setting = sim::setting_key(sim::nccl_environment());
@@ -367,23 +361,28 @@ int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter,
     RunResult r;
     if (options.check) {
         const bool corrupt = cost.ll128 && base_comm.ll128_unsafe();
+        // --inject stale: the collective hands back the previous call's data. The check's inputs
+        // change with every call (as on CUDA), so every element of the result is stale.
+        const bool stale = std::any_of(options.inject.begin(), options.inject.end(),
+                                       [](const Injection& f) { return f.kind == "stale"; });
         const sim::CheckOutcome chk =
             sim::host_check(plan.tp, plan.tokens, plan.model.hidden, plan.model.rms_eps, fused && plan.tp > 1,
-                            corrupt ? 0.002 : 0.0, options.seed.value_or(1234));
+                            stale     ? 1.0
+                            : corrupt ? 0.002
+                                      : 0.0,
+                            options.seed.value_or(1234));
         r.check_wrong = chk.wrong;
         if (chk.wrong > 0) {
-            reporter.error(
-                "replay", "ncclAllReduce",
-                "result check: " + std::to_string(chk.wrong) + " of " + std::to_string(chk.elements) +
-                    " elements differ from the host reference (LL128 on a path NCCL does not enable it "
-                    "for by default)");
+            reporter.error("replay", "ncclAllReduce",
+                           "result check: " + std::to_string(chk.wrong) + " of " +
+                               std::to_string(chk.elements) + " elements differ from the host reference (" +
+                               (stale ? "the collective returned the previous call's data"
+                                      : "LL128 on a path NCCL does not enable it for by default") +
+                               "); this configuration corrupts data");
             return fail;
         }
     }
-    PassShape shape;
-    shape.context = plan.context;
-    shape.int4_experts = plan.int4_experts;
-    shape.router_seed = options.seed.value_or(1);
+    const PassShape shape = pass_shape(options, plan.model);
     const PassPlan one = build_pass(plan.model, plan.tp, 1, shape);
     sim::Pricer baseline_pricer(base_comm, defaults_comm, measured);
     const PassCost baseline = cost_pass(one, topo, base_comm, baseline_pricer, options.graph, fused);
@@ -408,6 +407,7 @@ int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter,
         .add("attention", cost.attention_us)
         .add("comm", cost.comm_us)
         .add("norm", cost.norm_us)
+        .add("ops", cost.ops_us)
         .add("draft", draft_us);
     JsonLine extra;
     extra.add("backend", "sim").add_raw("parts_us", parts.str());

@@ -53,7 +53,9 @@ int compcap_index(int sm) {
 }
 
 GpuModel h200() {
-    return {};
+    GpuModel g;
+    g.hbm_bw_gbs = 4266;  // measured: tpverify's device copy (read + write bytes) on an H200
+    return g;
 }
 
 GpuModel l40s() {
@@ -355,10 +357,6 @@ double GpuModel::gemm_us(std::uint64_t weight_bytes, double flops) const {
     const double memory = static_cast<double>(weight_bytes) / (hbm_bw_gbs * gemm_efficiency * 1e3);
     const double compute = flops / (peak_tflops * 1e6);
     return std::max({kernel_floor_us, memory, compute});
-}
-
-double GpuModel::norm_us(std::uint64_t bytes) const {
-    return std::max(kernel_floor_us, 3.0 * static_cast<double>(bytes) / (hbm_bw_gbs * 1e3));
 }
 
 double GpuModel::stream_us(std::uint64_t bytes) const {

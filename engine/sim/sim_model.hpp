@@ -9,10 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "engine/model/model.hpp"
 #include "engine/options.hpp"
 #include "engine/topo_matrix.hpp"
 
 namespace tpverify::sim {
+
+struct KernelTable;
 
 /// NCCL's collective functions, in NCCL's order (prefixes of NCCL_ALGO/NCCL_PROTO).
 enum class Func { broadcast, reduce, all_gather, reduce_scatter, all_reduce, send_recv, count };
@@ -83,8 +86,23 @@ struct GpuModel {
     double kernel_floor_us = 2.0;  ///< shortest kernel duration (estimate)
     double launch_eager_us = 4.0;  ///< per-kernel launch cost without graphs (estimate)
     double launch_graph_us = 1.0;  ///< per-kernel gap inside a replayed graph (estimate)
+    /// Measured kernel times (engine/sim/kernel_table.hpp) the prices below come from; null:
+    /// the roofline estimates only. `table_native`: they were measured on this GPU.
+    const KernelTable* table = nullptr;
+    bool table_native = false;
     /// Device time of one bf16 GEMM: max(weights / bandwidth, flops / peak, floor).
     [[nodiscard]] double gemm_us(std::uint64_t weight_bytes, double flops) const;
+    /// Device time of one launch of the weight-streaming GEMM (engine/model, expert_launches):
+    /// `count` matrices [n x k] of the format, `rows` rows of x (engine/sim/gpu_price.cpp).
+    [[nodiscard]] double gemm_launch_us(bool int4, int rows, int n, int k, int count) const;
+    /// Device time of one decode attention step.
+    [[nodiscard]] double attention_us(const Attention& a) const;
+    /// Device time of one small kernel of the layer.
+    [[nodiscard]] double op_us(Op op, int rows, int width, std::uint64_t bytes) const;
+    /// Where the prices come from, for the result event: "measured on GPU (source)", and the
+    /// assumption that carries them to this GPU when it is another.
+    [[nodiscard]] std::string price_source() const;
+    [[nodiscard]] std::string price_assumption() const;
     /// Residual add + RMSNorm over `bytes` of activations.
     [[nodiscard]] double norm_us(std::uint64_t bytes) const;
     /// An elementwise kernel that moves `bytes` (reads + writes) through device memory.
@@ -104,6 +122,10 @@ constexpr double k_shm_bw_factor = 30.3 / 39.3;
 constexpr double k_inter_socket_bw_gbs = 16.0;
 /// NCCL 2.28's bandwidth of one NVLink by compute capability x 10 (topo.h SM*_NVLINK_BW), GB/s.
 double nvlink_bw_gbs(int sm);
+
+/// Prices `gpu`'s kernels from the kernel table tpverify carries (builtin:h200), measured on an
+/// H200: as measured when `gpu` is one, carried over by price_assumption() otherwise.
+void attach_kernel_table(GpuModel& gpu);
 
 /// The modeled machine: --topology, and with --topology-file the machine's own GPU-to-GPU paths.
 struct TopologyModel {

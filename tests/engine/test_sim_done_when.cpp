@@ -27,7 +27,7 @@ std::string event_line(const CommandResult& r, const std::string& event) {
         if (l.rfind("{\"event\":\"" + event + "\"", 0) == 0) return l;
     return "";
 }
-std::string field(const std::string& line, const std::string& key) {
+std::string event_field(const std::string& line, const std::string& key) {
     const std::string k = "\"" + key + "\":";
     auto at = line.find(k);
     if (at == std::string::npos) return "";
@@ -36,7 +36,7 @@ std::string field(const std::string& line, const std::string& key) {
     return line.substr(start, line.find_first_of(",}", start) - start);
 }
 double number(const CommandResult& r, const std::string& key) {
-    const std::string v = field(event_line(r, "result"), key);
+    const std::string v = event_field(event_line(r, "result"), key);
     INFO(r.out << r.err);
     REQUIRE(!v.empty());
     return std::stod(v);
@@ -61,19 +61,20 @@ TEST_CASE("sim done-when: without peer access fusion on and off are the same pas
     CHECK(ratio >= 1 / 1.05);
     // Said in the start event and on stderr, like the CUDA backend's fallback.
     const std::string start = event_line(on, "start");
-    CHECK(field(start, "fused") == "false");
-    CHECK(done_when_contains(field(start, "fusion_fallback"), "NCCL_P2P_DISABLE=1"));
+    CHECK(event_field(start, "fused") == "false");
+    CHECK(done_when_contains(event_field(start, "fusion_fallback"), "NCCL_P2P_DISABLE=1"));
     CHECK(done_when_contains(on.err, "falling back to NCCL all-reduce"));
     // With peer access (the default machine) the fused kernel runs, at the published one-shot
     // price (23.7 us at 57 KB on 8 x RTX PRO 6000; it ties NCCL there, so the pass gains little).
     const CommandResult fused = done_when_run(with(k_pass, {"--fusion", "on"}));
-    CHECK(field(event_line(fused, "start"), "fused") == "true");
+    CHECK(event_field(event_line(fused, "start"), "fused") == "true");
     CHECK(number(fused, "fused_us") == Approx(23.745).epsilon(0.001));
-    CHECK(field(event_line(fused, "result"), "fused_price") == "measured");
+    CHECK(event_field(event_line(fused, "result"), "fused_price") == "measured");
     CHECK(number(fused, "tok_s") > number(done_when_run(k_pass), "tok_s"));
     // More ranks than the one-shot kernel supports: NCCL fallback.
     const CommandResult sixteen = done_when_run({"--json", "--tp", "16", "--fusion", "on"});
-    CHECK(done_when_contains(field(event_line(sixteen, "start"), "fusion_fallback"), "at most 8 ranks"));
+    CHECK(
+        done_when_contains(event_field(event_line(sixteen, "start"), "fusion_fallback"), "at most 8 ranks"));
 }
 
 TEST_CASE("sim done-when: NCCL_P2P_LEVEL=3 and NCCL_P2P_LEVEL=PHB give the same pass") {
@@ -82,8 +83,8 @@ TEST_CASE("sim done-when: NCCL_P2P_LEVEL=3 and NCCL_P2P_LEVEL=PHB give the same 
     CHECK(std::fabs(by_number / by_name - 1) <= 0.005);
     // ... and it is a different pass from NCCL's default level (SHM instead of P2P).
     const CommandResult def = done_when_run(k_pass);
-    CHECK(field(event_line(def, "result"), "transport") == "SHM/direct/direct");
-    CHECK(field(event_line(done_when_run(k_pass, {"NCCL_P2P_LEVEL=3"}), "result"), "transport") ==
+    CHECK(event_field(event_line(def, "result"), "transport") == "SHM/direct/direct");
+    CHECK(event_field(event_line(done_when_run(k_pass, {"NCCL_P2P_LEVEL=3"}), "result"), "transport") ==
           "P2P/CUMEM");
     CHECK(std::fabs(number(def, "verify_us_p50") / by_name - 1) > 0.005);
 }
@@ -96,12 +97,12 @@ TEST_CASE(
     CHECK(done_when_contains(r.err, "--backend auto"));
     CHECK(done_when_contains(r.err, "SIMULATION"));
     const std::string start = event_line(r, "start");
-    CHECK(field(start, "backend") == "sim");
-    CHECK(!field(start, "backend_fallback").empty());
+    CHECK(event_field(start, "backend") == "sim");
+    CHECK(!event_field(start, "backend_fallback").empty());
     // Asked for explicitly, the sim does not warn.
     const CommandResult explicit_sim = done_when_run(k_pass);
     CHECK_FALSE(done_when_contains(explicit_sim.err, "SIMULATION"));
-    CHECK(field(event_line(explicit_sim, "start"), "backend_fallback").empty());
+    CHECK(event_field(event_line(explicit_sim, "start"), "backend_fallback").empty());
 }
 
 TEST_CASE(
@@ -126,26 +127,26 @@ TEST_CASE(
     REQUIRE(ll.exit_code == 0);
     CHECK(number(ll, "comm_pass_us") < 0.6 * number(base, "comm_pass_us"));
     CHECK(number(ll, "tok_s") > 1.3 * number(base, "tok_s"));
-    CHECK(field(event_line(ll, "result"), "collective_times") == "calibrated");
+    CHECK(event_field(event_line(ll, "result"), "collective_times") == "calibrated");
     CHECK(number(ll, "calibrated_collectives") == 124);
     CHECK(number(ll, "relative_collectives") == 0);
     // NCCL_MAX_CTAS=1 makes the default's choice for the 57 KB all-reduces (NCCL cuts them to one
     // channel anyway), not for the 160 KB all-gather (two channels by default): 123 calls are the
     // default's measurement, one is relative, and the label is the weakest.
     const CommandResult one_channel = done_when_run(cal, {"NCCL_MAX_CTAS=1"});
-    CHECK(field(event_line(one_channel, "result"), "collective_times") == "relative");
+    CHECK(event_field(event_line(one_channel, "result"), "collective_times") == "relative");
     CHECK(number(one_channel, "calibrated_collectives") == 123);
     CHECK(number(one_channel, "relative_collectives") == 1);
     // Without the calibration the sim's model is NCCL's own estimate and says so.
     const std::string model = event_line(done_when_run(k_pass, {"NCCL_PROTO=LL"}), "result");
-    CHECK(field(model, "collective_times") == "modelled");
-    CHECK(done_when_contains(field(model, "calibration_note"), "NCCL 2.28's own tuning estimate"));
+    CHECK(event_field(model, "collective_times") == "modelled");
+    CHECK(done_when_contains(event_field(model, "calibration_note"), "NCCL 2.28's own tuning estimate"));
     // A choice the calibration never measured is priced relative to the measured default.
     const CommandResult simple_run = done_when_run(cal, {"NCCL_PROTO=Simple"});
     const std::string simple = event_line(simple_run, "result");
-    CHECK(field(simple, "collective_times") == "relative");
+    CHECK(event_field(simple, "collective_times") == "relative");
     CHECK(number(simple_run, "relative_collectives") == 124);
-    CHECK(done_when_contains(field(simple, "calibration_note"),
+    CHECK(done_when_contains(event_field(simple, "calibration_note"),
                              "priced relative to the measured AllReduce 57344 B"));
     CHECK(number(simple_run, "comm_pass_us") > number(base, "comm_pass_us"));
     // Sizes outside the measured range have no reference: NCCL's estimate, and the point is modelled.
@@ -153,12 +154,13 @@ TEST_CASE(
         event_line(done_when_run({"--json", "--tp", "8", "--tokens", "1", "--draft-steps", "0",
                                   "--calibration", file.string()}),
                    "result");
-    CHECK(field(small, "collective_times") == "modelled");
-    CHECK(done_when_contains(field(small, "calibration_note"), "nothing measured for AllReduce at 14336 B"));
+    CHECK(event_field(small, "collective_times") == "modelled");
+    CHECK(done_when_contains(event_field(small, "calibration_note"),
+                             "nothing measured for AllReduce at 14336 B"));
     // The draft pass counts too: its 1-token collectives were not measured.
     const std::string with_draft =
         event_line(done_when_run(with(k_pass, {"--calibration", file.string()})), "result");
-    CHECK(field(with_draft, "collective_times") == "modelled");
+    CHECK(event_field(with_draft, "collective_times") == "modelled");
     // A bad file is a usage error that names the line.
     const auto bad = dir.write("bad.txt", "tpverify-calibration 1\nsetting\ntable all_reduce 8\n100\n");
     const CommandResult refused = done_when_run(with(k_pass, {"--calibration", bad.string()}));

@@ -3,27 +3,14 @@
 
 #include "engine/sim/sim_check.hpp"
 #include "engine/sim/sim_model.hpp"
+#include "tests/engine/sim_env.hpp"
 #include "tests/support/catch.hpp"
 
 using namespace tpverify;
 using namespace tpverify::sim;
+using tpverify::sim::testing::env_of;
 
 namespace {
-NcclEnv env_of(const std::map<std::string, std::string>& vars, std::string* warn_out = nullptr) {
-    NcclEnv env;
-    std::string warn;
-    bool ok = parse_nccl_env(
-        [&](const char* name) -> const char* {
-            auto it = vars.find(name);
-            return it == vars.end() ? nullptr : it->second.c_str();
-        },
-        env, warn);
-    if (warn_out)
-        *warn_out = warn;
-    else
-        REQUIRE(ok);
-    return env;
-}
 Choice pick(const std::map<std::string, std::string>& vars, Func f, std::uint64_t bytes,
             Topology t = Topology::pcie_gen5, int ranks = 8) {
     const NcclEnv env = env_of(vars);

@@ -10,24 +10,15 @@
 #include "engine/sim/calibration.hpp"
 #include "engine/sim/one_shot.hpp"
 #include "engine/sim/pricing.hpp"
+#include "tests/engine/sim_env.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace tpverify;
 using namespace tpverify::sim;
+using tpverify::sim::testing::env_of;
 
 namespace {
-NcclEnv env_of(const std::map<std::string, std::string>& vars) {
-    NcclEnv env;
-    std::string warn;
-    REQUIRE(parse_nccl_env(
-        [&](const char* name) -> const char* {
-            auto it = vars.find(name);
-            return it == vars.end() ? nullptr : it->second.c_str();
-        },
-        env, warn));
-    return env;
-}
 Calibration calibration_of(const std::string& text) {
     Calibration c;
     std::string error;

@@ -6,24 +6,15 @@
 
 #include "engine/sim/sim_model.hpp"
 #include "engine/topo_matrix.hpp"
+#include "tests/engine/sim_env.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace tpverify;
 using namespace tpverify::sim;
+using tpverify::sim::testing::env_of;
 
 namespace {
-NcclEnv env_of(const std::map<std::string, std::string>& vars) {
-    NcclEnv env;
-    std::string warn;
-    REQUIRE(parse_nccl_env(
-        [&](const char* name) -> const char* {
-            auto it = vars.find(name);
-            return it == vars.end() ? nullptr : it->second.c_str();
-        },
-        env, warn));
-    return env;
-}
 TopologyModel machine(const std::string& fixture, Topology base = Topology::pcie_gen5) {
     TopoMatrix m;
     std::string error;
