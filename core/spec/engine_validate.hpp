@@ -2,6 +2,7 @@
 // Points of a plan the engine cannot run (`tpverify --validate`): a value that fits its own type
 // and range but not the rest of the point, e.g. `tp: 3` for a model whose 64 heads do not split
 // over 3 ranks, or `topology` with `backend: cuda`. Checked before anything runs.
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,21 @@ struct EngineRun {
     std::vector<std::string> args;     ///< its argv without the program
 };
 
+/// The distinct engine command lines of a plan, gathered one experiment at a time while the plan
+/// is walked (so the plan need not be held in memory to ask the engine about it).
+class EngineRunSet {
+public:
+    /// Keeps `experiment`'s command line when no experiment before it had the same one (shell
+    /// commands and empty argv are not engine runs).
+    void add(const Experiment& experiment);
+    /// The distinct command lines so far, in plan order.
+    [[nodiscard]] const std::vector<EngineRun>& runs() const { return m_runs; }
+
+private:
+    std::vector<EngineRun> m_runs;
+    std::set<std::vector<std::string>> m_seen;
+};
+
 /// The distinct engine command lines of `experiments`, in plan order.
 [[nodiscard]] std::vector<EngineRun> distinct_engine_runs(const std::vector<Experiment>& experiments);
 
@@ -31,10 +47,10 @@ struct EngineRun {
 [[nodiscard]] Result<void> judge_engine_runs(const Spec& spec, const std::vector<EngineRun>& runs,
                                              std::string_view verdicts, std::string_view engine);
 
-/// Runs `engine_path --validate` on `target` over every distinct command line of `experiments`
-/// (batches of 64) and judges the verdicts. An infrastructure error when the engine cannot say
+/// Runs `engine_path --validate` on `target` over the distinct command lines `runs` (batches of
+/// 64) and judges the verdicts. An infrastructure error when the engine cannot say
 /// (it predates --validate, or cannot run): callers decide whether that stops them.
-[[nodiscard]] Result<void> validate_engine_runs(const Spec& spec, const std::vector<Experiment>& experiments,
+[[nodiscard]] Result<void> validate_engine_runs(const Spec& spec, const std::vector<EngineRun>& runs,
                                                 Target& target, const std::string& engine_path);
 
 }  // namespace ncclsweep::inline spec

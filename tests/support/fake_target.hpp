@@ -109,8 +109,17 @@ public:
     std::optional<Error> prepare_error;    ///< prepare_workdir fails with it
     std::optional<Error> reconnect_error;  ///< reconnect fails with it
     std::optional<Error> halt;             ///< halt_reason() (set it from a run's on_start)
+    /// What slots() and schedules_batches() say (for the run's policy; the loop's own tests of
+    /// several slots and of batches use targets of their own).
+    int slot_count = 1;
+    bool batches = false;
+    std::string name = "fake";  ///< describe()
+    /// When set, answers capture() (e.g. the engine's --describe and --validate); "" otherwise.
+    std::function<Result<std::string>(const std::vector<std::string>& argv)> answer;
 
-    [[nodiscard]] std::string describe() const override { return "fake"; }
+    [[nodiscard]] std::string describe() const override { return name; }
+    [[nodiscard]] int slots() const override { return slot_count; }
+    [[nodiscard]] bool schedules_batches() const override { return batches; }
     Result<std::string> prepare_workdir(const std::string& sweep_id) override {
         log->calls.push_back("prepare " + sweep_id);
         if (prepare_error) return *prepare_error;
@@ -138,6 +147,7 @@ public:
     Result<std::string> capture(const std::vector<std::string>& argv,
                                 std::chrono::seconds /*timeout*/) override {
         log->calls.push_back("capture " + (argv.empty() ? std::string() : argv.front()));
+        if (answer) return answer(argv);
         return std::string();
     }
     [[nodiscard]] std::optional<Error> halt_reason() const override { return halt; }
