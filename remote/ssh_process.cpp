@@ -240,11 +240,7 @@ bool SshProcess::run_on_side_channel(const std::string& line, std::chrono::milli
 PollState SshProcess::poll(std::chrono::milliseconds wait, OutputLine& line) {
     const auto deadline = Clock::now() + wait;
     for (;;) {
-        if (!m_lines.empty()) {
-            line = std::move(m_lines.front());
-            m_lines.pop_front();
-            return PollState::line;
-        }
+        if (take_line(m_lines, line)) return PollState::line;
         if (m_exit) return PollState::exited;
         if (m_lost) return PollState::lost;
         bool got = false;

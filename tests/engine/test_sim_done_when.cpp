@@ -9,9 +9,11 @@
 
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/text.hpp"
 
 using ncclsweep::test::binary_path;
 using ncclsweep::test::CommandResult;
+using ncclsweep::test::contains;
 using ncclsweep::test::run_command;
 
 namespace {
@@ -41,9 +43,6 @@ double number(const CommandResult& r, const std::string& key) {
     REQUIRE(!v.empty());
     return std::stod(v);
 }
-bool done_when_contains(const std::string& hay, const std::string& needle) {
-    return hay.find(needle) != std::string::npos;
-}
 const std::vector<std::string> k_pass = {"--json", "--tp", "8", "--tokens", "4"};
 std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
     args.insert(args.end(), more.begin(), more.end());
@@ -62,15 +61,15 @@ TEST_CASE("sim done-when: without peer access fusion on and off are the same pas
     // Said in the start event and on stderr, like the CUDA backend's fallback.
     const std::string start = event_line(on, "start");
     CHECK(field(start, "fused") == "false");
-    CHECK(done_when_contains(field(start, "fusion_fallback"), "NCCL_P2P_DISABLE=1"));
-    CHECK(done_when_contains(on.err, "falling back to NCCL all-reduce"));
+    CHECK(contains(field(start, "fusion_fallback"), "NCCL_P2P_DISABLE=1"));
+    CHECK(contains(on.err, "falling back to NCCL all-reduce"));
     // With peer access (the default machine) the fused kernel runs and is faster.
     const CommandResult fused = done_when_run(with(k_pass, {"--fusion", "on"}));
     CHECK(field(event_line(fused, "start"), "fused") == "true");
     CHECK(number(fused, "tok_s") > 1.05 * number(done_when_run(k_pass), "tok_s"));
     // More ranks than the one-shot kernel supports: NCCL fallback.
     const CommandResult sixteen = done_when_run({"--json", "--tp", "16", "--fusion", "on"});
-    CHECK(done_when_contains(field(event_line(sixteen, "start"), "fusion_fallback"), "at most 8 ranks"));
+    CHECK(contains(field(event_line(sixteen, "start"), "fusion_fallback"), "at most 8 ranks"));
 }
 
 TEST_CASE("sim done-when: NCCL_P2P_LEVEL=3 and NCCL_P2P_LEVEL=PHB give the same pass") {
@@ -90,14 +89,14 @@ TEST_CASE(
     // CUDA_VISIBLE_DEVICES="" hides any GPU, so this holds on a GPU host too.
     const CommandResult r = done_when_run(k_pass, {"CUDA_VISIBLE_DEVICES="}, "auto");
     REQUIRE(r.exit_code == 0);
-    CHECK(done_when_contains(r.err, "--backend auto"));
-    CHECK(done_when_contains(r.err, "SIMULATION"));
+    CHECK(contains(r.err, "--backend auto"));
+    CHECK(contains(r.err, "SIMULATION"));
     const std::string start = event_line(r, "start");
     CHECK(field(start, "backend") == "sim");
     CHECK(!field(start, "backend_fallback").empty());
     // Asked for explicitly, the sim does not warn.
     const CommandResult explicit_sim = done_when_run(k_pass);
-    CHECK_FALSE(done_when_contains(explicit_sim.err, "SIMULATION"));
+    CHECK_FALSE(contains(explicit_sim.err, "SIMULATION"));
     CHECK(field(event_line(explicit_sim, "start"), "backend_fallback").empty());
 }
 
@@ -125,23 +124,22 @@ TEST_CASE("sim done-when: a calibration in which NCCL_PROTO=LL is faster at 57 K
     // Without the calibration the sim's model is NCCL's own estimate and says so.
     const std::string model = event_line(done_when_run(k_pass, {"NCCL_PROTO=LL"}), "result");
     CHECK(field(model, "collective_times") == "nccl-model");
-    CHECK(done_when_contains(field(model, "calibration_note"), "NCCL 2.28's own tuning estimate"));
+    CHECK(contains(field(model, "calibration_note"), "NCCL 2.28's own tuning estimate"));
     // A setting the calibration never measured is priced by the model, and the result says so.
     const std::string simple = event_line(done_when_run(cal, {"NCCL_PROTO=Simple"}), "result");
     CHECK(field(simple, "collective_times") == "model");
-    CHECK(done_when_contains(field(simple, "calibration_note"),
-                             "no all_reduce table for 8 ranks under NCCL_PROTO=Simple"));
+    CHECK(contains(field(simple, "calibration_note"),
+                   "no all_reduce table for 8 ranks under NCCL_PROTO=Simple"));
     // Sizes outside the measured range too (1 token: 14336 B < 16384 B).
     const std::string small = event_line(
         done_when_run({"--json", "--tp", "8", "--tokens", "1", "--calibration", file.string()}), "result");
     CHECK(field(small, "collective_times") == "calibration+model");
-    CHECK(done_when_contains(field(small, "calibration_note"),
-                             "all_reduce of 14336 B is outside the measured sizes"));
+    CHECK(contains(field(small, "calibration_note"), "all_reduce of 14336 B is outside the measured sizes"));
     // A bad file is a usage error that names the line.
     const auto bad = dir.write("bad.txt", "tpverify-calibration 1\nsetting\ntable all_reduce 8\n100\n");
     const CommandResult refused = done_when_run(with(k_pass, {"--calibration", bad.string()}));
     CHECK(refused.exit_code == 2);
-    CHECK(done_when_contains(refused.err, "bad.txt:4:"));
+    CHECK(contains(refused.err, "bad.txt:4:"));
 }
 
 TEST_CASE("sim done-when: the sim's NCCL-like lines carry a visible marker") {
@@ -151,13 +149,12 @@ TEST_CASE("sim done-when: the sim's NCCL-like lines carry a visible marker") {
     std::istringstream in(r.out);
     int nccl_lines = 0;
     for (std::string l; std::getline(in, l);) {
-        if (!done_when_contains(l, " NCCL ") || l.rfind("{", 0) == 0)
-            continue;  // JSON events may mention NCCL
+        if (!contains(l, " NCCL ") || l.rfind("{", 0) == 0) continue;  // JSON events may mention NCCL
         ++nccl_lines;
         CHECK(l.rfind("[tpverify-sim] ", 0) == 0);
     }
     CHECK(nccl_lines > 5);
-    CHECK(done_when_contains(r.out, "NCCL INFO NCCL version 2.28.3+sim"));
+    CHECK(contains(r.out, "NCCL INFO NCCL version 2.28.3+sim"));
 }
 
 TEST_CASE("sim done-when: noise differs between experiments and repeats and reproduces") {
