@@ -44,9 +44,15 @@ std::string point_text(const EngineRun& run) {
 
 void EngineRunSet::add(const Experiment& experiment) {
     if (experiment.argv.empty() || experiment.shell) return;
-    std::vector<std::string> args(experiment.argv.begin() + 1, experiment.argv.end());
-    if (!m_seen.insert(args).second) return;
-    m_runs.push_back({experiment.id, experiment.workload, std::move(args)});
+    // Most points of a big plan repeat a command line (env axes do not change it): look it up
+    // as one reused string, and copy the args only for a new one.
+    m_key.clear();
+    for (auto arg = experiment.argv.begin() + 1; arg != experiment.argv.end(); ++arg)
+        m_key.append(*arg).push_back('\0');
+    if (m_seen.count(m_key)) return;
+    m_seen.insert(m_key);
+    m_runs.push_back(
+        {experiment.id, experiment.workload, {experiment.argv.begin() + 1, experiment.argv.end()}});
 }
 
 std::vector<EngineRun> distinct_engine_runs(const std::vector<Experiment>& experiments) {

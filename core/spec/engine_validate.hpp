@@ -2,9 +2,9 @@
 // Points of a plan the engine cannot run (`tpverify --validate`): a value that fits its own type
 // and range but not the rest of the point, e.g. `tp: 3` for a model whose 64 heads do not split
 // over 3 ranks, or `topology` with `backend: cuda`. Checked before anything runs.
-#include <set>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "core/experiment.hpp"
@@ -33,7 +33,8 @@ public:
 
 private:
     std::vector<EngineRun> m_runs;
-    std::set<std::vector<std::string>> m_seen;
+    std::unordered_set<std::string> m_seen;  ///< each run's args, joined with '\0'
+    std::string m_key;                       ///< scratch: the args of the experiment being added
 };
 
 /// The distinct engine command lines of `experiments`, in plan order.
