@@ -28,9 +28,11 @@ TEST_CASE("watch: a server that prints a capture failure and then hangs is faile
     CHECK(verdict["class"] == "graph_capture");
     // The hour-long sleep was killed on the verdict, not waited for.
     CHECK(verdict["exit_signal"].is_number());
-    // Detected at the failure line, which came after the 0.3 s sleep (a lower bound holds on any
-    // machine); the latency is measured, whatever its size.
-    CHECK(verdict["seconds_to_detection"].get<double>() >= 0.3);
+    // Detected at the failure line (the rule that matched it), with its times measured, whatever
+    // their size: the watcher's clock starts after the command did, so not even the 0.3 s sleep
+    // before the line is a bound (a loaded machine measured 0.289 s).
+    CHECK(verdict["rule"] == "sglang_capture_failed");
+    CHECK(verdict["seconds_to_detection"].get<double>() > 0.0);
     CHECK(verdict["detection_latency_s"].get<double>() >= 0.0);
     // The NCCL line above the failure is kept as context.
     CHECK(verdict["diagnosis"].get<std::string>().find("NCCL INFO Channel 00/02") != std::string::npos);
@@ -55,7 +57,9 @@ TEST_CASE("watch: a stalled command ends by the stall timeout") {
     auto verdict = nlohmann::json::parse(r.out);
     CHECK(verdict["verdict"] == "timed_out");
     CHECK(verdict["exit_signal"].is_number());
-    CHECK(verdict["seconds_to_detection"].get<double>() >= 1.0);  // not before the stall timeout
+    // Not before the stall timeout: the silence is counted from the last line, which the watcher
+    // read after its clock started.
+    CHECK(verdict["seconds_to_detection"].get<double>() >= 1.0);
 }
 
 TEST_CASE("watch --log: a hand-written SGLang-shaped log with a capture failure is diagnosed") {
