@@ -16,6 +16,7 @@
 #include "remote/run_host.hpp"
 #include "remote/target_url.hpp"
 #include "results/query/query.hpp"
+#include "results/query/what_if.hpp"
 #include "results/store/run_database.hpp"
 
 namespace ncclsweep::cli {
@@ -46,9 +47,11 @@ void print_recommendation(results::Store& store, std::int64_t sweep_id, const Me
         best->tie() ? fmt::format("; a tie of {} points diff cannot tell apart, this is the simplest",
                                   best->tie_group.size())
                     : "";
-    std::fprintf(stdout, "\nrecommended: experiment %d (%s) by %s, %s is better%s\n", best->best.exp_id,
+    std::fprintf(stdout, "\nrecommended: experiment %d (%s) by %s, %s is better%s%s\n", best->best.exp_id,
                  params.c_str(), choice.name.c_str(),
-                 std::string(better_word(best->metric.direction)).c_str(), tie.c_str());
+                 std::string(better_word(best->metric.direction)).c_str(), tie.c_str(),
+                 results::recommendation_caveat(best->best).c_str());
+    if (auto what_if = results::what_if_line(*best)) std::fprintf(stdout, "\n%s\n", what_if->c_str());
 }
 
 /// The summary table, the recommendation and the closing lines on stdout.

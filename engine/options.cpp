@@ -217,6 +217,13 @@ const std::map<std::string, FlagSpec>& flag_table() {
                              o.sim_only_flags.emplace_back("--topology");
                              return std::string();
                          }};
+        f["topology-file"] = {A::value, [](Options& o, const std::string& v) {
+                                  if (v.empty())
+                                      return bad("topology-file", v, "a file of `nvidia-smi topo -m`");
+                                  o.topology_file = v;
+                                  o.sim_only_flags.emplace_back("--topology-file");
+                                  return std::string();
+                              }};
         f["seed"] = {A::value, [](Options& o, const std::string& v) {
                          char* end = nullptr;
                          errno = 0;

@@ -54,12 +54,14 @@ struct Options {
     // backend
     BackendKind backend = BackendKind::automatic;
     Topology topology = Topology::pcie_gen5;
+    std::string topology_file;  ///< sim: `nvidia-smi topo -m` output (per-pair paths; engine/topo_matrix.hpp)
     std::optional<unsigned> seed;  ///< sim: seeded noise (none = deterministic)
     unsigned repeat = 0;           ///< from $NCCLSWEEP_REPEAT (see repeat_index)
     double noise = 0.0;            ///< sim: relative noise (e.g. 0.02)
     std::string calibration;       ///< sim: measured collective times (engine/sim/calibration.hpp)
     std::vector<Injection> inject;
-    /// Flags given that only the sim backend uses (--topology, --noise, --inject), in order.
+    /// Flags given that only the sim backend uses (--topology, --topology-file, --noise,
+    /// --calibration, --inject), in order.
     std::vector<std::string> sim_only_flags;
     // output
     bool json = false;

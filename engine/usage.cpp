@@ -53,18 +53,25 @@ Measurement
   --timeout S              a hung collective fails after S seconds (default 60, 0 = never)
 Backend
   --backend B              auto (CUDA when a GPU is visible, else sim), cuda, sim
-                           (--topology, --noise, --inject and --calibration are sim
-                           only: refused with --backend cuda, noted on stderr when auto
-                           picks CUDA)
+                           (--topology, --topology-file, --noise, --inject and
+                           --calibration are sim only: refused with --backend cuda, noted
+                           on stderr when auto picks CUDA)
   --topology T             sim: pcie-gen4 (8 x L40S), pcie-gen5 (default; 8 x RTX PRO
                            6000 Blackwell, PCIe gen5), nvlink (8 x H200 SXM)
+  --topology-file FILE     sim: the machine's own GPU-to-GPU paths, as `nvidia-smi topo -m`
+                           prints them (NV#, PIX, PXB, PHB, NODE, SYS; colours, affinity
+                           columns and the legend are fine); GPUs 0..tp-1 are the ranks.
+                           P2P per pair under NCCL_P2P_LEVEL, rings across sockets at the
+                           inter-socket bandwidth, fusion only without SYS pairs
   --seed N                 seed of the router (both backends) and of the sim's noise
                            (same seed, same numbers)
   --noise X                sim: relative noise per pass, e.g. 0.02 (default 0, or 0.02
                            when --seed is given)
   --calibration FILE       sim: price collectives from measured times (a file written by
-                           'ncclsweep calibrate', or builtin:incident-pcie); unmeasured
-                           ones fall back to the model, as the result event says
+                           'ncclsweep calibrate', or builtin:incident-pcie), matched by
+                           NCCL's effective choice (algorithm, protocol, channels,
+                           transport); a choice not measured is priced relative to a
+                           measured one, as the result event's collective_times says
   --inject KIND[@PHASE][:SECONDS]
                            sim: inject a fault (repeatable). KIND: capture-fail, nccl-error,
                            cuda-oom, hang, segv, exit. PHASE: init, warmup, capture, replay

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "engine/model/model.hpp"
+#include "engine/run/backend.hpp"
 
 namespace tpverify {
 namespace {
@@ -75,6 +76,7 @@ const std::vector<ParameterSchema>& parameter_schema() {
         number("timeout", 0, 1e7, "give up after this many seconds"),
         choice("backend", {"auto", "cuda", "sim"}, "cuda, sim, or auto (cuda when a GPU is there)"),
         choice("topology", {"pcie-gen4", "pcie-gen5", "nvlink"}, "GPU interconnect the sim models"),
+        {"topology-file", "text", {}, 0, 0, "FILE: nvidia-smi topo -m output of the machine the sim models"},
         integer("seed", 0, 4294967295.0, "seed of the router (both backends) and of the sim's noise"),
         number("noise", 0, 1, "relative noise of the sim"),
         {"calibration", "text", {}, 0, 0, "FILE or builtin:NAME: measured collective times for the sim"},
@@ -129,7 +131,24 @@ std::string describe_json(const std::string& auto_backend) {
         out += "{\"name\":" + quoted(m.name) + ",\"unit\":" + quoted(m.unit) +
                ",\"better\":" + quoted(m.better) + "}";
     }
+    out += "],\"assumptions\":[";
+    first = true;
+    for (const SimAssumption& a : sim_assumptions()) {
+        out += first ? "" : ",";
+        first = false;
+        out += "{\"name\":" + quoted(a.name) + ",\"value\":" + quoted(a.value) +
+               ",\"source\":" + quoted(a.source) + "}";
+    }
     return out + "]}\n";
+}
+
+std::string describe_text() {
+    std::string out =
+        "tpverify's sim: what its collective prices rest on (tpverify --describe --json also lists the\n"
+        "parameters and metrics). Each assumption, the figure the sim uses, and its source:\n";
+    for (const SimAssumption& a : sim_assumptions())
+        out += "\n  " + a.name + "\n    " + a.value + "\n    source: " + a.source + "\n";
+    return out;
 }
 
 }  // namespace tpverify

@@ -18,6 +18,10 @@ int main(int argc, char** argv) {
         std::fputs(describe_json(cuda_available() ? "cuda" : "sim").c_str(), stdout);
         return static_cast<int>(Exit::ok);
     }
+    if (argc == 2 && std::string(argv[1]) == "--describe") {
+        std::fputs(describe_text().c_str(), stdout);
+        return static_cast<int>(Exit::ok);
+    }
     if (argc >= 2 && std::string(argv[1]) == "--validate") {
         // Judges argument lists (split at each lone "--") as a run would; runs nothing.
         std::vector<std::vector<std::string>> lists(1);

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string_view>
 
@@ -55,9 +56,28 @@ bool parse_positive(const std::string& text, double& out) {
 bool Calibration::parse(const std::string& text, const std::string& name, Calibration& out,
                         std::string& error) {
     out.m_tables.clear();
+    out.m_topology.reset();
     std::istringstream in(text);
     std::string line;
     int line_no = 0;
+    std::string topology_name, topology_text;  // a `topology` block being read
+    int topology_first = 0;
+    auto end_topology = [&]() {
+        if (topology_name.empty()) return true;
+        TopoMatrix matrix;
+        if (!parse_topo_matrix(topology_text, name, matrix, error, topology_first)) return false;
+        matrix.source = topology_name;
+        if (out.m_topology &&
+            !out.m_topology->same_paths(matrix, std::max(matrix.gpus(), out.m_topology->gpus()))) {
+            error = name + ":" + std::to_string(topology_first) +
+                    ": a second, different topology; one calibration describes one machine (split the file)";
+            return false;
+        }
+        out.m_topology = matrix;
+        topology_name.clear();
+        topology_text.clear();
+        return true;
+    };
     bool header = false;
     std::string setting;
     bool have_setting = false;
@@ -67,6 +87,12 @@ bool Calibration::parse(const std::string& text, const std::string& name, Calibr
     };
     while (std::getline(in, line)) {
         ++line_no;
+        if (!topology_name.empty() && !line.empty() && line[0] == '|') {  // the matrix, as printed
+            if (topology_text.empty()) topology_first = line_no;
+            topology_text += line.substr(line.size() > 1 && line[1] == ' ' ? 2 : 1) + "\n";
+            continue;
+        }
+        if (!end_topology()) return false;
         if (auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
         const std::vector<std::string> w = words(line);
         if (w.empty()) continue;
@@ -81,6 +107,15 @@ bool Calibration::parse(const std::string& text, const std::string& name, Calibr
             header = true;
             continue;
         }
+        if (w[0] == "topology") {
+            if (w.size() != 2)
+                return fail(
+                    "expected 'topology NAME' followed by the machine's `nvidia-smi topo -m` output, each "
+                    "line behind '| ' (ncclsweep calibrate --topology-file writes it)");
+            topology_name = w[1];
+            topology_first = line_no + 1;
+            continue;
+        }
         if (w[0] == "setting") {
             std::vector<std::pair<std::string, std::string>> vars;
             for (std::size_t i = 1; i < w.size(); ++i) {
@@ -90,6 +125,11 @@ bool Calibration::parse(const std::string& text, const std::string& name, Calibr
                                 "' is not NCCL_NAME=VALUE (write 'setting' alone for NCCL's defaults)");
                 vars.emplace_back(w[i].substr(0, eq), w[i].substr(eq + 1));
             }
+            NcclEnv env;
+            std::string warn;
+            if (!parse_nccl_env(setting_getenv(vars), env, warn))
+                return fail("NCCL refuses this setting (" + warn +
+                            "); a table must be of a setting NCCL runs");
             setting = setting_key(vars);
             have_setting = true;
             continue;
@@ -120,6 +160,7 @@ bool Calibration::parse(const std::string& text, const std::string& name, Calibr
                         std::to_string(points.back().first) + ")");
         points.emplace_back(bytes, us);
     }
+    if (!end_topology()) return false;
     if (!header) {
         line_no = 0;
         return fail("empty: no 'tpverify-calibration 1' header");
@@ -186,6 +227,23 @@ std::string setting_key(std::vector<std::pair<std::string, std::string>> vars) {
     std::string key;
     for (const auto& [name, value] : vars) key += (key.empty() ? "" : " ") + name + "=" + value;
     return key;
+}
+
+std::function<const char*(const char*)> setting_getenv(
+    std::vector<std::pair<std::string, std::string>> vars) {
+    return [vars = std::move(vars)](const char* name) -> const char* {
+        for (const auto& [n, v] : vars)
+            if (n == name) return v.c_str();
+        return nullptr;
+    };
+}
+
+std::vector<std::pair<std::string, std::string>> setting_variables(const std::string& key) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const std::string& word : words(key))
+        if (const auto eq = word.find('='); eq != std::string::npos)
+            out.emplace_back(word.substr(0, eq), word.substr(eq + 1));
+    return out;
 }
 
 std::vector<std::pair<std::string, std::string>> nccl_environment() {

@@ -83,18 +83,22 @@ TEST_CASE("tpverify sim: --target-rsd stops on its own") {
 }
 
 TEST_CASE(
-    "tpverify sim: NCCL_ALGO changes the timing and channel knobs count where NCCL's cut keeps channels") {
+    "tpverify sim: NCCL_ALGO changes the timing, channel knobs change NCCL's choice, not its estimate") {
     const auto p50 = [](const CommandResult& r) { return field(result_line(r), "verify_us_p50"); };
     const std::vector<std::string> small = {"--json", "--tp", "8", "--tokens", "1"};
     const std::string base = p50(sim_binary_run(small));
     REQUIRE(!base.empty());
     CHECK(p50(sim_binary_run(small, {"NCCL_ALGO=allreduce:tree"})) != base);
-    CHECK(p50(sim_binary_run(small, {"NCCL_MAX_CTAS=1"})) == base);
     // NCCL's cut (enqueue.cc) brings the 40 KB logits all-gather to one channel of 512 threads by
-    // default; with 16 channels of 256 threads it stops at two, so the pass changes.
-    CHECK(p50(sim_binary_run(small, {"NCCL_MIN_CTAS=16", "NCCL_NTHREADS=256"})) != base);
+    // default; with 16 channels of 256 threads it stops at two: another effective choice ...
+    const CommandResult knobs = sim_binary_run(small, {"NCCL_MIN_CTAS=16", "NCCL_NTHREADS=256"});
+    CHECK(field(result_line(knobs), "all_gather_channels") == "2");
+    CHECK(field(result_line(sim_binary_run(small)), "all_gather_channels") == "1");
+    // ... but the same price: NCCL's own estimate (tuning.cc) does not depend on the channels the
+    // cut keeps, and no measurement says by how much they matter (docs/engine.md, "Assumptions").
+    CHECK(p50(knobs) == base);
     const std::vector<std::string> large = {"--json", "--tp", "8", "--tokens", "300"};
-    CHECK(p50(sim_binary_run(large, {"NCCL_MAX_CTAS=1"})) != p50(sim_binary_run(large)));
+    CHECK(p50(sim_binary_run(large, {"NCCL_MAX_CTAS=1"})) == p50(sim_binary_run(large)));
 }
 
 TEST_CASE("tpverify sim: NCCL debug lines show the effective configuration") {
