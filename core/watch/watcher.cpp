@@ -102,9 +102,9 @@ Verdict Watcher::feed(const OutputLine& line, TimePoint now) {
     const bool settle_line = m_settling;
     // The line that ends a traceback read in the window names the exception that ended it.
     m_exception_line = settle_line && m_tb_open && ends_traceback(text) && names_exception(text);
-    m_catalog->match(text, m_hits);
+    m_catalog->candidates(text, m_hits, m_starts);  // a metric rule's own extraction confirms it
     bool fatal_taken = false;
-    for (int index : m_hits) apply(index, line, now, fatal_taken);
+    for (std::size_t i = 0; i < m_hits.size(); ++i) apply(m_hits[i], m_starts[i], line, now, fatal_taken);
     if (m_exception_line && !fatal_taken && m_state == WatchState::failed && m_settling &&
         m_traceback_rule >= 0)
         // No rule names it (`ValueError: ...`): still the cause, in class python, over the
@@ -122,7 +122,7 @@ Verdict Watcher::feed(const OutputLine& line, TimePoint now) {
     return verdict();
 }
 
-void Watcher::apply(int index, const OutputLine& line, TimePoint now, bool& fatal_taken) {
+void Watcher::apply(int index, std::size_t start, const OutputLine& line, TimePoint now, bool& fatal_taken) {
     const Rule& rule = m_catalog->rule(index);
     const std::string_view text = line.text;
     if (m_options.nccl_debug_requested && rule.severity != Severity::info &&
@@ -150,21 +150,21 @@ void Watcher::apply(int index, const OutputLine& line, TimePoint now, bool& fata
         }
         case Severity::warning:
             warn(rule.name, text, line.when);
-            extract(index, text, line.when);
+            extract(index, start, text, line.when);
             return;
         case Severity::progress:
             if (rule.extract == Extract::json_event)
                 json_event(text, line.when);
             else {
                 effect(rule.effect, line.when);
-                extract(index, text, line.when);
+                extract(index, start, text, line.when);
             }
             return;
         case Severity::info:
             if (rule.extract == Extract::nccl_effective) {
                 if (m_options.record_effective_nccl) m_effective.add_line(text);
             } else {
-                extract(index, text, line.when);
+                extract(index, start, text, line.when);
             }
             return;
     }

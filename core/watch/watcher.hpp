@@ -171,7 +171,7 @@ public:
     [[nodiscard]] std::size_t line_count() const { return m_lines; }
 
 private:
-    void apply(int index, const OutputLine& line, TimePoint now, bool& fatal_taken);
+    void apply(int index, std::size_t start, const OutputLine& line, TimePoint now, bool& fatal_taken);
     void fail(const Rule& rule, std::string failure_class, std::string detail, const OutputLine& line,
               TimePoint now);
     void time_out(TimeoutKind kind, TimePoint now);
@@ -180,7 +180,7 @@ private:
     void effect(PhaseEffect effect, TimePoint when);
     void json_event(std::string_view text, TimePoint when);
     void add_metric(const std::string& name, double value, TimePoint when);
-    void extract(int index, std::string_view text, TimePoint when);
+    void extract(int index, std::size_t start, std::string_view text, TimePoint when);
     [[nodiscard]] std::string tpverify_class_of(int index, std::string_view text, std::string& detail) const;
     [[nodiscard]] std::string describe(const Rule& rule, TimePoint when) const;
     void collect_after(std::string_view text);
@@ -218,7 +218,8 @@ private:
     std::size_t m_after_lines = 0, m_settle_lines = 0, m_lines = 0, m_metric_values = 0, m_warning_count = 0;
     std::vector<std::string> m_ring;  ///< last lines, circular
     std::size_t m_ring_next = 0, m_ring_count = 0;
-    std::vector<int> m_hits;  ///< reused match buffer
+    std::vector<int> m_hits;            ///< reused match buffer
+    std::vector<std::size_t> m_starts;  ///< where each hit's literal start is (RuleCatalog::candidates)
     std::map<std::string, std::vector<double>> m_metrics;
     std::vector<WarningNote> m_warnings;
     nccl::EffectiveNccl m_effective;
