@@ -5,21 +5,85 @@
 
 namespace ncclsweep::remote {
 
+namespace {
+
+/// Text buffers kept for reuse are at most this large; a queue that empties keeps at most this
+/// many lines: what a queue holds on to stays under 4 MiB whatever came through it.
+constexpr std::size_t k_keep_capacity = 4096;
+constexpr std::size_t k_keep_lines = 1024;  // a power of two, as the ring's sizes
+
+}  // namespace
+
+OutputLine& LineQueue::push_back() {
+    if (m_size == m_ring.size()) {
+        // Full: unroll into a larger ring, oldest first.
+        std::vector<OutputLine> larger;
+        larger.reserve(std::max<std::size_t>(16, 2 * m_ring.size()));
+        for (std::size_t i = 0; i < m_size; ++i) larger.push_back(std::move((*this)[i]));
+        larger.resize(larger.capacity());
+        m_ring = std::move(larger);
+        m_head = 0;
+    }
+    OutputLine& line = (*this)[m_size];
+    ++m_size;
+    line.text.clear();
+    line.truncated = false;
+    return line;
+}
+
+void LineQueue::pop_front_into(OutputLine& line) {
+    OutputLine& oldest = front();
+    line.stream = oldest.stream;
+    line.when = oldest.when;
+    line.truncated = oldest.truncated;
+    line.text.swap(oldest.text);
+    if (oldest.text.capacity() > k_keep_capacity) std::string().swap(oldest.text);
+    m_head = (m_head + 1) & (m_ring.size() - 1);
+    --m_size;
+    release_when_empty();
+}
+
+void LineQueue::erase(std::size_t i) {
+    for (; i + 1 < m_size; ++i) std::swap((*this)[i], (*this)[i + 1]);
+    --m_size;
+    release_when_empty();
+}
+
+void LineQueue::clear() {
+    m_size = 0;
+    release_when_empty();
+}
+
+std::size_t LineQueue::held_bytes() const {
+    std::size_t bytes = 0;
+    for (const auto& line : m_ring) bytes += line.text.capacity();
+    return bytes;
+}
+
+void LineQueue::release_when_empty() {
+    if (m_size != 0) return;
+    m_head = 0;  // the next lines reuse the first slots (and their buffers)
+    if (m_ring.size() > k_keep_lines) {
+        m_ring.resize(k_keep_lines);
+        m_ring.shrink_to_fit();
+    }
+}
+
 LineSplitter::LineSplitter(Stream stream, std::size_t limit)
     : m_stream(stream), m_limit(std::max<std::size_t>(limit, 1)) {}
 
-void LineSplitter::emit(std::deque<OutputLine>& out, bool truncated) {
-    OutputLine line;
+void LineSplitter::emit(LineQueue& out, bool truncated, std::chrono::steady_clock::time_point when) {
+    OutputLine& line = out.push_back();
     line.stream = m_stream;
-    line.text = std::move(m_buffer);
-    line.when = std::chrono::steady_clock::now();
+    line.text.swap(m_buffer);  // m_buffer takes the slot's old buffer for the next line
+    line.when = when;
     line.truncated = truncated;
-    out.push_back(std::move(line));
-    m_buffer.clear();
+    if (m_buffer.capacity() > k_keep_capacity) std::string().swap(m_buffer);
 }
 
-void LineSplitter::feed(const char* data, std::size_t size, std::deque<OutputLine>& out) {
+void LineSplitter::feed(const char* data, std::size_t size, LineQueue& out) {
     const char* end = data + size;
+    const auto when = std::chrono::steady_clock::now();
     while (data < end) {
         const auto* newline =
             static_cast<const char*>(std::memchr(data, '\n', static_cast<std::size_t>(end - data)));
@@ -35,7 +99,7 @@ void LineSplitter::feed(const char* data, std::size_t size, std::deque<OutputLin
         if (piece > room) {
             // The line passes the limit: keep what fits, emit it now, drop the rest.
             m_buffer.append(data, room);
-            emit(out, true);
+            emit(out, true, when);
             if (newline == nullptr) {
                 m_discarding = true;
                 return;
@@ -45,13 +109,13 @@ void LineSplitter::feed(const char* data, std::size_t size, std::deque<OutputLin
         }
         m_buffer.append(data, piece);
         if (newline == nullptr) return;
-        emit(out, false);
+        emit(out, false, when);
         data = newline + 1;
     }
 }
 
-void LineSplitter::finish(std::deque<OutputLine>& out) {
-    if (!m_buffer.empty()) emit(out, false);
+void LineSplitter::finish(LineQueue& out) {
+    if (!m_buffer.empty()) emit(out, false, std::chrono::steady_clock::now());
     m_discarding = false;
 }
 

@@ -109,8 +109,7 @@ PollState SshProcess::poll(std::chrono::milliseconds wait, OutputLine& line) {
     const auto deadline = Clock::now() + wait;
     for (;;) {
         if (!m_lines.empty()) {
-            line = std::move(m_lines.front());
-            m_lines.pop_front();
+            m_lines.pop_front_into(line);
             return PollState::line;
         }
         if (m_exit) return PollState::exited;

@@ -18,6 +18,9 @@ Supervision supervise(Process& process, Watcher& watcher, const SuperviseOptions
         process.kill(options.kill_grace);
     };
     OutputLine line;
+    // Lines read in one chunk share their `when`: the clock is read once per chunk, and each of
+    // its lines is judged at that time (under a millisecond early for the chunk's last lines).
+    Clock::time_point chunk_read{}, judged{};
     for (;;) {
         if (stop && stop->load() && !killed) {
             result.end = SupervisionEnd::interrupted;
@@ -33,7 +36,11 @@ Supervision supervise(Process& process, Watcher& watcher, const SuperviseOptions
         PollState state = process.poll(settling ? options.settle_quiet : options.poll_interval, line);
         switch (state) {
             case PollState::line: {
-                watcher.feed(line, Clock::now());
+                if (line.when != chunk_read) {
+                    chunk_read = line.when;
+                    judged = Clock::now();
+                }
+                watcher.feed(line, judged);
                 if (options.on_line) options.on_line(line);
                 break;
             }
