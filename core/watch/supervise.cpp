@@ -47,6 +47,7 @@ Supervision supervise(Process& process, Watcher& watcher, const SuperviseOptions
             case PollState::timeout: {
                 const auto now = Clock::now();
                 watcher.tick(now);
+                if (options.on_idle) options.on_idle(now);
                 if (settling && watcher.settle_may_end_when_quiet()) watcher.end_settle(now);
                 break;
             }
