@@ -397,26 +397,27 @@ __attribute__((target("avx2"))) inline __m256i nibble_table(const std::uint8_t* 
     return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table)));
 }
 
-/// 0xff for each byte not in the set the two nibble tables describe: its low-nibble entry lacks
-/// its high nibble's bit (bytes >= 0x80 have high nibbles 8..15, whose entries are 0).
-__attribute__((target("avx2"))) inline __m256i outside(__m256i bytes, __m256i low, __m256i high) {
+/// Which of the 32 bytes at `block` are among the anchors' first bytes (`first`, bit j for byte
+/// j) and among their second bytes (`second`); false for a block holding a byte >= 0x80. A byte
+/// b is in a set when the set's low-nibble table has, at b & 15, the bit b >> 4 (bytes >= 0x80
+/// have high nibbles 8..15, whose entries are 0).
+__attribute__((target("avx2"))) inline bool classify(const unsigned char* block, __m256i low_first,
+                                                     __m256i high_first, __m256i low_second,
+                                                     __m256i high_second, std::uint32_t& first,
+                                                     std::uint32_t& second) {
+    const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block));
+    if (_mm256_movemask_epi8(bytes) != 0) return false;
     const __m256i nibble = _mm256_set1_epi8(0x0f);
-    const __m256i l = _mm256_shuffle_epi8(low, _mm256_and_si256(bytes, nibble));
-    const __m256i h = _mm256_shuffle_epi8(high, _mm256_and_si256(_mm256_srli_epi16(bytes, 4), nibble));
-    return _mm256_cmpeq_epi8(_mm256_and_si256(l, h), _mm256_setzero_si256());
-}
-
-/// Bit j set: the pair at block + j may start an anchor (its first byte is in the first set,
-/// its second in the second); -1 for a block holding a byte >= 0x80. Reads 33 bytes.
-__attribute__((target("avx2"))) inline std::int64_t pair_candidates(const unsigned char* block,
-                                                                    __m256i low_first, __m256i high_first,
-                                                                    __m256i low_second, __m256i high_second) {
-    const __m256i first = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block));
-    const __m256i second = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 1));
-    if (_mm256_movemask_epi8(_mm256_or_si256(first, second)) != 0) return -1;
-    const __m256i rejected =
-        _mm256_or_si256(outside(first, low_first, high_first), outside(second, low_second, high_second));
-    return static_cast<std::uint32_t>(~_mm256_movemask_epi8(rejected));
+    const __m256i low = _mm256_and_si256(bytes, nibble);
+    const __m256i high = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), nibble);
+    const __m256i zero = _mm256_setzero_si256();
+    const __m256i in_first =
+        _mm256_and_si256(_mm256_shuffle_epi8(low_first, low), _mm256_shuffle_epi8(high_first, high));
+    const __m256i in_second =
+        _mm256_and_si256(_mm256_shuffle_epi8(low_second, low), _mm256_shuffle_epi8(high_second, high));
+    first = ~static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(in_first, zero)));
+    second = ~static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(in_second, zero)));
+    return true;
 }
 
 }  // namespace
@@ -424,42 +425,34 @@ __attribute__((target("avx2"))) inline std::int64_t pair_candidates(const unsign
 __attribute__((target("avx2"))) bool RulePrefilter::scan_wide(std::string_view line, Found& found) const {
     const auto* text = reinterpret_cast<const unsigned char*>(line.data());
     const std::size_t size = line.size();
-    // A block tests the pairs starting at its 32 positions, so it reads 33 bytes: a shorter line
-    // is scanned a pair at a time (copying it into a padded buffer costs more).
-    if (size < 33) return scan_narrow(line, found);
+    if (size < 32) return scan_narrow(line, found);  // shorter than one block
     const __m256i low_first = nibble_table(m_nibbles.data());
     const __m256i high_first = nibble_table(m_nibbles.data() + 16);
     const __m256i low_second = nibble_table(m_nibbles.data() + 32);
     const __m256i high_second = nibble_table(m_nibbles.data() + 48);
-    std::size_t next = 0;  // the first pair not scanned yet
-    while (next + 1 < size) {
-        // Two blocks at once where the line has 65 bytes left (their work overlaps in the CPU);
-        // the last block is placed to end at the line's end and skips the pairs already scanned.
-        std::size_t start = next;
-        std::uint64_t mask = 0;
-        std::size_t width = 32;
-        if (next + 65 <= size) {
-            const std::int64_t low =
-                pair_candidates(text + next, low_first, high_first, low_second, high_second);
-            const std::int64_t high =
-                pair_candidates(text + next + 32, low_first, high_first, low_second, high_second);
-            if (low < 0 || high < 0) return scan_narrow(line, found);  // a byte >= 0x80: folding hazards
-            mask = static_cast<std::uint64_t>(low) | static_cast<std::uint64_t>(high) << 32;
-            width = 64;
-        } else {
-            start = next + 33 <= size ? next : size - 33;
-            const std::int64_t block =
-                pair_candidates(text + start, low_first, high_first, low_second, high_second);
-            if (block < 0) return scan_narrow(line, found);
-            mask = static_cast<std::uint64_t>(block);
-        }
-        auto candidates = mask >> (next - start) << (next - start);
+    // Each byte is classified once; the pair at p is a candidate when byte p is in the first set
+    // and byte p + 1 in the second. `carry` says whether the last byte classified is in the
+    // first set (its pair ends in the next block).
+    std::uint64_t carry = 0;
+    for (std::size_t begin = 0; begin < size;) {
+        // The last block is placed to end at the line's end and skips the bytes already seen.
+        const std::size_t start = begin + 32 <= size ? begin : size - 32;
+        std::uint32_t first = 0, second = 0;
+        if (!classify(text + start, low_first, high_first, low_second, high_second, first, second))
+            return scan_narrow(line, found);  // a byte >= 0x80: folding hazards
+        const auto skip = static_cast<unsigned>(begin - start);
+        const unsigned count = 32 - skip;  // bytes begin .. begin + count - 1, as bits 0 ..
+        const std::uint64_t firsts = std::uint64_t{first} >> skip;
+        const std::uint64_t seconds = std::uint64_t{second} >> skip;
+        // Bit j: the pair starting at begin - 1 + j (bit 0: the previous block's last byte).
+        std::uint64_t candidates = ((firsts << 1) | carry) & seconds;
+        carry = (firsts >> (count - 1)) & 1;
         for (; candidates != 0; candidates &= candidates - 1) {
-            const std::size_t p = start + static_cast<std::size_t>(__builtin_ctzll(candidates));
+            const std::size_t p = begin - 1 + static_cast<std::size_t>(__builtin_ctzll(candidates));
             const std::uint8_t id = m_pairs[(static_cast<unsigned>(text[p]) << 8) | text[p + 1]];
             if (id != 0) check_pair(line, p, id, found);
         }
-        next = start + width;
+        begin += count;
     }
     return true;
 }
