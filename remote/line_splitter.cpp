@@ -5,42 +5,15 @@
 
 namespace ncclsweep::remote {
 
-namespace {
-
-/// Text buffers kept for reuse are at most this large; a queue that empties keeps at most this
-/// many lines: what a queue holds on to stays under 4 MiB whatever came through it.
-constexpr std::size_t k_keep_capacity = 4096;
-constexpr std::size_t k_keep_lines = 1024;  // a power of two, as the ring's sizes
-
-}  // namespace
-
-OutputLine& LineQueue::push_back() {
-    if (m_size == m_ring.size()) {
-        // Full: unroll into a larger ring, oldest first.
-        std::vector<OutputLine> larger;
-        larger.reserve(std::max<std::size_t>(16, 2 * m_ring.size()));
-        for (std::size_t i = 0; i < m_size; ++i) larger.push_back(std::move((*this)[i]));
-        larger.resize(larger.capacity());
-        m_ring = std::move(larger);
-        m_head = 0;
-    }
-    OutputLine& line = (*this)[m_size];
-    ++m_size;
-    line.text.clear();
-    line.truncated = false;
-    return line;
-}
-
-void LineQueue::pop_front_into(OutputLine& line) {
-    OutputLine& oldest = front();
-    line.stream = oldest.stream;
-    line.when = oldest.when;
-    line.truncated = oldest.truncated;
-    line.text.swap(oldest.text);
-    if (oldest.text.capacity() > k_keep_capacity) std::string().swap(oldest.text);
-    m_head = (m_head + 1) & (m_ring.size() - 1);
-    --m_size;
-    release_when_empty();
+void LineQueue::grow() {
+    // Full: unroll into a ring twice the size, oldest first.
+    const std::size_t size = std::max<std::size_t>(16, 2 * m_ring.size());
+    std::vector<OutputLine> larger;
+    larger.reserve(size);
+    for (std::size_t i = 0; i < m_size; ++i) larger.push_back(std::move((*this)[i]));
+    larger.resize(size);
+    m_ring = std::move(larger);
+    m_head = 0;
 }
 
 void LineQueue::erase(std::size_t i) {
@@ -78,7 +51,7 @@ void LineSplitter::emit(LineQueue& out, bool truncated, std::chrono::steady_cloc
     line.text.swap(m_buffer);  // m_buffer takes the slot's old buffer for the next line
     line.when = when;
     line.truncated = truncated;
-    if (m_buffer.capacity() > k_keep_capacity) std::string().swap(m_buffer);
+    if (m_buffer.capacity() > LineQueue::k_keep_capacity) std::string().swap(m_buffer);
 }
 
 void LineSplitter::feed(const char* data, std::size_t size, LineQueue& out) {

@@ -30,10 +30,25 @@ public:
     [[nodiscard]] OutputLine& back() { return (*this)[m_size - 1]; }
     /// Appends a line and returns it: empty text (with a buffer an earlier line left), not
     /// truncated.
-    OutputLine& push_back();
+    OutputLine& push_back() {
+        if (m_size == m_ring.size()) grow();
+        OutputLine& line = (*this)[m_size++];
+        line.text.clear();
+        line.truncated = false;
+        return line;
+    }
     /// Hands the oldest line to `line`: they swap text buffers, so `line`'s old buffer holds a
     /// later line. Must not be empty.
-    void pop_front_into(OutputLine& line);
+    void pop_front_into(OutputLine& line) {
+        OutputLine& oldest = front();
+        line.stream = oldest.stream;
+        line.when = oldest.when;
+        line.truncated = oldest.truncated;
+        line.text.swap(oldest.text);
+        if (oldest.text.capacity() > k_keep_capacity) std::string().swap(oldest.text);
+        m_head = (m_head + 1) & (m_ring.size() - 1);
+        if (--m_size == 0) release_when_empty();
+    }
     /// Removes the i-th oldest line; the others keep their order.
     void erase(std::size_t i);
     /// Removes every line.
@@ -43,7 +58,13 @@ public:
     [[nodiscard]] std::size_t slots() const { return m_ring.size(); }
     [[nodiscard]] std::size_t held_bytes() const;
 
+    /// Text buffers kept for reuse are at most this large; a queue that empties keeps at most
+    /// this many lines: what a queue holds on to stays under 4 MiB whatever came through it.
+    static constexpr std::size_t k_keep_capacity = 4096;
+    static constexpr std::size_t k_keep_lines = 1024;  // a power of two, as the ring's sizes
+
 private:
+    void grow();
     void release_when_empty();
 
     std::vector<OutputLine> m_ring;  ///< its size is 0 or a power of two
