@@ -5,6 +5,9 @@
 # "Fuzzing and sanitizers".
 #   JOBS=2 scripts/sanitize.sh            # build with 2 jobs (default: nproc)
 #   scripts/sanitize.sh -R core           # extra arguments go to ctest
+#   SANITIZE_STEPS=build scripts/sanitize.sh   # only build (test: only run; default: both)
+# The build is Debug (assertions on) at -O1: -O0 runs the suite markedly slower under ASan,
+# and -O1 keeps stack traces readable (BUILD_TYPE and SANITIZE_CFLAGS override both).
 # Tests whose names contain "bounded memory" run in a second pass with a small ASan quarantine
 # (see below). Not run: the `gpu` label. tpverify's CUDA backend is switched off in this build
 # (-DNCCLSWEEP_CUDA=OFF): nvcc does not accept -fsanitize=address, and ASan's shadow memory
@@ -20,10 +23,16 @@ if command -v ccache >/dev/null 2>&1; then
 fi
 # No bench/ programs: no test runs them, and they are timed in the ordinary build. The test
 # suites compile in batches of 8 files, as in scripts/test.sh.
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-Debug} \
-  -DNCCLSWEEP_SANITIZE=ON -DNCCLSWEEP_CUDA=OFF -DNCCLSWEEP_BENCH=OFF -DNCCLSWEEP_UNITY=ON \
-  "${launcher[@]}" >/dev/null
-cmake --build "$build_dir" -j "$jobs"
+steps=${SANITIZE_STEPS:-build,test}
+cflags=${SANITIZE_CFLAGS:--O1 -g}
+if [[ ,$steps, == *,build,* ]]; then
+  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-Debug} \
+    -DCMAKE_CXX_FLAGS_DEBUG="$cflags" -DCMAKE_C_FLAGS_DEBUG="$cflags" \
+    -DNCCLSWEEP_SANITIZE=ON -DNCCLSWEEP_CUDA=OFF -DNCCLSWEEP_BENCH=OFF -DNCCLSWEEP_UNITY=ON \
+    "${launcher[@]}" >/dev/null
+  cmake --build "$build_dir" -j "$jobs"
+fi
+[[ ,$steps, == *,test,* ]] || exit 0
 # halt_on_error: the first report ends the process with a failure (UBSan too: the build also
 # uses -fno-sanitize-recover=undefined). Leaks are errors. Stack traces with symbols.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=0:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1}

@@ -30,11 +30,28 @@ allowed=(gpu no-nvidia-smi)
 # (the login shells of tests/e2e/test_run_ssh_login.cpp) can be made.
 [ "$(id -u)" -eq 0 ] || allowed+=(mount slurm root)
 junit="$PWD/$build_dir/ctest-junit.xml"
+# The sanitizer build compiles (niced) while the ordinary suite runs: the suite mostly waits on
+# processes, sshd and Slurm (about half a core), so the two overlap instead of adding up. Its
+# output goes to build-asan.log, shown if it fails.
+asan_build=
+if [ "${SANITIZE:-1}" != 0 ]; then
+  # setsid: its own process group, so that an early exit stops the compilers too.
+  SANITIZE_STEPS=build BUILD_DIR=build-asan setsid nice -n 10 bash scripts/sanitize.sh >build-asan.log 2>&1 &
+  asan_build=$!
+  trap '[ -n "$asan_build" ] && kill -- "-$asan_build" 2>/dev/null; true' EXIT
+fi
 (cd "$build_dir" && ctest --output-on-failure -j "$(nproc)" --timeout 600 --output-junit "$junit")
 if [ "${CHECK_SKIPS:-1}" != 0 ]; then
   python3 scripts/check-skips.py "$junit" --allow "${allowed[@]}"
 fi
-if [ "${SANITIZE:-1}" != 0 ]; then
+if [ -n "$asan_build" ]; then
   echo "test.sh: all tests passed; now the same suite under ASan + UBSan (SANITIZE=0 skips this)"
-  BUILD_DIR=build-asan ALLOWED_SKIPS="${allowed[*]}" bash scripts/sanitize.sh
+  if ! wait "$asan_build"; then
+    asan_build=
+    tail -n 60 build-asan.log
+    echo "test.sh: the sanitizer build failed (build-asan.log)" >&2
+    exit 1
+  fi
+  asan_build=
+  SANITIZE_STEPS=test BUILD_DIR=build-asan ALLOWED_SKIPS="${allowed[*]}" bash scripts/sanitize.sh
 fi
