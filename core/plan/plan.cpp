@@ -116,15 +116,15 @@ nccl::WorkloadContext workload_context(const Spec& spec, const Experiment& exper
     const std::string* tokens = find_param(experiment.workload, "tokens");
     const std::string* hidden = find_param(experiment.workload, "hidden");
     const std::string* model = find_param(experiment.workload, "model");
-    std::optional<std::uint64_t> token_count = tokens ? parse_count(*tokens) : std::nullopt;
-    if (!tokens && engine) token_count = 4;
-    std::optional<std::uint64_t> hidden_size = hidden ? parse_count(*hidden) : std::nullopt;
+    // 0 = unknown (plain integers: GCC 12 warns maybe-uninitialized on optionals here at -O2).
+    std::uint64_t token_count = tokens ? parse_count(*tokens).value_or(0) : engine ? 4 : 0;
+    std::uint64_t hidden_size = hidden ? parse_count(*hidden).value_or(0) : 0;
     if (!hidden) {
         std::string preset = model ? *model : engine ? "kimi-k2.5" : "";
         if (preset == "kimi-k2.5" || preset == "deepseek-v3") hidden_size = 7168;
         if (preset == "llama-70b") hidden_size = 8192;
     }
-    if (token_count && hidden_size) context.max_message_bytes = *token_count * *hidden_size * 2;
+    if (token_count > 0 && hidden_size > 0) context.max_message_bytes = token_count * hidden_size * 2;
     if (const std::string* topology = find_param(experiment.workload, "topology"))
         context.topology = *topology;
     return context;
