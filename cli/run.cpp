@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <set>
 
 #include "cli/commands.hpp"
@@ -23,6 +24,7 @@
 #include "core/search/search.hpp"
 #include "core/spec/spec_parser.hpp"
 #include "core/sweep/engine_locator.hpp"
+#include "core/sweep/inherited_env.hpp"
 #include "core/sweep/progress.hpp"
 #include "core/sweep/sweep_session.hpp"
 #include "core/text.hpp"
@@ -288,6 +290,13 @@ ExitStatus run_run(const RunOptions& options) {
         run_options.extra_env = nccl::tuning_request();
         run_options.watcher.nccl_debug_requested = true;
     }
+    auto inherited = inherited_environment(**target, request.experiments, run_options.extra_env);
+    if (!inherited) return report_error(inherited.error());
+    if (auto warning = inherited_warning(*inherited, (*target)->describe()); !warning.empty())
+        NCCLSWEEP_LOG(warning, "{}", warning);
+    request.sweep.inherited_env = std::move(*inherited);
+    std::error_code absolute_error;
+    request.database = std::filesystem::absolute(db_path, absolute_error).string();
     ProgressStyle style = options.json                        ? ProgressStyle::json
                           : log::level() <= log::Level::error ? ProgressStyle::quiet
                           : isatty(STDERR_FILENO)             ? ProgressStyle::live

@@ -108,8 +108,10 @@ Result<std::unique_ptr<SshProcess>> SshProcess::start(std::shared_ptr<SshSession
             const std::string marker = k_pgid_marker;
             if (it->text.rfind(marker, 0) == 0) {
                 const std::string digits = it->text.substr(marker.size());
+                // `kill -TERM -1` would signal every process of the user, `-0` the killer's own
+                // group: a group of 1 or less is never taken as the command's.
                 if (!digits.empty() && digits.size() < 12 &&
-                    std::all_of(digits.begin(), digits.end(), ::isdigit)) {
+                    std::all_of(digits.begin(), digits.end(), ::isdigit) && std::stol(digits) > 1) {
                     process->m_pgid = std::stol(digits);
                     process->m_lines.erase(it);
                     return process;
@@ -217,7 +219,7 @@ bool SshProcess::signal_group(const char* signal) {
 }
 
 bool SshProcess::run_on_side_channel(const std::string& line, std::chrono::milliseconds limit) {
-    if (!m_pgid || !m_session->connected()) return false;
+    if (!m_pgid || *m_pgid <= 1 || !m_session->connected()) return false;
     ssh_channel channel = ssh_channel_new(m_session->raw());
     if (channel == nullptr) return false;
     bool ok = false;

@@ -14,13 +14,23 @@ class SshTarget final : public Target {
 public:
     /// Connects to `url` (see SshSession::open for the errors).
     static Result<std::unique_ptr<SshTarget>> connect(const TargetUrl& url, SshOptions options);
+    /// Removes the work directory's lock file when this target holds it.
+    ~SshTarget() override;
+    SshTarget(const SshTarget&) = delete;
+    SshTarget& operator=(const SshTarget&) = delete;
     /// "ssh://user@host:port".
     [[nodiscard]] std::string describe() const override;
     /// Creates <root>/<sweep_id> through SFTP (root relative to the remote home) and returns
     /// its absolute path.
     Result<std::string> prepare_workdir(const std::string& sweep_id) override;
+    /// Creates <workdir>/ncclsweep.lock over SFTP with O_EXCL (no flock over SFTP): a lock file
+    /// whose runner ran on this host and is gone (killed, a zombie, its pid reused) is taken
+    /// over; one of a runner elsewhere is refused with how to remove it (remote/ssh_files.cpp).
+    Result<void> lock_workdir(const std::string& holder) override;
     /// SFTP write to a temporary name, then rename over `path`; parents created; mode 0644.
     Result<void> put_file(const std::string& path, const std::string& content) override;
+    /// SFTP read of a regular file (remote/ssh_files.cpp).
+    Result<std::optional<std::string>> get_file(const std::string& path, std::size_t limit) override;
     /// Starts the command in its own session on the host (see remote_command_line).
     Result<std::unique_ptr<Process>> start(const Command& command) override;
     /// Runs argv remotely to completion and returns its stdout.
@@ -39,6 +49,7 @@ private:
     SshOptions m_options;
     std::shared_ptr<SshSession> m_session;
     std::string m_workdir;
+    std::string m_lock_path;  ///< the work directory's lock file while this target holds it
     unsigned m_temp_counter = 0;
 };
 

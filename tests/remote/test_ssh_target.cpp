@@ -4,10 +4,17 @@
 
 #include <pwd.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <random>
 #include <thread>
+
+#include "core/host.hpp"
+#include "remote/shell_words.hpp"
+#include "remote/ssh_process.hpp"
 
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -286,4 +293,84 @@ TEST_CASE(
     INFO((put.ok() ? std::string() : put.error().message));
     REQUIRE(put.ok());
     CHECK(test::read_file(*work + "/exp-2/env") == "B=2\n");
+}
+
+TEST_CASE("ssh: the work directory's lock over SFTP refuses a second runner and is released",
+          "[remote][ssh]") {
+    TestSshd sshd;
+    if (!sshd.available) return;
+    auto first = sshd.connect();
+    auto work = first->prepare_workdir("sweep-4-abc");
+    REQUIRE(work.ok());
+    REQUIRE(first->lock_workdir("sweep 4 (abc) of database /data/a.db").ok());
+    const std::string lock = *work + "/ncclsweep.lock";
+    CHECK(test::read_file(lock).find("holder: sweep 4 (abc) of database /data/a.db\n") == 0);
+    auto second = sshd.connect();
+    REQUIRE(second->prepare_workdir("sweep-4-abc").ok());
+    auto refused = second->lock_workdir("sweep 4 (abc) of database /data/b.db");
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().kind == ErrorKind::infrastructure);
+    CHECK(refused.error().message.find("in use by sweep 4 (abc) of database /data/a.db, run by pid") !=
+          std::string::npos);
+    CHECK(refused.error().message.find("remove " + lock) != std::string::npos);
+    // The holder ends: its lock goes with it, and the directory can be taken.
+    first.reset();
+    CHECK_FALSE(std::filesystem::exists(lock));
+    CHECK(second->lock_workdir("sweep 4 (abc) of database /data/b.db").ok());
+    second.reset();
+
+    // A runner of this host killed with -9 leaves its lock behind; it is gone (here: a reaped
+    // child), so a resume takes the directory over.
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) _exit(0);
+    REQUIRE(::waitpid(child, nullptr, 0) == child);
+    std::ofstream(lock) << "holder: sweep 4 (abc) of database /data/a.db\npid: " << child
+                        << "\nhost: " << ncclsweep::host_name() << "\nprocess: x:1\n";
+    auto third = sshd.connect();
+    REQUIRE(third->prepare_workdir("sweep-4-abc").ok());
+    CHECK(third->lock_workdir("sweep 4 (abc) of database /data/a.db").ok());
+    CHECK(test::read_file(lock).find("pid: " + std::to_string(::getpid())) != std::string::npos);
+    third.reset();
+    // One of another host cannot be judged from here: refused, with how to remove it.
+    std::ofstream(lock) << "holder: sweep 4 (abc) of database /data/a.db\npid: 1\nhost: elsewhere.invalid\n";
+    auto fourth = sshd.connect();
+    REQUIRE(fourth->prepare_workdir("sweep-4-abc").ok());
+    auto stale_elsewhere = fourth->lock_workdir("sweep 4 (abc) of database /data/a.db");
+    REQUIRE_FALSE(stale_elsewhere.ok());
+    CHECK(stale_elsewhere.error().message.find("pid 1 on host elsewhere.invalid") != std::string::npos);
+}
+
+TEST_CASE("ssh: get_file reads through SFTP; a missing file is none and a FIFO is refused", "[remote][ssh]") {
+    TestSshd sshd;
+    if (!sshd.available) return;
+    auto target = sshd.connect();
+    auto work = target->prepare_workdir("sweep-g");
+    REQUIRE(work.ok());
+    REQUIRE(target->put_file(*work + "/exp-1/delivered", "a\nb\n").ok());
+    auto read = target->get_file(*work + "/exp-1/delivered", 1 << 20);
+    REQUIRE(read.ok());
+    REQUIRE(read->has_value());
+    CHECK(**read == "a\nb\n");
+    auto missing = target->get_file(*work + "/exp-1/none", 100);
+    REQUIRE(missing.ok());
+    CHECK_FALSE(missing->has_value());
+    const std::string fifo = *work + "/fifo";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    CHECK_FALSE(target->get_file(fifo, 100).ok());
+}
+
+TEST_CASE("ssh: a process-group handshake of 1 or less is refused, so no kill can reach -1",
+          "[remote][ssh]") {
+    // `kill -TERM -1` signals every process the user may signal and `-0` the killer's own group;
+    // the check refuses both alike. Group 0 is the one tried here: on a build without the check
+    // the side channel's kill would only signal its own shell.
+    TestSshd sshd;
+    if (!sshd.available) return;
+    auto session = remote::SshSession::open(sshd.target_url(), sshd.options());
+    REQUIRE(session.ok());
+    auto started = remote::SshProcess::start(
+        *session, std::string("echo ") + remote::k_pgid_marker + "0 >&2; exit 0", sshd.options());
+    REQUIRE_FALSE(started.ok());
+    CHECK(started.error().message.find("no process-group handshake") != std::string::npos);
 }
