@@ -40,7 +40,8 @@ Result<std::optional<std::string>> SshTarget::get_file(const std::string& path, 
     sftp_attributes attributes = sftp_fstat(file.file);
     const bool regular = attributes != nullptr && attributes->type == SSH_FILEXFER_TYPE_REGULAR;
     if (attributes != nullptr) sftp_attributes_free(attributes);
-    if (!regular) return Error::infrastructure(fmt::format("{}: '{}' is not a regular file", describe(), path));
+    if (!regular)
+        return Error::infrastructure(fmt::format("{}: '{}' is not a regular file", describe(), path));
     std::string content;
     char buffer[16384];
     while (content.size() < limit) {
@@ -66,8 +67,9 @@ Result<void> SshTarget::lock_workdir(const std::string& holder) {
             if (file.file != nullptr) {
                 if (sftp_write(file.file, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
                     sftp_unlink(*sftp, path.c_str());
-                    return Error::infrastructure(fmt::format("{}: cannot write the work directory's lock '{}': {}",
-                                                             describe(), path, m_session->last_error()));
+                    return Error::infrastructure(
+                        fmt::format("{}: cannot write the work directory's lock '{}': {}", describe(), path,
+                                    m_session->last_error()));
                 }
                 m_lock_path = path;
                 return success();
@@ -76,6 +78,9 @@ Result<void> SshTarget::lock_workdir(const std::string& holder) {
         auto existing = get_file(path, 4096);
         if (!existing) return existing.error();
         if (!*existing) continue;  // removed meanwhile: try again
+        // Another host of this runner's pool on the same shared filesystem took it: it is ours
+        // (that host's target removes it at the end).
+        if (lock_holder_is_this_process(**existing)) return success();
         // A runner of this host that is gone (a kill -9, a zombie): its lock is stale.
         if (attempt == 0 && lock_holder_gone(**existing)) {
             sftp_unlink(*sftp, path.c_str());

@@ -65,4 +65,14 @@ bool lock_holder_gone(const std::string& text) {
            ProcessLiveness::gone;
 }
 
+bool lock_holder_is_this_process(const std::string& text) {
+    const auto fields = fields_of(text);
+    auto field = [&](const char* name) {
+        const auto it = fields.find(name);
+        return it == fields.end() ? std::string() : it->second;
+    };
+    return field("pid") == std::to_string(::getpid()) && field("host") == host_name() &&
+           field("process") == process_identity(::getpid());
+}
+
 }  // namespace ncclsweep::remote

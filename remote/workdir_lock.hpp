@@ -21,4 +21,8 @@ inline constexpr const char* k_workdir_lock_file = "ncclsweep.lock";
 /// here (another host, no pid).
 [[nodiscard]] bool lock_holder_gone(const std::string& text);
 
+/// True when the lock file was written by this very process (lock_holder_text): several hosts
+/// of a pool that share the work directory's filesystem see the one lock their runner took.
+[[nodiscard]] bool lock_holder_is_this_process(const std::string& text);
+
 }  // namespace ncclsweep::remote

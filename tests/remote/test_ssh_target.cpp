@@ -305,43 +305,56 @@ TEST_CASE("ssh: the work directory's lock over SFTP refuses a second runner and 
     REQUIRE(first->lock_workdir("sweep 4 (abc) of database /data/a.db").ok());
     const std::string lock = *work + "/ncclsweep.lock";
     CHECK(test::read_file(lock).find("holder: sweep 4 (abc) of database /data/a.db\n") == 0);
+    // Another host of this runner's pool on the same shared filesystem: the lock is its own.
+    auto pool_host = sshd.connect();
+    REQUIRE(pool_host->prepare_workdir("sweep-4-abc").ok());
+    CHECK(pool_host->lock_workdir("sweep 4 (abc) of database /data/a.db").ok());
+    pool_host.reset();
+    CHECK(std::filesystem::exists(lock));  // still held by `first`
+    // The holder ends: its lock goes with it.
+    first.reset();
+    CHECK_FALSE(std::filesystem::exists(lock));
+
+    // Another runner, alive on this host (a process of its own), holds the directory.
+    int hold[2];
+    REQUIRE(::pipe(hold) == 0);
+    const pid_t other = ::fork();
+    REQUIRE(other >= 0);
+    if (other == 0) {
+        ::close(hold[1]);
+        char byte = 0;
+        (void)::read(hold[0], &byte, 1);
+        _exit(0);
+    }
+    ::close(hold[0]);
+    std::ofstream(lock) << "holder: sweep 4 (abc) of database /data/a.db\npid: " << other
+                        << "\nhost: " << ncclsweep::host_name() << "\nprocess: " << process_identity(other)
+                        << "\n";
     auto second = sshd.connect();
     REQUIRE(second->prepare_workdir("sweep-4-abc").ok());
     auto refused = second->lock_workdir("sweep 4 (abc) of database /data/b.db");
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.error().kind == ErrorKind::infrastructure);
-    CHECK(refused.error().message.find("in use by sweep 4 (abc) of database /data/a.db, run by pid") !=
-          std::string::npos);
+    CHECK(refused.error().message.find("in use by sweep 4 (abc) of database /data/a.db, run by pid " +
+                                       std::to_string(other)) != std::string::npos);
     CHECK(refused.error().message.find("remove " + lock) != std::string::npos);
-    // The holder ends: its lock goes with it, and the directory can be taken.
-    first.reset();
-    CHECK_FALSE(std::filesystem::exists(lock));
+    // It is killed with -9 (here: it exits and is reaped): its lock is stale and is taken over.
+    ::close(hold[1]);
+    REQUIRE(::waitpid(other, nullptr, 0) == other);
     CHECK(second->lock_workdir("sweep 4 (abc) of database /data/b.db").ok());
-    second.reset();
-
-    // A runner of this host killed with -9 leaves its lock behind; it is gone (here: a reaped
-    // child), so a resume takes the directory over.
-    const pid_t child = ::fork();
-    REQUIRE(child >= 0);
-    if (child == 0) _exit(0);
-    REQUIRE(::waitpid(child, nullptr, 0) == child);
-    std::ofstream(lock) << "holder: sweep 4 (abc) of database /data/a.db\npid: " << child
-                        << "\nhost: " << ncclsweep::host_name() << "\nprocess: x:1\n";
-    auto third = sshd.connect();
-    REQUIRE(third->prepare_workdir("sweep-4-abc").ok());
-    CHECK(third->lock_workdir("sweep 4 (abc) of database /data/a.db").ok());
     CHECK(test::read_file(lock).find("pid: " + std::to_string(::getpid())) != std::string::npos);
-    third.reset();
+    second.reset();
     // One of another host cannot be judged from here: refused, with how to remove it.
     std::ofstream(lock) << "holder: sweep 4 (abc) of database /data/a.db\npid: 1\nhost: elsewhere.invalid\n";
-    auto fourth = sshd.connect();
-    REQUIRE(fourth->prepare_workdir("sweep-4-abc").ok());
-    auto stale_elsewhere = fourth->lock_workdir("sweep 4 (abc) of database /data/a.db");
+    auto third = sshd.connect();
+    REQUIRE(third->prepare_workdir("sweep-4-abc").ok());
+    auto stale_elsewhere = third->lock_workdir("sweep 4 (abc) of database /data/a.db");
     REQUIRE_FALSE(stale_elsewhere.ok());
     CHECK(stale_elsewhere.error().message.find("pid 1 on host elsewhere.invalid") != std::string::npos);
 }
 
-TEST_CASE("ssh: get_file reads through SFTP; a missing file is none and a FIFO is refused", "[remote][ssh]") {
+TEST_CASE("ssh: get_file reads through SFTP, a missing file is none, and a FIFO is refused",
+          "[remote][ssh]") {
     TestSshd sshd;
     if (!sshd.available) return;
     auto target = sshd.connect();
