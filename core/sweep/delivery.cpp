@@ -76,7 +76,8 @@ DeliveryEvidence read_delivery_evidence(const std::string& text, const DeliveryR
             ++evidence.interpreters;
             auto missing = line->fields.find("missing");
             for (auto& name : split_names(missing == line->fields.end() ? "?" : missing->second))
-                if (std::find(evidence.missing.begin(), evidence.missing.end(), name) == evidence.missing.end())
+                if (std::find(evidence.missing.begin(), evidence.missing.end(), name) ==
+                    evidence.missing.end())
                     evidence.missing.push_back(std::move(name));
         } else if (line->kind == "chained" && evidence.chained_errors.size() < 5) {
             evidence.chained_errors.push_back(line->rest);
@@ -91,8 +92,10 @@ std::string delivery_failure_cause(const DeliveryEvidence& evidence, const std::
         std::string names;
         for (const auto& name : evidence.missing) names += (names.empty() ? "" : ", ") + name;
         return fmt::format(
-            "settings not delivered: sitecustomize.py could not set {}; set target.env_delivery: env or both\n"
-            "It ran in {} Python interpreter{} of this run ({}), and the variables named above did not read back "
+            "settings not delivered: sitecustomize.py could not set {}; set target.env_delivery: env or "
+            "both\n"
+            "It ran in {} Python interpreter{} of this run ({}), and the variables named above did not read "
+            "back "
             "as the sweep set them. With env or both they are set in the process environment as well. This "
             "run's numbers were measured without them and are not kept.",
             names, evidence.interpreters, evidence.interpreters == 1 ? "" : "s", file);

@@ -47,7 +47,8 @@ bool is_inherited_setting(const std::string& name) {
                        [&](std::string_view prefix) { return name.rfind(prefix, 0) == 0; });
 }
 
-std::vector<Assignment> inherited_settings(const std::string& env_output, const std::vector<Experiment>& experiments,
+std::vector<Assignment> inherited_settings(const std::string& env_output,
+                                           const std::vector<Experiment>& experiments,
                                            const std::vector<Assignment>& runner_env) {
     std::vector<Assignment> out;
     for (const auto& [name, value] : parse_env(env_output)) {
@@ -55,15 +56,18 @@ std::vector<Assignment> inherited_settings(const std::string& env_output, const 
         const bool runner_sets = std::any_of(runner_env.begin(), runner_env.end(),
                                              [&](const Assignment& a) { return a.first == name; });
         const bool every_experiment_sets =
-            !experiments.empty() && std::all_of(experiments.begin(), experiments.end(), [&](const Experiment& e) {
-                return std::any_of(e.env.begin(), e.env.end(), [&](const Assignment& a) { return a.first == name; });
+            !experiments.empty() &&
+            std::all_of(experiments.begin(), experiments.end(), [&](const Experiment& e) {
+                return std::any_of(e.env.begin(), e.env.end(),
+                                   [&](const Assignment& a) { return a.first == name; });
             });
         if (!runner_sets && !every_experiment_sets) out.emplace_back(name, value);
     }
     return out;
 }
 
-Result<std::vector<Assignment>> inherited_environment(Target& target, const std::vector<Experiment>& experiments,
+Result<std::vector<Assignment>> inherited_environment(Target& target,
+                                                      const std::vector<Experiment>& experiments,
                                                       const std::vector<Assignment>& runner_env) {
     const int hosts = target.schedules_batches() ? 1 : std::max(1, target.slots());
     std::vector<std::vector<Assignment>> seen;
@@ -87,7 +91,8 @@ Result<std::vector<Assignment>> inherited_environment(Target& target, const std:
         }
         std::string joined;
         for (int slot = 0; slot < hosts; ++slot)
-            joined += fmt::format("{}{} on {}", joined.empty() ? "" : "; ", value_of(seen[static_cast<std::size_t>(slot)], name),
+            joined += fmt::format("{}{} on {}", joined.empty() ? "" : "; ",
+                                  value_of(seen[static_cast<std::size_t>(slot)], name),
                                   target.slot_target(slot).describe());
         merged.emplace_back(name, joined);
     }
@@ -97,7 +102,8 @@ Result<std::vector<Assignment>> inherited_environment(Target& target, const std:
 std::string inherited_warning(const std::vector<Assignment>& inherited, const std::string& target) {
     if (inherited.empty()) return {};
     std::string list;
-    for (const auto& [name, value] : inherited) list += fmt::format("{}{}={}", list.empty() ? "" : " ", name, value);
+    for (const auto& [name, value] : inherited)
+        list += fmt::format("{}{}={}", list.empty() ? "" : " ", name, value);
     return fmt::format(
         "the workload inherits {} the spec does not set, from the environment commands start with on {}: {}. "
         "Every experiment that does not set them runs with them; they are recorded with the sweep (`results "

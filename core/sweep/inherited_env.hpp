@@ -26,11 +26,13 @@ namespace ncclsweep::inline sweep {
 /// this process's own environment locally, the login environment over ssh, the login node's for
 /// Slurm, whose tasks inherit it). On a target with several hosts (a pool) each host is asked; a
 /// value that differs between them reads "VALUE on HOST; VALUE on HOST". Errors: the target's.
-Result<std::vector<Assignment>> inherited_environment(Target& target, const std::vector<Experiment>& experiments,
+Result<std::vector<Assignment>> inherited_environment(Target& target,
+                                                      const std::vector<Experiment>& experiments,
                                                       const std::vector<Assignment>& runner_env);
 
 /// The warning `run` shows once at its start ("" when nothing is inherited).
-[[nodiscard]] std::string inherited_warning(const std::vector<Assignment>& inherited, const std::string& target);
+[[nodiscard]] std::string inherited_warning(const std::vector<Assignment>& inherited,
+                                            const std::string& target);
 
 /// What differs between two recorded inherited environments, one sentence each ("NCCL_PROTO:
 /// Simple -> (not set)").

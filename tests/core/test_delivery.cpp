@@ -43,7 +43,8 @@ Experiment point(int id, const std::string& proto) {
 }
 
 /// The marker line a sitecustomize.py writes in an interpreter of process group `group`.
-std::string marker_line(long group, int repeat, const std::string& missing = "-", const std::string& task = "-") {
+std::string marker_line(long group, int repeat, const std::string& missing = "-",
+                        const std::string& task = "-") {
     return "ncclsweep-delivered pgid=" + std::to_string(group) + " pid=" + std::to_string(group + 1) +
            " task=" + task + " repeat=" + std::to_string(repeat) + " missing=" + missing +
            " python=/usr/bin/python3\n";
@@ -51,7 +52,8 @@ std::string marker_line(long group, int repeat, const std::string& missing = "-"
 
 /// A run that prints tok_s and, when `delivered`, leaves the evidence its sitecustomize.py would
 /// (FakeTarget gives process groups 1000, 1001, ... in start order).
-FakeRun python_run(FakeTarget& target, const std::string& marker_path, long group, int repeat, bool delivered) {
+FakeRun python_run(FakeTarget& target, const std::string& marker_path, long group, int repeat,
+                   bool delivered) {
     FakeRun run = fake_ok("tok_s", 100 + repeat);
     if (delivered)
         run.on_start = [&target, marker_path, group, repeat] {
@@ -72,10 +74,11 @@ const std::string k_marker = std::string("/fake/sweep-1-u/exp-1/") + render::k_d
 }  // namespace
 
 TEST_CASE("delivery evidence: only lines of this run's repeat and process group or scheduler task count") {
-    const std::string text = marker_line(1000, 0) + marker_line(999, 1) + marker_line(1001, 1, "NCCL_PROTO") +
-                             "ncclsweep-chained pgid=1000 pid=1001 task=- repeat=0 origin=/u/sitecustomize.py "
-                             "/u/sitecustomize.py raised NameError: x\n" +
-                             "garbage line\nncclsweep-delivered pgid=1000 pid=7 task=- repeat=0 missing=-";
+    const std::string text =
+        marker_line(1000, 0) + marker_line(999, 1) + marker_line(1001, 1, "NCCL_PROTO") +
+        "ncclsweep-chained pgid=1000 pid=1001 task=- repeat=0 origin=/u/sitecustomize.py "
+        "/u/sitecustomize.py raised NameError: x\n" +
+        "garbage line\nncclsweep-delivered pgid=1000 pid=7 task=- repeat=0 missing=-";
     auto first = read_delivery_evidence(text, DeliveryRun{0, 1000L, ""});
     CHECK(first.interpreters == 1);  // the last line has no newline yet: still being written
     CHECK(first.delivered());
@@ -94,12 +97,15 @@ TEST_CASE("delivery evidence: only lines of this run's repeat and process group 
     CHECK_FALSE(read_delivery_evidence("", DeliveryRun{0, 1000L, ""}).delivered());
 }
 
-TEST_CASE("sweep session: a later repeat without evidence fails the point and an earlier attempt's line does not count") {
+TEST_CASE(
+    "sweep session: a later repeat without evidence fails the point and an earlier attempt's line does not "
+    "count") {
     FakeTarget target;
     // An earlier run of this experiment (another process group) left its line for repeat 1.
     target.host_files[k_marker] = marker_line(77, 1);
     // Repeat 0 delivered; repeat 1 ran without its settings (python -I, a reset PYTHONPATH...).
-    target.script = {python_run(target, k_marker, 1000, 0, true), python_run(target, k_marker, 1001, 1, false)};
+    target.script = {python_run(target, k_marker, 1000, 0, true),
+                     python_run(target, k_marker, 1001, 1, false)};
     FakeStore store;
     QuietObserver observer;
     std::atomic<bool> stop{false};
@@ -119,7 +125,8 @@ TEST_CASE("sweep session: a later repeat without evidence fails the point and an
     CHECK(report.samples[0].repeat == 0);
 }
 
-TEST_CASE("sweep session: a delivery failure is recorded with its cause and without the undelivered samples") {
+TEST_CASE(
+    "sweep session: a delivery failure is recorded with its cause and without the undelivered samples") {
     FakeTarget target;
     target.script = {python_run(target, "/fake/placeholder", 1000, 0, false)};
     FakeStore store;
@@ -137,7 +144,8 @@ TEST_CASE("sweep session: a delivery failure is recorded with its cause and with
     CHECK(report.status == RunStatus::failed);
     CHECK(report.failure_class == "delivery");
     CHECK(report.samples.empty());
-    CHECK(report.diagnosis.rfind("settings not delivered: no Python interpreter imported sitecustomize.py", 0) == 0);
+    CHECK(report.diagnosis.rfind("settings not delivered: no Python interpreter imported sitecustomize.py",
+                                 0) == 0);
     CHECK(report.diagnosis.find("set target.env_delivery: env or both") != std::string::npos);
     CHECK(report.diagnosis.find("/fake/sweep-1-u/exp-1/sitecustomize.py") != std::string::npos);
     // The runner read the evidence from the experiment's directory on the host.
@@ -153,7 +161,8 @@ TEST_CASE("sweep session: delivered runs are ok, and with both or env no evidenc
         INFO(static_cast<int>(delivery));
         FakeTarget target;
         const bool write = delivery == EnvDelivery::sitecustomize;
-        target.script = {python_run(target, k_marker, 1000, 0, write), python_run(target, k_marker, 1001, 1, write)};
+        target.script = {python_run(target, k_marker, 1000, 0, write),
+                         python_run(target, k_marker, 1001, 1, write)};
         FakeStore store;
         QuietObserver observer;
         std::atomic<bool> stop{false};
@@ -169,19 +178,21 @@ TEST_CASE("sweep session: delivered runs are ok, and with both or env no evidenc
         CHECK(report.status == RunStatus::ok);
         CHECK(report.samples.size() == 2);
         // env delivery writes no sitecustomize.py and reads nothing back.
-        const bool read_back = std::find(target.log->calls.begin(), target.log->calls.end(), "get " + k_marker) !=
-                               target.log->calls.end();
+        const bool read_back = std::find(target.log->calls.begin(), target.log->calls.end(),
+                                         "get " + k_marker) != target.log->calls.end();
         CHECK(read_back == (delivery != EnvDelivery::env));
     }
 }
 
-TEST_CASE("sweep session: an error of the sitecustomize the sweep's shadows becomes a warning of the experiment") {
+TEST_CASE(
+    "sweep session: an error of the sitecustomize the sweep's shadows becomes a warning of the experiment") {
     FakeTarget target;
     FakeRun run = fake_ok("tok_s", 1);
     run.on_start = [&target] {
-        target.host_files[k_marker] += marker_line(1000, 0) +
-                                       "ncclsweep-chained pgid=1000 pid=1001 task=- repeat=0 origin=/etc/s.py "
-                                       "/etc/s.py raised ImportError: no module named apport\n";
+        target.host_files[k_marker] +=
+            marker_line(1000, 0) +
+            "ncclsweep-chained pgid=1000 pid=1001 task=- repeat=0 origin=/etc/s.py "
+            "/etc/s.py raised ImportError: no module named apport\n";
     };
     target.script = {run};
     FakeStore store;
@@ -201,7 +212,8 @@ TEST_CASE("sweep session: an error of the sitecustomize the sweep's shadows beco
     CHECK(report.warnings[0].second == "/etc/s.py raised ImportError: no module named apport");
 }
 
-TEST_CASE("sweep session: a work directory that cannot go on PYTHONPATH stops the sweep before anything runs") {
+TEST_CASE(
+    "sweep session: a work directory that cannot go on PYTHONPATH stops the sweep before anything runs") {
     CHECK(check_pythonpath_dir("/scratch/a", EnvDelivery::sitecustomize, "local"));
     CHECK(check_pythonpath_dir("/scratch/a:b", EnvDelivery::env, "local"));
     for (EnvDelivery delivery : {EnvDelivery::sitecustomize, EnvDelivery::both})
@@ -218,7 +230,9 @@ TEST_CASE("sweep session: a work directory that cannot go on PYTHONPATH stops th
         [[nodiscard]] std::string describe() const override { return "local"; }
         Result<std::string> prepare_workdir(const std::string& id) override { return "/home/a:b/" + id; }
         Result<void> lock_workdir(const std::string& h) override { return inner.lock_workdir(h); }
-        Result<void> put_file(const std::string& p, const std::string& c) override { return inner.put_file(p, c); }
+        Result<void> put_file(const std::string& p, const std::string& c) override {
+            return inner.put_file(p, c);
+        }
         Result<std::optional<std::string>> get_file(const std::string& p, std::size_t l) override {
             return inner.get_file(p, l);
         }
@@ -244,7 +258,8 @@ TEST_CASE("sweep session: a work directory that cannot go on PYTHONPATH stops th
 
 TEST_CASE("sweep session: a work directory another runner holds is refused with that runner's name") {
     FakeTarget target;
-    target.lock_error = Error::infrastructure("local: the work directory /w is in use by sweep 3 (x) of database /d.db");
+    target.lock_error =
+        Error::infrastructure("local: the work directory /w is in use by sweep 3 (x) of database /d.db");
     FakeStore store;
     QuietObserver observer;
     std::atomic<bool> stop{false};
@@ -257,7 +272,8 @@ TEST_CASE("sweep session: a work directory another runner holds is refused with 
     CHECK(target.log->started.empty());
 }
 
-TEST_CASE("inherited environment: NCCL, CUDA and torch's NCCL variables no experiment sets, minus the runner's") {
+TEST_CASE(
+    "inherited environment: NCCL, CUDA and torch's NCCL variables no experiment sets, minus the runner's") {
     const std::string env =
         "HOME=/root\nNCCL_PROTO=Simple\nNCCL_SOCKET_IFNAME=lo\nCUDA_VISIBLE_DEVICES=0,1\n"
         "TORCH_NCCL_BLOCKING_WAIT=1\nNCCL_DEBUG=WARN\nMY_NCCL_X=1\nNCCL_ALGO=Tree\nmulti=line1\nline2\n"
@@ -275,7 +291,8 @@ TEST_CASE("inherited environment: NCCL, CUDA and torch's NCCL variables no exper
     CHECK(warning.find("5 variables the spec does not set") != std::string::npos);
     CHECK(warning.find("NCCL_SOCKET_IFNAME=lo") != std::string::npos);
     CHECK(inherited_differences({{"A", "1"}, {"B", "2"}}, {{"B", "3"}, {"C", "4"}}) ==
-          std::vector<std::string>{"inherited A: 1 -> (not set)", "inherited B: 2 -> 3", "inherited C: (not set) -> 4"});
+          std::vector<std::string>{"inherited A: 1 -> (not set)", "inherited B: 2 -> 3",
+                                   "inherited C: (not set) -> 4"});
 }
 
 TEST_CASE("sweep session: a resume under another inherited environment is refused and writes nothing") {

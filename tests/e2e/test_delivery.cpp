@@ -41,7 +41,8 @@ std::string python_spec(const std::string& name, const std::string& delivery, co
                         const std::string& axes, const std::string& workdir = "") {
     return "sweep: " + name + "\ntarget:\n  url: local\n  env_delivery: " + delivery + "\n" +
            (workdir.empty() ? "" : "  workdir: '" + workdir + "'\n") + "workload:\n  command: " + command +
-           "\n  metrics:\n    tok_s: 'tok_s: ([0-9.]+)'\naxes:\n" + axes + "timeouts:\n  stall: 60\n  total: 120\n";
+           "\n  metrics:\n    tok_s: 'tok_s: ([0-9.]+)'\naxes:\n" + axes +
+           "timeouts:\n  stall: 300\n  total: 600\n";
 }
 
 /// Runs `sql` on the SQLite file `db` (read-write); "" or SQLite's message.
@@ -79,10 +80,10 @@ TEST_CASE("delivery 1: the swept value wins over the caller's environment in eve
     for (const std::string delivery : {"sitecustomize", "both", "env"}) {
         INFO(delivery);
         const auto seen = dir.path() / ("seen-" + delivery);
-        auto spec = dir.write("s-" + delivery + ".yaml",
-                              python_spec("inherit", delivery,
-                                          "[python3, " + workload.string() + ", " + seen.string() + "]",
-                                          "  NCCL_PROTO: [LL]\n"));
+        auto spec = dir.write(
+            "s-" + delivery + ".yaml",
+            python_spec("inherit", delivery, "[python3, " + workload.string() + ", " + seen.string() + "]",
+                        "  NCCL_PROTO: [LL]\n"));
         const std::string db = (dir.path() / ("r-" + delivery + ".db")).string();
         // A launch script exported NCCL_PROTO (swept: the sweep's wins) and NCCL_SOCKET_IFNAME
         // (not in the spec: every experiment inherits it, and the sweep says so).
@@ -118,15 +119,16 @@ TEST_CASE("delivery 2: two sweeps of two databases in one folder never share a w
     const auto go = dir.path() / "go";
     const auto waiting = dir.path() / "a-waiting";
     // Same folder, same work directory root, different databases: both are sweep 1 of theirs.
-    auto spec_a = dir.write("a.yaml", python_spec("a", "sitecustomize",
-                                                  "[python3, " + workload.string() + ", " +
-                                                      (dir.path() / "seen-a").string() + ", child, " + go.string() +
-                                                      ", " + waiting.string() + "]",
-                                                  "  NCCL_PROTO: [LL]\n", (dir.path() / "work").string()));
-    auto spec_b = dir.write("b.yaml", python_spec("b", "sitecustomize",
-                                                  "[python3, " + workload.string() + ", " +
-                                                      (dir.path() / "seen-b").string() + "]",
-                                                  "  NCCL_PROTO: [Simple]\n", (dir.path() / "work").string()));
+    auto spec_a = dir.write(
+        "a.yaml", python_spec("a", "sitecustomize",
+                              "[python3, " + workload.string() + ", " + (dir.path() / "seen-a").string() +
+                                  ", child, " + go.string() + ", " + waiting.string() + "]",
+                              "  NCCL_PROTO: [LL]\n", (dir.path() / "work").string()));
+    auto spec_b = dir.write(
+        "b.yaml",
+        python_spec("b", "sitecustomize",
+                    "[python3, " + workload.string() + ", " + (dir.path() / "seen-b").string() + "]",
+                    "  NCCL_PROTO: [Simple]\n", (dir.path() / "work").string()));
     const std::string db_a = (dir.path() / "a.db").string();
     auto a = spawn_ncclsweep(dir.path(), {"run", spec_a.string(), "--db", db_a}, "a");
     REQUIRE(a.pid > 0);
@@ -136,18 +138,6 @@ TEST_CASE("delivery 2: two sweeps of two databases in one folder never share a w
     INFO(b.err);
     CHECK(b.exit_code == 0);
     CHECK(read_file(dir.path() / "seen-b") == "NCCL_PROTO=Simple\n");
-
-    // A copy of A's database resumed while A runs: the store cannot see A (another file), the
-    // work directory's lock does, and names who holds it.
-    const std::string db_c = (dir.path() / "c.db").string();
-    REQUIRE(sqlite_exec(db_a, "VACUUM INTO '" + db_c + "'").empty());
-    REQUIRE(sqlite_exec(db_c, "UPDATE sweeps SET runner_pid = 999999999").empty());
-    auto c = run_ncclsweep({"run", spec_a.string(), "--db", db_c, "--resume"});
-    INFO(c.err);
-    CHECK(c.exit_code == 3);
-    CHECK(c.err.find("is in use by sweep 1 (") != std::string::npos);
-    CHECK(c.err.find("of database " + db_a) != std::string::npos);
-
     std::ofstream(go.string()).close();
     auto ended = finish(a);
     INFO(ended.err);
@@ -162,7 +152,41 @@ TEST_CASE("delivery 2: two sweeps of two databases in one folder never share a w
     CHECK(fs::is_directory(dir.path() / "work" / ("sweep-1-" + uuid_b)));
 }
 
-TEST_CASE("delivery 3: a work directory that cannot go on PYTHONPATH is a located error before anything runs") {
+TEST_CASE(
+    "delivery 2b: a copy of a database resumed while the original runs is refused by the work directory's "
+    "lock") {
+    TempDir dir;
+    auto workload = dir.write("w.py", k_workload);
+    const auto go = dir.path() / "go";
+    const auto waiting = dir.path() / "waiting";
+    auto spec = dir.write(
+        "a.yaml", python_spec("a", "sitecustomize",
+                              "[python3, " + workload.string() + ", " + (dir.path() / "seen").string() +
+                                  ", child, " + go.string() + ", " + waiting.string() + "]",
+                              "  NCCL_PROTO: [LL]\n", (dir.path() / "work").string()));
+    const std::string db_a = (dir.path() / "a.db").string();
+    auto a = spawn_ncclsweep(dir.path(), {"run", spec.string(), "--db", db_a}, "a");
+    REQUIRE(a.pid > 0);
+    REQUIRE(wait_for_file(waiting));
+    // The store cannot see A's runner from the copy (another file, its pid set to a dead one);
+    // the work directory's lock can, and names who holds it.
+    const std::string db_c = (dir.path() / "c.db").string();
+    REQUIRE(sqlite_exec(db_a, "VACUUM INTO '" + db_c + "'").empty());
+    REQUIRE(sqlite_exec(db_c, "UPDATE sweeps SET runner_pid = 999999999").empty());
+    auto c = run_ncclsweep({"run", spec.string(), "--db", db_c, "--resume"});
+    INFO(c.err);
+    CHECK(c.exit_code == 3);
+    CHECK(c.err.find("is in use by sweep 1 (") != std::string::npos);
+    CHECK(c.err.find("of database " + db_a) != std::string::npos);
+    std::ofstream(go.string()).close();
+    auto ended = finish(a);
+    INFO(ended.err);
+    CHECK(ended.exit_code == 0);
+    CHECK(read_file(dir.path() / "seen") == "NCCL_PROTO=LL\n");  // A ran alone
+}
+
+TEST_CASE(
+    "delivery 3: a work directory that cannot go on PYTHONPATH is a located error before anything runs") {
     TempDir dir;
     auto workload = dir.write("w.py", k_workload);
     const auto seen = dir.path() / "seen";
@@ -170,8 +194,9 @@ TEST_CASE("delivery 3: a work directory that cannot go on PYTHONPATH is a locate
     // target.workdir with ':' (PYTHONPATH's separator): the spec's line says so.
     auto spec = dir.write("s.yaml", python_spec("colon", "sitecustomize", command, "  NCCL_PROTO: [LL]\n",
                                                 (dir.path() / "a:b").string()));
-    for (const auto& args : {std::vector<std::string>{"plan", spec.string()},
-                             std::vector<std::string>{"run", spec.string(), "--db", (dir.path() / "r.db").string()}}) {
+    for (const auto& args :
+         {std::vector<std::string>{"plan", spec.string()},
+          std::vector<std::string>{"run", spec.string(), "--db", (dir.path() / "r.db").string()}}) {
         auto r = run_ncclsweep(args);
         INFO(r.err);
         CHECK(r.exit_code == 2);
@@ -185,10 +210,10 @@ TEST_CASE("delivery 3: a work directory that cannot go on PYTHONPATH is a locate
     // The default root under a current directory with ':' in its path.
     fs::create_directories(dir.path() / "x:y");
     auto plain = dir.write("plain.yaml", python_spec("colon", "both", command, "  NCCL_PROTO: [LL]\n"));
-    auto r = run_command({"sh", "-c", "cd \"$1\" && exec \"$2\" run \"$3\" --db \"$4\"", "sh",
-                          (dir.path() / "x:y").string(), binary_path("cli/ncclsweep").string(), plain.string(),
-                          (dir.path() / "d.db").string()},
-                         {}, {"NO_COLOR=1", "NCCLSWEEP_DB="});
+    auto r = run_command(
+        {"sh", "-c", "cd \"$1\" && exec \"$2\" run \"$3\" --db \"$4\"", "sh", (dir.path() / "x:y").string(),
+         binary_path("cli/ncclsweep").string(), plain.string(), (dir.path() / "d.db").string()},
+        {}, {"NO_COLOR=1", "NCCLSWEEP_DB="});
     INFO(r.err);
     CHECK(r.exit_code == 2);
     CHECK(r.err.find("x:y/.ncclsweep/work/sweep-1-") != std::string::npos);
@@ -203,23 +228,33 @@ TEST_CASE("delivery 4: settings that never reached the workload are a delivery f
     const std::string w = workload.string() + " " + seen.string();
     auto launcher = dir.write("launch.sh",
                               "case \"$1\" in\n"
-                              "  plain) exec python3 " + w + " ;;\n"
-                              "  isolated) exec python3 -I " + w + " ;;\n"
-                              "  nosite) exec python3 -S " + w + " ;;\n"
-                              "  reset) PYTHONPATH= exec python3 " + w + " ;;\n"
-                              "  shell) echo \"NCCL_PROTO=${NCCL_PROTO:-(unset)}\" >> " + seen.string() +
-                              "; echo 'tok_s: 1' ;;\n"
-                              "esac\n");
-    auto spec = dir.write("s.yaml", python_spec("undelivered", "sitecustomize",
-                                                "[sh, " + launcher.string() + ", '{mode}']",
-                                                "  NCCL_PROTO: [LL]\n  mode: [plain, isolated, nosite, reset, shell]\n"));
+                              "  plain) exec python3 " +
+                                  w +
+                                  " ;;\n"
+                                  "  isolated) exec python3 -I " +
+                                  w +
+                                  " ;;\n"
+                                  "  nosite) exec python3 -S " +
+                                  w +
+                                  " ;;\n"
+                                  "  reset) PYTHONPATH= exec python3 " +
+                                  w +
+                                  " ;;\n"
+                                  "  shell) echo \"NCCL_PROTO=${NCCL_PROTO:-(unset)}\" >> " +
+                                  seen.string() +
+                                  "; echo 'tok_s: 1' ;;\n"
+                                  "esac\n");
+    auto spec = dir.write(
+        "s.yaml", python_spec("undelivered", "sitecustomize", "[sh, " + launcher.string() + ", '{mode}']",
+                              "  NCCL_PROTO: [LL]\n  mode: [plain, isolated, nosite, reset, shell]\n"));
     const std::string db = (dir.path() / "r.db").string();
     auto r = run_ncclsweep({"run", spec.string(), "--db", db});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);  // one experiment is ok
     // What each workload really saw: only the plain Python one got the setting.
-    CHECK(read_file(seen) == "NCCL_PROTO=LL\nNCCL_PROTO=(unset)\nNCCL_PROTO=(unset)\nNCCL_PROTO=(unset)\n"
-                             "NCCL_PROTO=(unset)\n");
+    CHECK(read_file(seen) ==
+          "NCCL_PROTO=LL\nNCCL_PROTO=(unset)\nNCCL_PROTO=(unset)\nNCCL_PROTO=(unset)\n"
+          "NCCL_PROTO=(unset)\n");
     auto experiments = latest_experiments(db);
     REQUIRE(experiments.size() == 5);
     CHECK(experiments[0].outcome.status == results::ExperimentStatus::ok);
@@ -229,15 +264,17 @@ TEST_CASE("delivery 4: settings that never reached the workload are a delivery f
         CHECK(o.status == results::ExperimentStatus::failed);
         CHECK(o.failure_class == "delivery");
         CHECK(o.samples.empty());
-        CHECK(o.diagnosis.rfind("settings not delivered: no Python interpreter imported sitecustomize.py", 0) == 0);
+        CHECK(o.diagnosis.rfind("settings not delivered: no Python interpreter imported sitecustomize.py",
+                                0) == 0);
         CHECK(o.diagnosis.find("set target.env_delivery: env or both") != std::string::npos);
     }
     auto shown = run_ncclsweep({"results", "show", "latest", "--db", db});
     CHECK(shown.out.find("failed (delivery)") != std::string::npos);
     // The bundled engine is not a Python program: under sitecustomize alone nothing reaches it.
-    auto engine = dir.write("engine.yaml", "sweep: engine\ntarget:\n  url: local\n  env_delivery: sitecustomize\n"
-                                           "workload:\n  engine: tpverify\n  args: {backend: sim, iters: 5, warmup: 1}\n"
-                                           "axes:\n  NCCL_PROTO: [LL]\n");
+    auto engine = dir.write("engine.yaml",
+                            "sweep: engine\ntarget:\n  url: local\n  env_delivery: sitecustomize\n"
+                            "workload:\n  engine: tpverify\n  args: {backend: sim, iters: 5, warmup: 1}\n"
+                            "axes:\n  NCCL_PROTO: [LL]\n");
     auto e = run_ncclsweep({"run", engine.string(), "--db", (dir.path() / "e.db").string()});
     INFO(e.err);
     CHECK(e.exit_code == 1);
@@ -246,21 +283,24 @@ TEST_CASE("delivery 4: settings that never reached the workload are a delivery f
     CHECK(engine_runs[0].outcome.failure_class == "delivery");
 }
 
-TEST_CASE("delivery 5: the sitecustomize a sweep's shadows still runs, and its error is in the experiment's log") {
+TEST_CASE(
+    "delivery 5: the sitecustomize a sweep's shadows still runs, and its error is in the experiment's log") {
     TempDir dir;
     auto workload = dir.write("w.py", k_workload);
     // A user's sitecustomize.py on PYTHONPATH (a distribution's lives further down sys.path).
     dir.write("user/sitecustomize.py",
               "import os\n"
-              "with open(" + ("'" + (dir.path() / "user-ran").string() + "'") + ", 'a') as f:\n"
-              "    f.write('NCCL_PROTO=%s\\n' % os.environ.get('NCCL_PROTO', '(unset)'))\n"
-              "if os.environ.get('BREAK_USER_SITE'):\n"
-              "    raise RuntimeError('user site is broken')\n");
+              "with open(" +
+                  ("'" + (dir.path() / "user-ran").string() + "'") +
+                  ", 'a') as f:\n"
+                  "    f.write('NCCL_PROTO=%s\\n' % os.environ.get('NCCL_PROTO', '(unset)'))\n"
+                  "if os.environ.get('BREAK_USER_SITE'):\n"
+                  "    raise RuntimeError('user site is broken')\n");
     const std::string pythonpath = "PYTHONPATH=" + (dir.path() / "user").string();
-    auto spec = dir.write("s.yaml", python_spec("chain", "sitecustomize",
-                                                "[python3, " + workload.string() + ", " +
-                                                    (dir.path() / "seen").string() + "]",
-                                                "  NCCL_PROTO: [LL]\n"));
+    auto spec = dir.write(
+        "s.yaml", python_spec("chain", "sitecustomize",
+                              "[python3, " + workload.string() + ", " + (dir.path() / "seen").string() + "]",
+                              "  NCCL_PROTO: [LL]\n"));
     const std::string db = (dir.path() / "r.db").string();
     auto r = run_ncclsweep({"run", spec.string(), "--db", db}, {pythonpath});
     INFO(r.err);
@@ -277,7 +317,8 @@ TEST_CASE("delivery 5: the sitecustomize a sweep's shadows still runs, and its e
     INFO(broken.err);
     auto log = run_ncclsweep({"results", "log", "latest", "1", "--db", db});
     INFO(log.out);
-    CHECK(log.out.find("the sitecustomize.py this one shadows, " + (dir.path() / "user/sitecustomize.py").string() +
+    CHECK(log.out.find("the sitecustomize.py this one shadows, " +
+                       (dir.path() / "user/sitecustomize.py").string() +
                        ", raised RuntimeError: user site is broken") != std::string::npos);
     CHECK(log.out.find("sitecustomize_chain: " + (dir.path() / "user/sitecustomize.py").string() +
                        " raised RuntimeError: user site is broken") != std::string::npos);
