@@ -65,6 +65,10 @@ std::string header(const Provenance& provenance, const std::string& what) {
 
 }  // namespace
 
+std::string delivery_marker_file(int repeat) {
+    return fmt::format("delivered-{}", repeat);
+}
+
 std::string python_quote(const std::string& value) {
     std::string out = "'";
     std::size_t pos = 0;
@@ -157,7 +161,8 @@ def _ncclsweep_record(kind, fields, rest):
         ' '.join(str(rest).split()))
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
     flags |= getattr(os, 'O_NOFOLLOW', 0) | getattr(os, 'O_CLOEXEC', 0)
-    fd = os.open(os.path.join(here, 'delivered'), flags, 0o644)
+    name = 'delivered-' + _ncclsweep_word(os.environ.get('NCCLSWEEP_REPEAT', '-'))
+    fd = os.open(os.path.join(here, name), flags, 0o644)
     try:
         os.write(fd, line.encode('utf-8', 'backslashreplace'))
     finally:
@@ -227,7 +232,7 @@ std::string sitecustomize(const std::vector<Assignment>& env, const Provenance& 
         "# directory is on PYTHONPATH. It sets the variables below over any value the process\n"
         "# inherited (the setting recorded is the setting that ran)";
     out += record ? ", appends one line per interpreter\n"
-                    "# to the file 'delivered' next to it (the evidence ncclsweep reads that it ran),\n"
+                    "# to the file 'delivered-REPEAT' next to it (the evidence ncclsweep reads),\n"
                     "# then runs the sitecustomize it shadows: the next one on sys.path, such as the\n"
                     "# distribution's.\n"
                   : ", then runs the sitecustomize it\n"

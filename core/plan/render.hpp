@@ -20,15 +20,15 @@ struct Provenance {
 /// What a generated sitecustomize.py leaves behind that it ran.
 enum class Evidence {
     none,         ///< nothing (an exported file, deployed outside a sweep)
-    marker_file,  ///< one line per interpreter appended to k_delivery_marker_file next to it
+    marker_file,  ///< one line per interpreter appended to delivery_marker_file() next to it
 };
 
 /// The file next to a runner's sitecustomize.py that each interpreter importing it appends one
-/// line to: `ncclsweep-delivered pgid=G pid=P task=T repeat=R missing=NAMES python=EXE`, and for an
-/// error of the sitecustomize it shadows `ncclsweep-chained pgid=G pid=P task=T repeat=R
-/// origin=PATH TEXT` (T is the Slurm array task JOB_INDEX or "-"; R is NCCLSWEEP_REPEAT; NAMES
-/// the variables it could not set, "-" for none).
-inline constexpr const char* k_delivery_marker_file = "delivered";
+/// line to, one file per repeat R (NCCLSWEEP_REPEAT; "delivered-R"): `ncclsweep-delivered pgid=G
+/// pid=P task=T repeat=R missing=NAMES python=EXE`, and for an error of the sitecustomize it
+/// shadows `ncclsweep-chained pgid=G pid=P task=T repeat=R origin=PATH TEXT` (T is the Slurm
+/// array task JOB_INDEX or "-"; NAMES the variables it could not set, "-" for none).
+[[nodiscard]] std::string delivery_marker_file(int repeat);
 
 /// A sitecustomize.py that sets `env` with os.environ[...] = value (over any inherited value),
 /// leaves `evidence` that it ran, then runs the sitecustomize.py it shadows (the next on

@@ -1,6 +1,6 @@
 #pragma once
 // Proof of delivery: what the experiment's sitecustomize.py recorded (core/plan/render,
-// k_delivery_marker_file) about the interpreters it ran in, read back after each run, and the
+// delivery_marker_file) about the interpreters it ran in, read back after each run, and the
 // sentence a run gets when the settings never reached its workload (failure class `delivery`).
 #include <optional>
 #include <string>

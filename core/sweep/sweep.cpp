@@ -72,6 +72,7 @@ struct RepeatOutcome {
     std::optional<ExitInfo> exit;
     std::vector<long> process_groups;  ///< of the server (and client) it started
     DeliveryRun delivery;              ///< which evidence of delivery belongs to the server's run
+    bool started = false;              ///< the server's command started (there can be evidence)
     double seconds = 0;
     std::optional<SchedulerEnd> scheduler_end;  ///< a batch scheduler ended it (time limit, memory)
 };
@@ -116,6 +117,7 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
     Watcher& watcher = *outcome.watcher;
     if (auto group = (*process)->process_group()) outcome.process_groups.push_back(*group);
     outcome.delivery = DeliveryRun{repeat, (*process)->process_group(), (*process)->scheduler_task()};
+    outcome.started = true;
 
     // Optional client: started once the server is ready; when it ends, the server is stopped.
     std::unique_ptr<Process> client;
@@ -222,8 +224,9 @@ void fill_from_watcher(ExperimentReport& report, const Watcher& watcher, int rep
 /// Errors: reading the file failed (infrastructure: the host was lost).
 Result<bool> judge_delivery(Target& target, const std::string& dir, const RepeatOutcome& outcome,
                             const SweepRunOptions& options, ExperimentReport& report) {
-    if (options.delivery == EnvDelivery::env) return false;
-    auto text = target.get_file(dir + "/" + render::k_delivery_marker_file, k_marker_read_limit);
+    if (options.delivery == EnvDelivery::env || !outcome.started) return false;
+    auto text = target.get_file(dir + "/" + render::delivery_marker_file(outcome.delivery.repeat),
+                                k_marker_read_limit);
     if (!text) return text.error();
     const DeliveryEvidence evidence = read_delivery_evidence(text->value_or(""), outcome.delivery);
     for (const auto& error : evidence.chained_errors)

@@ -2,6 +2,7 @@
 // sitecustomize.py leaves is read back after each run; with env_delivery sitecustomize a run
 // without it is a `delivery` failure, never ok. Also the sweep's identity (uuid work directory,
 // its lock), the PYTHONPATH check of the work directory and the inherited environment.
+#include <algorithm>
 #include <atomic>
 #include <string>
 #include <vector>
@@ -69,7 +70,9 @@ SweepRunOptions sitecustomize_options(int repeats = 1) {
     return options;
 }
 
-const std::string k_marker = std::string("/fake/sweep-1-u/exp-1/") + render::k_delivery_marker_file;
+/// The evidence files of repeats 0 and 1 of experiment 1.
+const std::string k_marker = "/fake/sweep-1-u/exp-1/" + render::delivery_marker_file(0);
+const std::string k_marker_1 = "/fake/sweep-1-u/exp-1/" + render::delivery_marker_file(1);
 
 }  // namespace
 
@@ -102,10 +105,10 @@ TEST_CASE(
     "count") {
     FakeTarget target;
     // An earlier run of this experiment (another process group) left its line for repeat 1.
-    target.host_files[k_marker] = marker_line(77, 1);
+    target.host_files[k_marker_1] = marker_line(77, 1);
     // Repeat 0 delivered; repeat 1 ran without its settings (python -I, a reset PYTHONPATH...).
     target.script = {python_run(target, k_marker, 1000, 0, true),
-                     python_run(target, k_marker, 1001, 1, false)};
+                     python_run(target, k_marker_1, 1001, 1, false)};
     FakeStore store;
     QuietObserver observer;
     std::atomic<bool> stop{false};
@@ -156,13 +159,37 @@ TEST_CASE(
     CHECK(ending_of(*outcome) == SweepEnding::nothing_succeeded);
 }
 
+TEST_CASE("sweep session: a command that never started is its own failure, with no evidence read") {
+    FakeTarget target;
+    FakeRun missing;
+    missing.start_error = Error::bad_input("no such program /opt/serve");
+    target.script = {missing};
+    FakeStore store;
+    QuietObserver observer;
+    std::atomic<bool> stop{false};
+    SweepRequest request;
+    request.sweep.name = "unit";
+    request.sweep.uuid = "u";
+    request.experiments = {point(1, "LL")};
+    auto outcome = run_sweep(request, target, store, observer, sitecustomize_options(), stop);
+    REQUIRE(outcome);
+    const ExperimentReport& report = store.current().finished.at(1);
+    CHECK(report.status == RunStatus::failed);
+    CHECK(report.exit_code == 127);
+    // Not a delivery failure: nothing ran that could have imported sitecustomize.py, and the
+    // evidence is not read (a host that cannot start the command may not answer a read either).
+    CHECK(report.failure_class != "delivery");
+    CHECK(std::none_of(target.log->calls.begin(), target.log->calls.end(),
+                       [](const std::string& call) { return call.rfind("get ", 0) == 0; }));
+}
+
 TEST_CASE("sweep session: delivered runs are ok, and with both or env no evidence is required") {
     for (EnvDelivery delivery : {EnvDelivery::sitecustomize, EnvDelivery::both, EnvDelivery::env}) {
         INFO(static_cast<int>(delivery));
         FakeTarget target;
         const bool write = delivery == EnvDelivery::sitecustomize;
         target.script = {python_run(target, k_marker, 1000, 0, write),
-                         python_run(target, k_marker, 1001, 1, write)};
+                         python_run(target, k_marker_1, 1001, 1, write)};
         FakeStore store;
         QuietObserver observer;
         std::atomic<bool> stop{false};
@@ -217,7 +244,8 @@ TEST_CASE(
     CHECK(check_pythonpath_dir("/scratch/a", EnvDelivery::sitecustomize, "local"));
     CHECK(check_pythonpath_dir("/scratch/a:b", EnvDelivery::env, "local"));
     for (EnvDelivery delivery : {EnvDelivery::sitecustomize, EnvDelivery::both})
-        for (const std::string dir : {std::string("/a:b/w"), std::string("/a\nb"), std::string("/a\0b", 4)}) {
+        for (const std::string& dir :
+             {std::string("/a:b/w"), std::string("/a\nb"), std::string("/a\0b", 4)}) {
             auto refused = check_pythonpath_dir(dir, delivery, "ssh://me@gpu:22");
             REQUIRE_FALSE(refused);
             CHECK(refused.error().kind == ErrorKind::bad_input);

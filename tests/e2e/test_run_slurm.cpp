@@ -230,8 +230,9 @@ TEST_CASE("slurm: sitecustomize delivery is proven per task, a non-Python worklo
     check_delivery_sweep(db, seen);
     // The evidence names the Slurm task that wrote it.
     const std::string task_id = slurm_scalar(db, "SELECT scheduler_task FROM experiments WHERE exp_id = 1");
-    CHECK(read_file(sweep_dir(dir.path() / "work") / "exp-1" / "delivered").find(" task=" + task_id + " ") !=
-          std::string::npos);
+    CHECK(
+        read_file(sweep_dir(dir.path() / "work") / "exp-1" / "delivered-0").find(" task=" + task_id + " ") !=
+        std::string::npos);
 }
 
 TEST_CASE("slurm: Ctrl-C cancels the array's unfinished tasks and the sweep can be resumed") {

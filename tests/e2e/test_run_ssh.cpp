@@ -68,7 +68,7 @@ TEST_CASE(
     REQUIRE(r.exit_code == 0);
     check_delivery_sweep(db, seen);
     // The evidence was written on the host, next to the experiment's sitecustomize.py.
-    CHECK(read_file(sweep_dir(dir.path() / "remote") / "exp-1" / "delivered")
+    CHECK(read_file(sweep_dir(dir.path() / "remote") / "exp-1" / "delivered-0")
               .rfind("ncclsweep-delivered pgid=", 0) == 0);
 }
 
