@@ -33,6 +33,7 @@
 #include "remote/target_factory.hpp"
 #include "remote/target_url.hpp"
 #include "results/query/query.hpp"
+#include "results/query/what_if.hpp"
 #include "results/store/records.hpp"
 #include "results/store/store.hpp"
 #include "results/store/sweep_writer.hpp"
@@ -135,6 +136,7 @@ void remember_finished(results::Store& store, std::int64_t sweep_id, ProgressPri
         report.failure_class = stored.outcome.failure_class;
         report.diagnosis = stored.outcome.diagnosis;
         report.effective_nccl = stored.outcome.effective_nccl;
+        report.collective_times = stored.outcome.collective_times;
         for (const auto& sample : stored.outcome.samples)
             report.samples.push_back(SampleValue{sample.repeat, sample.metric, sample.value});
         printer.remember(stored.experiment, report);
@@ -153,12 +155,14 @@ void print_recommendation(results::Store& store, std::int64_t sweep_id, const re
     for (const auto& [name, value] : best->best.params)
         params += (params.empty() ? "" : " ") + name + "=" + value;
     std::fprintf(
-        stdout, "\nrecommended: experiment %d (%s) by %s, %s is better%s\n", best->best.exp_id,
+        stdout, "\nrecommended: experiment %d (%s) by %s, %s is better%s%s\n", best->best.exp_id,
         params.c_str(), choice.name.c_str(), std::string(better_word(best->metric.direction)).c_str(),
         best->tie() ? fmt::format("; a tie of {} points diff cannot tell apart, this is the simplest",
                                   best->tie_group.size())
                           .c_str()
-                    : "");
+                    : "",
+        results::recommendation_caveat(best->best).c_str());
+    if (auto what_if = results::what_if_line(*best)) std::fprintf(stdout, "\n%s\n", what_if->c_str());
 }
 
 /// The search the run uses (docs/search.md): the spec's `search:` with --budget, racing on

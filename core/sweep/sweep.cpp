@@ -213,6 +213,8 @@ void fill_from_watcher(ExperimentReport& report, const Watcher& watcher, int rep
         report.measure_s = since(t.ready, t.end);
     }
     if (report.effective_nccl.empty()) report.effective_nccl = watcher.effective_nccl().summary();
+    if (auto label = watcher.result_text().find("collective_times"); label != watcher.result_text().end())
+        report.collective_times = weaker_collective_times(report.collective_times, label->second);
     for (const auto& warning : watcher.warnings())
         if (report.warnings.size() < 20) report.warnings.emplace_back(warning.rule, warning.line);
 }
@@ -262,6 +264,16 @@ std::string_view to_string(RunStatus status) {
             return "dropped";
     }
     return "?";
+}
+
+std::string weaker_collective_times(const std::string& a, const std::string& b) {
+    static const std::vector<std::string> k_order = {"calibrated", "relative", "modelled"};
+    const auto rank = [](const std::string& label) {
+        const auto at = std::find(k_order.begin(), k_order.end(), label);
+        return at == k_order.end() ? (label.empty() ? -1 : static_cast<int>(k_order.size()))
+                                   : static_cast<int>(at - k_order.begin());
+    };
+    return rank(b) > rank(a) ? b : a;
 }
 
 std::optional<double> ExperimentReport::median(const std::string& name) const {

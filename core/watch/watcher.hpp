@@ -157,6 +157,9 @@ public:
     [[nodiscard]] std::optional<double> settle_latency() const { return m_settle_s; }
     /// Metric name -> values in arrival order (result-event fields, named groups, workload metrics).
     [[nodiscard]] const std::map<std::string, std::vector<double>>& metrics() const { return m_metrics; }
+    /// The text fields of a tpverify `result` event ("collective_times": "calibrated", ...), at
+    /// most 64 of them, each cut to max_line_chars.
+    [[nodiscard]] const std::map<std::string, std::string>& result_text() const { return m_result_text; }
     /// Distinct warnings, at most k_max_warnings.
     [[nodiscard]] const std::vector<WarningNote>& warnings() const { return m_warnings; }
     /// All warning lines seen, including repeats and those not kept.
@@ -210,6 +213,7 @@ private:
     std::size_t m_ring_next = 0, m_ring_count = 0;
     std::vector<int> m_hits;  ///< reused match buffer
     std::map<std::string, std::vector<double>> m_metrics;
+    std::map<std::string, std::string> m_result_text;
     std::vector<WarningNote> m_warnings;
     nccl::EffectiveNccl m_effective;
     PhaseTimes m_times;

@@ -145,6 +145,9 @@ void Watcher::json_event(std::string_view text, TimePoint when) {
         std::vector<std::pair<std::string, double>> numbers;
         numeric_fields(json, "", 1, numbers);
         for (const auto& [name, value] : numbers) add_metric(name, value, when);
+        for (const auto& [name, value] : json.items())
+            if (value.is_string() && name != "event" && m_result_text.size() < 64)
+                m_result_text[name] = value.get<std::string>().substr(0, m_options.max_line_chars);
         effect(PhaseEffect::done, when);
     }
 }

@@ -14,6 +14,7 @@
 #include "core/plan/plan.hpp"
 #include "core/spec/metric.hpp"
 #include "core/spec/spec_parser.hpp"
+#include "results/query/what_if.hpp"
 #include "results/store/store.hpp"
 
 namespace ncclsweep::results {
@@ -169,6 +170,8 @@ ExperimentRow make_row(Source&& stored, const std::vector<std::string>& varying,
     row.failure_class = take(stored.outcome.failure_class);
     row.diagnosis = first_line(stored.outcome.diagnosis, 160);
     row.effective_nccl = take(stored.outcome.effective_nccl);
+    row.collective_times = take(stored.outcome.collective_times);
+    row.what_if = is_what_if(stored);
     row.attempts = stored.attempts;
     row.total_s = stored.outcome.timings.total_s;
     // Samples come in (repeat, metric) order: group them by metric, keeping repeat order.
@@ -291,16 +294,23 @@ bool indistinguishable(const MetricSummary& point, const MetricSummary& top, con
 Result<BestExperiment> best_experiment(const SweepTable& table, const MetricChoice& metric) {
     if (auto ok = require_metric(table, metric.name); !ok) return ok.error();
     std::vector<const ExperimentRow*> ranked;
+    std::optional<ExperimentRow> what_if;  // a server change, not a setting: beside the ranking
     for (const auto& row : table.rows) {
         const MetricSummary* m = row.metric(metric.name);
-        if (row.status == ExperimentStatus::ok && m && !m->values.empty()) ranked.push_back(&row);
+        if (row.status != ExperimentStatus::ok || !m || m->values.empty()) continue;
+        if (!row.what_if)
+            ranked.push_back(&row);
+        else if (!what_if ||
+                 better(m->summary.median, what_if->metric(metric.name)->summary.median, metric.direction))
+            what_if = row;
     }
     if (ranked.empty())
-        return Error::bad_input(
-            fmt::format("sweep {} ('{}') has no ok experiment with metric '{}' ({} ok of {}); "
-                        "`ncclsweep results show {}` lists what failed and why",
-                        table.sweep.id, table.sweep.record.name, metric.name, table.sweep.counts.ok,
-                        table.rows.size(), table.sweep.id));
+        return Error::bad_input(fmt::format(
+            "sweep {} ('{}') has no ok experiment with metric '{}' ({} ok of {}{}); "
+            "`ncclsweep results show {}` lists what failed and why",
+            table.sweep.id, table.sweep.record.name, metric.name, table.sweep.counts.ok, table.rows.size(),
+            what_if ? ", what-if points such as the fused all-reduce are never recommended" : "",
+            table.sweep.id));
     auto median_of = [&](const ExperimentRow* row) { return row->metric(metric.name)->summary.median; };
     std::stable_sort(ranked.begin(), ranked.end(), [&](const ExperimentRow* a, const ExperimentRow* b) {
         return better(median_of(a), median_of(b), metric.direction);
@@ -308,6 +318,7 @@ Result<BestExperiment> best_experiment(const SweepTable& table, const MetricChoi
     BestExperiment result;
     result.sweep = table.sweep;
     result.metric = metric;
+    result.what_if = std::move(what_if);
     result.candidates = ranked.size();
     const ExperimentRow* top = ranked.front();
     result.top_id = top->exp_id;

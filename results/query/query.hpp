@@ -63,9 +63,15 @@ struct ExperimentRow {
     std::vector<Assignment> params;   ///< every axis value of the point
     std::vector<Assignment> changed;  ///< the values of the sweep's varying parameters ("-" = unset)
     ExperimentStatus status = ExperimentStatus::pending;
-    std::string failure_class;           ///< "" when ok
-    std::string diagnosis;               ///< one line (core/text.hpp first_line)
-    std::string effective_nccl;          ///< what NCCL actually used ("" = not seen)
+    std::string failure_class;   ///< "" when ok
+    std::string diagnosis;       ///< one line (core/text.hpp first_line)
+    std::string effective_nccl;  ///< what NCCL actually used ("" = not seen)
+    /// What the engine's collective times rest on: "calibrated", "relative", "modelled" ("" =
+    /// the engine did not say; docs/engine.md "Pricing").
+    std::string collective_times;
+    /// It ran a kernel no NCCL setting deploys (tpverify's fused all-reduce, is_what_if): shown as a
+    /// what-if, never recommended.
+    bool what_if = false;
     int attempts = 0;                    ///< how many times it was started
     std::optional<double> total_s;       ///< seconds start to end, when it ended
     std::vector<MetricSummary> metrics;  ///< one per metric recorded, sorted by name
@@ -143,6 +149,9 @@ struct BestExperiment {
     bool decided_by_threshold = false;       ///< some pair had too few samples for the U test
     std::size_t candidates = 0;              ///< ok experiments that have the metric
     std::optional<ExperimentRow> runner_up;  ///< the best point outside the tie group
+    /// The best ok what-if point (a server change, e.g. the fused all-reduce): left out of the
+    /// ranking above, shown beside it (what_if_line).
+    std::optional<ExperimentRow> what_if;
     /// Runner-up (base) vs the top point (new) with the diff defaults (alpha 0.05, threshold 3%).
     std::optional<stats::Comparison> margin;
     /// True when other points are indistinguishable from the top one.
@@ -157,7 +166,8 @@ struct BestExperiment {
                                      bool* by_threshold = nullptr);
 
 /// The best experiment by `metric` under the one rule above (diff defaults alpha 0.05 and
-/// threshold 3%); ties in simplicity go to the better median, then the lower id. bad_input when
+/// threshold 3%); ties in simplicity go to the better median, then the lower id. What-if points
+/// (ExperimentRow::what_if) are never it: the best of them is `what_if`. bad_input when
 /// the metric is not recorded or no ok experiment has it (the message says what to look at).
 [[nodiscard]] Result<BestExperiment> best_experiment(const SweepTable& table, const MetricChoice& metric);
 

@@ -7,6 +7,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "results/query/what_if.hpp"
 #include "results/report/report_html.hpp"
 
 namespace ncclsweep::results::report {
@@ -204,6 +205,13 @@ Result<ReportData> build_report(const SweepData& sweep, const SweepData* base, c
     const auto axes = exports::varying_parameters(sweep);
     const StoredExperiment* best = nullptr;
     if (auto found = exports::best_experiment(sweep, options.metric)) best = *found;
+    if (auto point = exports::best_point(sweep, options.metric)) {
+        if (auto note = collective_times_note(point->best.collective_times, point->best.what_if);
+            !note.empty())
+            data.caveat = fmt::format("The recommendation, experiment {}, is NOT calibrated: {}.",
+                                      point->best.exp_id, note);
+        data.what_if = what_if_line(*point).value_or("");
+    }
     for (const auto& e : sweep.experiments) {
         Bar bar;
         bar.id = e.experiment.id;
@@ -214,6 +222,11 @@ Result<ReportData> build_report(const SweepData& sweep, const SweepData* base, c
             bar.failure_class = class_of(e);
         if (e.outcome.status == ExperimentStatus::ok) bar.stats = exports::metric_stats(e, options.metric);
         bar.best = &e == best;
+        bar.collective_times = e.outcome.collective_times;
+        bar.what_if = is_what_if(e);
+        if (!bar.collective_times.empty() || bar.what_if)  // every point says what it rests on
+            bar.label += "  [" + (bar.collective_times.empty() ? std::string("-") : bar.collective_times) +
+                         (bar.what_if ? ", what-if" : "") + "]";
         data.bars.push_back(std::move(bar));
         if (e.outcome.status == ExperimentStatus::pruned || e.outcome.status == ExperimentStatus::dropped)
             data.left_out.push_back({e.experiment.id, exports::params_label(e, axes),

@@ -29,6 +29,8 @@ struct Bar {
     std::string failure_class;                  ///< "" when ok
     std::optional<exports::MetricStats> stats;  ///< absent: nothing measured
     bool best = false;                          ///< the best experiment of the sweep
+    std::string collective_times;               ///< calibrated | relative | modelled ("" = not said)
+    bool what_if = false;                       ///< needs a server change (the fused all-reduce)
 };
 
 /// One cell of the heat map: the best median over the experiments at (x, y).
@@ -88,6 +90,9 @@ struct ReportData {
     std::vector<FailureEntry> left_out;  ///< pruned and dropped by a search, with the reason
     std::vector<DeltaRow> deltas;
     int only_in_base = 0, only_in_new = 0;
+    /// Under the bars: "The recommendation, experiment N, is NOT calibrated: ..." when it is not,
+    /// and the what-if line (results/query/what_if.hpp); "" each when none.
+    std::string caveat, what_if;
 };
 
 /// Computes the report. bad_input for a heat-map axis that is not a parameter of the sweep

@@ -72,9 +72,17 @@ TEST_CASE("pool: two ssh hosts run experiments in parallel and each experiment i
                 time_of("start-" + y) < time_of("end-" + x))
                 ++overlapping;
     CHECK(overlapping >= 1);
-    // Both hosts took a connection.
-    CHECK(read_file(first.dir.path() / "sshd.log").find("Accepted publickey") != std::string::npos);
-    CHECK(read_file(second.dir.path() / "sshd.log").find("Accepted publickey") != std::string::npos);
+    // Both hosts took a connection, and each ran its login shell once (sshd logs every exec
+    // channel, i.e. every login-shell start, as "Starting session: command"): the agent's.
+    for (const auto* host : {&first, &second}) {
+        const std::string log = read_file(host->dir.path() / "sshd.log");
+        CHECK(log.find("Accepted publickey") != std::string::npos);
+        int commands = 0;
+        for (auto at = log.find("Starting session: command"); at != std::string::npos;
+             at = log.find("Starting session: command", at + 1))
+            ++commands;
+        CHECK(commands == 1);
+    }
 }
 
 TEST_CASE(

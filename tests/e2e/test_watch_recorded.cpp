@@ -75,7 +75,7 @@ TEST_CASE("watch: tpverify's bare-Tree crash has the same class with NCCL_DEBUG=
         if (warn) env.push_back("NCCL_DEBUG=WARN");
         auto r = run_ncclsweep(
             {"watch", "--json", "--expect-result", "--", binary_path("engine/tpverify").string(), "--backend",
-             "sim", "--tp", "8", "--json", "--iters", "5", "--no-warmup-before-capture"},
+             "sim", "--tp", "8", "--json", "--iters", "5", "--no-warmup-before-capture", "--server", "none"},
             env);
         INFO(r.out << r.err);
         REQUIRE(r.exit_code == 1);

@@ -13,12 +13,11 @@
 #include <thread>
 
 #include "core/host.hpp"
-#include "remote/shell_words.hpp"
-#include "remote/ssh_process.hpp"
-
+#include "remote/slurm_target.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/test_sshd.hpp"
+#include "tests/support/test_user.hpp"
 
 using namespace ncclsweep;
 using namespace std::chrono_literals;
@@ -30,6 +29,7 @@ namespace {
 
 /// The shared TestSshd plus what SshTarget needs to reach it.
 struct TestSshd : test::TestSshd {
+    using test::TestSshd::TestSshd;
     [[nodiscard]] SshOptions options() const {
         SshOptions o;
         o.known_hosts = (dir.path() / "known_hosts").string();
@@ -70,6 +70,29 @@ std::vector<OutputLine> collect(Process& p, PollState& last, std::chrono::millis
 std::string unique_sleep() {
     std::random_device rd;
     return "1000." + std::to_string(rd() % 1000000 + 1000000);
+}
+
+/// The exec channels sshd opened so far (one per login-shell start).
+int exec_channels(const TestSshd& sshd) {
+    const std::string log = test::read_file(sshd.dir.path() / "sshd.log");
+    int count = 0;
+    for (auto at = log.find("Starting session: command"); at != std::string::npos;
+         at = log.find("Starting session: command", at + 1))
+        ++count;
+    return count;
+}
+
+/// Runs `argv` on `target` to its end; its output lines joined by '\n'.
+std::string run_to_end(Target& target, std::vector<std::string> argv) {
+    Command command;
+    command.argv = std::move(argv);
+    auto p = target.start(command);
+    REQUIRE(p.ok());
+    PollState last;
+    std::string text;
+    for (const auto& l : collect(**p, last)) text += (text.empty() ? "" : "\n") + l.text;
+    REQUIRE(last == PollState::exited);
+    return text;
 }
 
 bool processes_with(const std::string& marker) {
@@ -128,6 +151,8 @@ TEST_CASE("ssh: streams, exit status and signals", "[remote][ssh]") {
     auto out = target->capture({"echo", "captured"}, 10s);  // the same connection serves many channels
     REQUIRE(out.ok());
     CHECK(*out == "captured\n");
+    // No signal ignored, SIGINT and SIGQUIT included (sh ignores them for background commands).
+    CHECK(run_to_end(*target, {"grep", "SigIgn", "/proc/self/status"}) == "SigIgn:\t0000000000000000");
 }
 
 TEST_CASE("ssh: unknown host refused, accepted with accept-new and then remembered", "[remote][ssh]") {
@@ -207,11 +232,11 @@ TEST_CASE("ssh: put_file through SFTP creates parents and replaces atomically", 
     REQUIRE(replaced.ok());
     CHECK(test::read_file(path) == big);
     CHECK(std::distance(std::filesystem::directory_iterator(*work + "/exp-1/site"), {}) == 1);
-    // Replacing stays within SFTP: no command (a login-shell start on the host) was run for it.
-    // sshd logs each exec channel at LogLevel VERBOSE as "Starting session: command".
+    // Replacing stays within SFTP: no command was run for it. sshd logs each exec channel at
+    // LogLevel VERBOSE as "Starting session: command": the agent's, and no other.
     const std::string log = test::read_file(sshd.dir.path() / "sshd.log");
     CHECK(log.find("subsystem 'sftp'") != std::string::npos);
-    CHECK(log.find("Starting session: command") == std::string::npos);
+    CHECK(exec_channels(sshd) == 1);
     auto cat = target->capture({"cat", path}, 10s);
     REQUIRE(cat.ok());
     CHECK(*cat == big);
@@ -353,6 +378,116 @@ TEST_CASE("ssh: the work directory's lock over SFTP refuses a second runner and 
     CHECK(stale_elsewhere.error().message.find("pid 1 on host elsewhere.invalid") != std::string::npos);
 }
 
+TEST_CASE("ssh: the login shell runs once per connection, always the same fixed line", "[remote][ssh]") {
+    // A real login shell's start-up file records every line sshd gives the shell.
+    test::TestUser user("ncclsweep-rc", "/bin/bash",
+                        {{".bashrc", "printf '%s\\n' \"$BASH_EXECUTION_STRING\" >> \"$HOME/logins\"\n"}});
+    if (!user.available) return;
+    std::filesystem::remove(user.home / "logins");
+    TestSshd sshd;
+    if (!sshd.available) return;
+    user.allow_on(sshd);
+    auto options = sshd.options();
+    options.workdir_root = user.own(sshd.dir.path() / "rc-work").string();
+    auto url = sshd.target_url();
+    url.user = user.name;
+    auto connected = SshTarget::connect(url, options);
+    REQUIRE(connected.ok());
+    auto& target = *connected;
+    auto work = target->prepare_workdir("sweep-l");
+    REQUIRE(work.ok());
+    const std::string hostile = "it's \\' \"$(touch pwned)\" `touch pwned` %s\n{a,b} $HOME !! \\";
+    for (int i = 0; i < 5; ++i) {
+        REQUIRE(target->put_file(*work + "/exp/value", hostile + std::to_string(i)).ok());
+        CHECK(run_to_end(*target, {"cat", *work + "/exp/value"}) == hostile + std::to_string(i));
+        CHECK(run_to_end(*target, {"printf", "%s", hostile}) == hostile);
+    }
+    Command sleeper;
+    sleeper.argv = {"sleep", unique_sleep()};
+    auto p = target->start(sleeper);
+    REQUIRE(p.ok());
+    (*p)->kill(300ms);
+    CHECK((*p)->exit_info()->signal == SIGTERM);
+    auto out = target->capture({"echo", "captured"}, 10s);
+    REQUIRE(out.ok());
+    CHECK(*out == "captured\n");
+    // 11 commands, a kill, a capture and 5 files: one login, whose command line is fixed.
+    CHECK(user.lines_of("logins") == std::vector<std::string>{"exec /bin/sh -s"});
+    CHECK(exec_channels(sshd) == 1);
+    CHECK_FALSE(std::filesystem::exists(*work + "/pwned"));
+}
+
+TEST_CASE("ssh: a lost connection takes the commands its agent started with it", "[remote][ssh]") {
+    TestSshd sshd;
+    if (!sshd.available) return;
+    auto target = sshd.connect();
+    const std::string marker = unique_sleep();
+    Command command;
+    command.argv = {"sh", "-c", "sleep " + marker + " & echo up; wait"};
+    auto p = target->start(command);
+    REQUIRE(p.ok());
+    OutputLine line;
+    REQUIRE((*p)->poll(10s, line) == PollState::line);
+    REQUIRE(line.text == "up");
+    REQUIRE(processes_with(marker));
+    sshd.drop_connections();  // the agent reads the end of its input and ends its groups
+    PollState last;
+    collect(**p, last, 20s);
+    CHECK(last == PollState::lost);
+    bool gone = false;
+    for (int i = 0; i < 200 && !gone; ++i) {
+        gone = !processes_with(marker);
+        if (!gone) std::this_thread::sleep_for(50ms);
+    }
+    CHECK(gone);
+    if (!gone) test::run_command({"pkill", "-KILL", "-f", "sleep " + marker});
+    REQUIRE(target->reconnect().ok());
+    CHECK(run_to_end(*target, {"echo", "again"}) == "again");
+}
+
+TEST_CASE("ssh: a group member left behind by its leader is ended after the drain grace", "[remote][ssh]") {
+    TestSshd sshd;
+    if (!sshd.available) return;
+    auto options = sshd.options();
+    options.process.drain_grace = 300ms;
+    auto target = SshTarget::connect(sshd.target_url(), options);
+    REQUIRE(target.ok());
+    const std::string marker = unique_sleep();
+    Command command;
+    command.argv = {"sh", "-c", "sleep " + marker + " & echo leader done; exit 3"};
+    auto p = (*target)->start(command);
+    REQUIRE(p.ok());
+    PollState last;
+    auto lines = collect(**p, last);
+    REQUIRE(last == PollState::exited);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].text == "leader done");
+    CHECK((*p)->exit_info()->exit_code == 3);
+    bool gone = false;
+    for (int i = 0; i < 200 && !gone; ++i) {
+        gone = !processes_with(marker);
+        if (!gone) std::this_thread::sleep_for(50ms);
+    }
+    CHECK(gone);
+    if (!gone) test::run_command({"pkill", "-KILL", "-f", "sleep " + marker});
+}
+
+TEST_CASE("ssh: Slurm's client commands run through the same agent when the login node is an ssh host",
+          "[remote][ssh]") {
+    TestSshd sshd;
+    if (!sshd.available) return;
+    auto target = sshd.connect();
+    auto commands = remote::login_node_commands(*target);
+    for (int i = 0; i < 3; ++i) {
+        auto out = commands->run({"sh", "-c", "echo 'JOB|RUNNING|None'; echo warn >&2; exit 2"});
+        REQUIRE(out.ok());
+        CHECK(out->out == "JOB|RUNNING|None\n");
+        CHECK(out->err == "warn\n");
+        CHECK(out->exit_code == 2);
+    }
+    CHECK(exec_channels(sshd) == 1);
+}
+
 TEST_CASE("ssh: get_file reads through SFTP, a missing file is none, and a FIFO is refused",
           "[remote][ssh]") {
     TestSshd sshd;
@@ -371,19 +506,4 @@ TEST_CASE("ssh: get_file reads through SFTP, a missing file is none, and a FIFO 
     const std::string fifo = *work + "/fifo";
     REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
     CHECK_FALSE(target->get_file(fifo, 100).ok());
-}
-
-TEST_CASE("ssh: a process-group handshake of 1 or less is refused, so no kill can reach -1",
-          "[remote][ssh]") {
-    // `kill -TERM -1` signals every process the user may signal and `-0` the killer's own group;
-    // the check refuses both alike. Group 0 is the one tried here: on a build without the check
-    // the side channel's kill would only signal its own shell.
-    TestSshd sshd;
-    if (!sshd.available) return;
-    auto session = remote::SshSession::open(sshd.target_url(), sshd.options());
-    REQUIRE(session.ok());
-    auto started = remote::SshProcess::start(
-        *session, std::string("echo ") + remote::k_pgid_marker + "0 >&2; exit 0", sshd.options());
-    REQUIRE_FALSE(started.ok());
-    CHECK(started.error().message.find("no process-group handshake") != std::string::npos);
 }
