@@ -28,10 +28,10 @@ struct NewSweep {
     std::string backend;                    ///< engine backend producing the numbers ("sim", "cuda", "")
     /// Random id (32 hex digits) naming its work directory, unique across databases, users and
     /// hosts; run_sweep draws one when empty.
-    std::string uuid;
+    std::string uuid{};
     /// NCCL_*/CUDA_*/TORCH_NCCL_* variables the workload inherits that the spec does not set
     /// (inherited_environment), recorded with the sweep; a resume refuses a different set.
-    std::vector<Assignment> inherited_env;
+    std::vector<Assignment> inherited_env{};
 };
 
 /// A stored sweep's plan, as a resume reads it (reading writes nothing).

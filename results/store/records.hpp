@@ -68,11 +68,11 @@ struct SweepRecord {
     std::string backend;  ///< engine backend of the numbers: "sim", "cuda", "" (unknown / command)
     /// Random id of the sweep (32 hex digits), unique across databases, users and hosts: it names
     /// the sweep's work directory. "" = let the store draw one.
-    std::string uuid;
+    std::string uuid{};
     /// NCCL_*, CUDA_* and TORCH_NCCL_* variables the workload inherited from the environment it
     /// was started in that the spec does not set (the same for every experiment); empty when
     /// none, or recorded before schema v6 (`inherited_known` false).
-    std::vector<Assignment> inherited_env;
+    std::vector<Assignment> inherited_env{};
     bool inherited_known = true;  ///< false for sweeps recorded before v6 (nothing was looked at)
 };
 
