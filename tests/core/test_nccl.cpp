@@ -9,14 +9,14 @@ using namespace ncclsweep::nccl;
 
 namespace {
 
-bool has_code(const std::vector<Finding>& findings, const std::string& code, Severity severity) {
+bool has_code(const std::vector<Finding>& findings, const std::string& code, nccl::Severity severity) {
     return std::any_of(findings.begin(), findings.end(),
                        [&](const Finding& f) { return f.code == code && f.severity == severity; });
 }
 
 bool has_error(const std::vector<Finding>& findings) {
     return std::any_of(findings.begin(), findings.end(),
-                       [](const Finding& f) { return f.severity == Severity::error; });
+                       [](const Finding& f) { return f.severity == nccl::Severity::error; });
 }
 
 const Finding* find_code(const std::vector<Finding>& findings, const std::string& code) {
@@ -48,7 +48,7 @@ TEST_CASE("NCCL_ALGO accepts algorithm lists, ^ and per-collective syntax in any
 
 TEST_CASE("NCCL_ALGO rejects unknown tokens, collectives and misplaced entries with the accepted names") {
     auto f = check_value("NCCL_ALGO", "ring,rnig");
-    REQUIRE(has_code(f, "bad-value", Severity::error));
+    REQUIRE(has_code(f, "bad-value", nccl::Severity::error));
     CHECK(contains(f[0].message, "\"rnig\""));
     CHECK(contains(f[0].message, "collnetdirect, collnetchain, nvls"));  // accepted list named
     CHECK(f[0].variable == "NCCL_ALGO");
@@ -78,7 +78,7 @@ TEST_CASE("bare NCCL_ALGO=Tree warns that every collective is restricted and sug
     for (const char* value : {"Tree", "tree", "TREE", "^ring,collnetdirect,collnetchain,nvls,nvlstree,pat"}) {
         INFO(value);
         auto f = check_value("NCCL_ALGO", value);
-        REQUIRE(has_code(f, "bare-tree", Severity::warning));
+        REQUIRE(has_code(f, "bare-tree", nccl::Severity::warning));
         const auto* bare = find_code(f, "bare-tree");
         CHECK(contains(bare->message, "every collective"));
         CHECK(contains(bare->message, "AllGather"));
@@ -90,10 +90,10 @@ TEST_CASE("bare NCCL_ALGO=Tree warns that every collective is restricted and sug
     CHECK(check_value("NCCL_ALGO", "ring,tree").empty());
     // A per-collective tree for a collective without Tree is a different problem.
     auto f = check_value("NCCL_ALGO", "broadcast:tree");
-    CHECK(has_code(f, "algo-unavailable", Severity::warning));
-    CHECK_FALSE(has_code(f, "bare-tree", Severity::warning));
+    CHECK(has_code(f, "algo-unavailable", nccl::Severity::warning));
+    CHECK_FALSE(has_code(f, "bare-tree", nccl::Severity::warning));
     // NVLS exists for AllGather/ReduceScatter/AllReduce only.
-    CHECK(has_code(check_value("NCCL_ALGO", "nvls"), "algo-unavailable", Severity::warning));
+    CHECK(has_code(check_value("NCCL_ALGO", "nvls"), "algo-unavailable", nccl::Severity::warning));
 }
 
 TEST_CASE("NCCL_PROTO accepts LL, LL128, Simple with ^ and prefixes") {
@@ -125,24 +125,24 @@ TEST_CASE("channel counts are 1..64 under both the new and the deprecated names"
         INFO(name);
         CHECK(check_value(name, "1").empty());
         CHECK(check_value(name, "64").empty());
-        CHECK(has_code(check_value(name, "0"), "out-of-range", Severity::error));
-        CHECK(has_code(check_value(name, "65"), "out-of-range", Severity::error));
+        CHECK(has_code(check_value(name, "0"), "out-of-range", nccl::Severity::error));
+        CHECK(has_code(check_value(name, "65"), "out-of-range", nccl::Severity::error));
     }
 }
 
 TEST_CASE("MIN <= MAX is checked after merging old and new channel names") {
     WorkloadContext big{16u << 20, std::string("pcie-gen5")};
     auto f = check_environment({{"NCCL_MIN_CTAS", "16"}, {"NCCL_MAX_CTAS", "8"}}, big);
-    CHECK(has_code(f, "channels-min-gt-max", Severity::error));
+    CHECK(has_code(f, "channels-min-gt-max", nccl::Severity::error));
     // Deprecated MAX is more restrictive (2) than the new one (32): min 4 > max 2.
     f = check_environment({{"NCCL_MIN_CTAS", "4"}, {"NCCL_MAX_CTAS", "32"}, {"NCCL_MAX_NCHANNELS", "2"}},
                           big);
-    CHECK(has_code(f, "channels-min-gt-max", Severity::error));
-    CHECK(has_code(f, "channels-both-names", Severity::warning));
+    CHECK(has_code(f, "channels-min-gt-max", nccl::Severity::error));
+    CHECK(has_code(f, "channels-both-names", nccl::Severity::warning));
     // Deprecated MIN is the stricter (larger) minimum.
     f = check_environment({{"NCCL_MIN_NCHANNELS", "16"}, {"NCCL_MIN_CTAS", "1"}, {"NCCL_MAX_CTAS", "8"}},
                           big);
-    CHECK(has_code(f, "channels-min-gt-max", Severity::error));
+    CHECK(has_code(f, "channels-min-gt-max", nccl::Severity::error));
     f = check_environment({{"NCCL_MIN_NCHANNELS", "2"}, {"NCCL_MAX_NCHANNELS", "16"}}, big);
     CHECK_FALSE(has_error(f));
     // A later assignment of the same name overrides an earlier one.
@@ -153,7 +153,7 @@ TEST_CASE("MIN <= MAX is checked after merging old and new channel names") {
 TEST_CASE("NCCL_P2P_LEVEL accepts level names and 0..5") {
     for (const char* value : {"LOC", "NVL", "PIX", "PXB", "PHB", "SYS", "0", "5"})
         CHECK(check_value("NCCL_P2P_LEVEL", value).empty());
-    CHECK(has_code(check_value("NCCL_P2P_LEVEL", "sys"), "wrong-case", Severity::error));
+    CHECK(has_code(check_value("NCCL_P2P_LEVEL", "sys"), "wrong-case", nccl::Severity::error));
     CHECK(has_error(check_value("NCCL_P2P_LEVEL", "6")));
     CHECK(has_error(check_value("NCCL_P2P_LEVEL", "NVLINK")));
 }
@@ -167,14 +167,14 @@ TEST_CASE("booleans, sizes and numbers are read the way NCCL reads them") {
     CHECK(has_error(check_value("NCCL_IB_DISABLE", "2")));
     CHECK(check_value("NCCL_BUFFSIZE", "4194304").empty());
     CHECK(check_value("NCCL_BUFFSIZE", "0x400000").empty());
-    CHECK(has_code(check_value("NCCL_BUFFSIZE", "3000000"), "not-power-of-two", Severity::warning));
+    CHECK(has_code(check_value("NCCL_BUFFSIZE", "3000000"), "not-power-of-two", nccl::Severity::warning));
     CHECK(has_error(check_value("NCCL_BUFFSIZE", "0")));
     CHECK(has_error(check_value("NCCL_BUFFSIZE", "-4")));
     f = check_value("NCCL_BUFFSIZE", "4M");
     REQUIRE(has_error(f));
     CHECK(contains(f[0].message, "4M"));
-    CHECK(has_code(check_value("NCCL_LL128_BUFFSIZE", "0131072"), "octal", Severity::error));
-    CHECK(has_code(check_value("NCCL_ALGO", ""), "empty-value", Severity::warning));
+    CHECK(has_code(check_value("NCCL_LL128_BUFFSIZE", "0131072"), "octal", nccl::Severity::error));
+    CHECK(has_code(check_value("NCCL_ALGO", ""), "empty-value", nccl::Severity::warning));
 }
 
 TEST_CASE("NCCL_DEBUG, NCCL_DEBUG_SUBSYS and NCCL_LAUNCH_MODE") {
@@ -184,7 +184,8 @@ TEST_CASE("NCCL_DEBUG, NCCL_DEBUG_SUBSYS and NCCL_LAUNCH_MODE") {
     CHECK(check_value("NCCL_DEBUG_SUBSYS", "INIT,TUNING,ENV").empty());
     CHECK(check_value("NCCL_DEBUG_SUBSYS", "^INIT,NET").empty());
     CHECK(check_value("NCCL_DEBUG_SUBSYS", "ALL").empty());
-    CHECK(has_code(check_value("NCCL_DEBUG_SUBSYS", "INIT,TUNNING"), "unknown-subsys", Severity::warning));
+    CHECK(has_code(check_value("NCCL_DEBUG_SUBSYS", "INIT,TUNNING"), "unknown-subsys",
+                   nccl::Severity::warning));
     CHECK(check_value("NCCL_LAUNCH_MODE", "GROUP").empty());
     CHECK(has_error(check_value("NCCL_LAUNCH_MODE", "SERIAL")));
 }
@@ -202,7 +203,7 @@ TEST_CASE("unknown NCCL_* names warn with a did-you-mean") {
     auto f = check_value("NCCL_ALOG", "ring");
     REQUIRE(f.size() == 1);
     CHECK(f[0].code == "unknown-var");
-    CHECK(f[0].severity == Severity::warning);
+    CHECK(f[0].severity == nccl::Severity::warning);
     CHECK(contains(f[0].message, "did you mean NCCL_ALGO?"));
     CHECK(contains(check_value("NCCL_MAX_NCHANNEL", "4")[0].message, "NCCL_MAX_NCHANNELS"));
     CHECK(contains(check_value("NCCL_algo", "ring")[0].message, "case-sensitive"));
@@ -225,17 +226,18 @@ TEST_CASE("known_variables is sorted and covers the documented knobs") {
 TEST_CASE("LL128 forced on PCIe warns, on NVLink or unknown topology it does not") {
     WorkloadContext pcie{16u << 20, std::string("pcie-gen4")};
     auto f = check_environment({{"NCCL_PROTO", "LL128"}}, pcie);
-    REQUIRE(has_code(f, "ll128-pcie", Severity::warning));
+    REQUIRE(has_code(f, "ll128-pcie", nccl::Severity::warning));
     CHECK(contains(find_code(f, "ll128-pcie")->message, "corruption"));
     // A ^-list that does not exclude LL128 forces it on as well.
-    CHECK(has_code(check_environment({{"NCCL_PROTO", "^LL"}}, pcie), "ll128-pcie", Severity::warning));
+    CHECK(has_code(check_environment({{"NCCL_PROTO", "^LL"}}, pcie), "ll128-pcie", nccl::Severity::warning));
     CHECK_FALSE(
-        has_code(check_environment({{"NCCL_PROTO", "^LL128"}}, pcie), "ll128-pcie", Severity::warning));
-    CHECK_FALSE(
-        has_code(check_environment({{"NCCL_PROTO", "LL,Simple"}}, pcie), "ll128-pcie", Severity::warning));
+        has_code(check_environment({{"NCCL_PROTO", "^LL128"}}, pcie), "ll128-pcie", nccl::Severity::warning));
+    CHECK_FALSE(has_code(check_environment({{"NCCL_PROTO", "LL,Simple"}}, pcie), "ll128-pcie",
+                         nccl::Severity::warning));
     CHECK_FALSE(has_code(check_environment({{"NCCL_PROTO", "LL128"}}, {16u << 20, std::string("nvlink")}),
-                         "ll128-pcie", Severity::warning));
-    CHECK_FALSE(has_code(check_environment({{"NCCL_PROTO", "LL128"}}, {}), "ll128-pcie", Severity::warning));
+                         "ll128-pcie", nccl::Severity::warning));
+    CHECK_FALSE(
+        has_code(check_environment({{"NCCL_PROTO", "LL128"}}, {}), "ll128-pcie", nccl::Severity::warning));
 }
 
 TEST_CASE("knobs NCCL ignores for small messages are flagged at <= 64 KiB only") {
@@ -252,27 +254,27 @@ TEST_CASE("knobs NCCL ignores for small messages are flagged at <= 64 KiB only")
     CHECK(contains(find_code(f, "ignored-small")->message, "channels"));
     // Exactly 64 KiB is still small; one byte more is not.
     CHECK(has_code(check_environment({{"NCCL_NTHREADS", "256"}}, {65536, std::nullopt}), "ignored-small",
-                   Severity::warning));
+                   nccl::Severity::warning));
     CHECK(check_environment({{"NCCL_NTHREADS", "256"}}, {65537, std::nullopt}).empty());
     CHECK(check_environment({{"NCCL_NTHREADS", "256"}}, {}).empty());
     // With Simple forced, BUFFSIZE does matter.
     f = check_environment({{"NCCL_PROTO", "Simple"}, {"NCCL_BUFFSIZE", "131072"}}, small_pcie());
-    CHECK_FALSE(has_code(f, "ignored-small", Severity::warning));
+    CHECK_FALSE(has_code(f, "ignored-small", nccl::Severity::warning));
 }
 
 TEST_CASE("buffer sizes for a disabled protocol and impossible ALGO/PROTO pairs are flagged") {
     WorkloadContext big{16u << 20, std::nullopt};
     auto f = check_environment({{"NCCL_PROTO", "LL"}, {"NCCL_BUFFSIZE", "131072"}}, big);
-    CHECK(has_code(f, "buffsize-unused", Severity::warning));
+    CHECK(has_code(f, "buffsize-unused", nccl::Severity::warning));
     f = check_environment({{"NCCL_PROTO", "^LL128"}, {"NCCL_LL128_BUFFSIZE", "131072"}}, big);
-    CHECK(has_code(f, "buffsize-unused", Severity::warning));
+    CHECK(has_code(f, "buffsize-unused", nccl::Severity::warning));
     CHECK(check_environment({{"NCCL_PROTO", "LL"}, {"NCCL_LL_BUFFSIZE", "131072"}}, big).empty());
     f = check_environment({{"NCCL_ALGO", "allreduce:nvls"}, {"NCCL_PROTO", "LL"}}, big);
-    CHECK(has_code(f, "no-algo-proto", Severity::warning));
+    CHECK(has_code(f, "no-algo-proto", nccl::Severity::warning));
     CHECK(contains(find_code(f, "no-algo-proto")->message, "AllReduce"));
     CHECK(check_environment({{"NCCL_ALGO", "allreduce:tree"}, {"NCCL_PROTO", "LL"}}, big).empty());
     f = check_environment({{"NCCL_P2P_DISABLE", "1"}, {"NCCL_P2P_LEVEL", "SYS"}}, big);
-    CHECK(has_code(f, "p2p-level-ignored", Severity::warning));
+    CHECK(has_code(f, "p2p-level-ignored", nccl::Severity::warning));
 }
 
 TEST_CASE("check_environment reports per-value findings in order, then combinations, deterministically") {
