@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <deque>
 #include <string>
+#include <utility>
 
 #include "core/target.hpp"
 
@@ -34,5 +35,14 @@ private:
     std::string m_buffer;
     bool m_discarding = false;  ///< inside the dropped tail of a truncated line
 };
+
+/// Moves the oldest of `lines` into `line`; false when there is none. How a process's poll hands
+/// over what its splitters queued (LocalProcess, SshProcess, LogFollower).
+[[nodiscard]] inline bool take_line(std::deque<OutputLine>& lines, OutputLine& line) {
+    if (lines.empty()) return false;
+    line = std::move(lines.front());
+    lines.pop_front();
+    return true;
+}
 
 }  // namespace ncclsweep::remote

@@ -187,11 +187,7 @@ void LocalProcess::finish_group() {
 PollState LocalProcess::poll(std::chrono::milliseconds wait, OutputLine& line) {
     const auto deadline = Clock::now() + wait;
     for (;;) {
-        if (!m_lines.empty()) {
-            line = std::move(m_lines.front());
-            m_lines.pop_front();
-            return PollState::line;
-        }
+        if (take_line(m_lines, line)) return PollState::line;
         if (m_exit) return PollState::exited;
         const auto now = Clock::now();
         const bool pipes_open = m_out_fd >= 0 || m_err_fd >= 0;

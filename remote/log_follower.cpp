@@ -50,9 +50,7 @@ bool LogFollower::read_some() {
 PollState LogFollower::poll(std::chrono::milliseconds wait, OutputLine& line) {
     auto deadline = std::chrono::steady_clock::now() + wait;
     for (;;) {
-        if (!m_lines.empty()) {
-            line = std::move(m_lines.front());
-            m_lines.pop_front();
+        if (take_line(m_lines, line)) {
             line.when = std::chrono::steady_clock::now();
             return PollState::line;
         }

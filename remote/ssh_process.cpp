@@ -108,11 +108,7 @@ void SshProcess::finish(int status) {
 PollState SshProcess::poll(std::chrono::milliseconds wait, OutputLine& line) {
     const auto deadline = Clock::now() + wait;
     for (;;) {
-        if (!m_lines.empty()) {
-            line = std::move(m_lines.front());
-            m_lines.pop_front();
-            return PollState::line;
-        }
+        if (take_line(m_lines, line)) return PollState::line;
         if (m_exit) return PollState::exited;
         if (m_lost) return PollState::lost;
         bool got = false;

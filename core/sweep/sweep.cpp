@@ -60,7 +60,6 @@ Command command_for(const std::vector<std::string>& argv, const Experiment& expe
 }  // namespace detail
 
 namespace {
-using Clock = std::chrono::steady_clock;
 using detail::Batched;
 
 enum class RepeatEnd { ok, failed, timed_out, lost, interrupted };
@@ -90,26 +89,27 @@ Result<std::vector<std::string>> client_argv(const SweepRunOptions& options, con
 RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std::string& dir, int repeat,
                          const std::vector<std::string>& client_args, const SweepRunOptions& options,
                          const std::atomic<bool>& stop, Batched batched) {
+    const Clock& clock = clock_or_steady(options.clock);
     RepeatOutcome outcome;
-    auto start_time = Clock::now();
+    auto start_time = clock.now();
     auto finish = [&](RepeatEnd end) {
         outcome.end = end;
-        outcome.seconds = std::chrono::duration<double>(Clock::now() - start_time).count();
+        outcome.seconds = std::chrono::duration<double>(clock.now() - start_time).count();
         return std::move(outcome);
     };
     auto process = target.start(detail::command_for(experiment.argv, experiment, dir, options.delivery,
                                                     repeat, batched, options.extra_env));
     // A batch target returns once the task runs: the time it waited in the queue is not the
     // experiment's (its timeouts start now).
-    start_time = Clock::now();
+    start_time = clock.now();
     if (!process) {
         if (stop.load()) return finish(RepeatEnd::interrupted);
         outcome.lost_reason = process.error().message;
         if (process.error().kind == ErrorKind::infrastructure) return finish(RepeatEnd::lost);
         // The command itself cannot start (not found, bad argv): a failure of this experiment.
         outcome.watcher = std::make_unique<Watcher>(options.catalog, options.watcher, start_time);
-        outcome.watcher->feed(OutputLine{Stream::err, process.error().message, Clock::now(), false});
-        outcome.watcher->on_exit(ExitInfo{127, 0}, Clock::now());
+        outcome.watcher->feed(OutputLine{Stream::err, process.error().message, clock.now(), false});
+        outcome.watcher->on_exit(ExitInfo{127, 0}, clock.now());
         outcome.exit = ExitInfo{127, 0};  // recorded like a shell's "command not found"
         return finish(RepeatEnd::failed);
     }
@@ -125,6 +125,7 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
     std::optional<ExitInfo> client_exit;
     SuperviseOptions supervise_options;
     supervise_options.kill_grace = options.kill_grace;
+    supervise_options.clock = &clock;
     if (!client_args.empty()) {
         supervise_options.stop_when = [&]() {
             if (client_done) return true;
@@ -133,21 +134,21 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
                                                                 options.delivery, repeat, Batched::no, {}));
                 if (!started) {
                     watcher.feed(
-                        OutputLine{Stream::err, "client: " + started.error().message, Clock::now(), false});
+                        OutputLine{Stream::err, "client: " + started.error().message, clock.now(), false});
                     client_done = true;
                     client_exit = ExitInfo{127, 0};
                     return true;
                 }
                 client = std::move(*started);
                 if (auto group = client->process_group()) outcome.process_groups.push_back(*group);
-                watcher.mark_measuring(Clock::now());
+                watcher.mark_measuring(clock.now());
             }
             if (client) {
                 OutputLine line;
                 for (int i = 0; i < 64; ++i) {
                     PollState state = client->poll(std::chrono::milliseconds(0), line);
                     if (state == PollState::line) {
-                        watcher.feed(line, Clock::now());
+                        watcher.feed(line, clock.now());
                         continue;
                     }
                     if (state == PollState::exited || state == PollState::lost) {
@@ -176,7 +177,7 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
                     Stream::err,
                     fmt::format("client exited with status {}{}", client_exit->exit_code,
                                 client_exit->signal ? fmt::format(" (signal {})", client_exit->signal) : ""),
-                    Clock::now(), false});
+                    clock.now(), false});
                 return finish(RepeatEnd::failed);
             }
             break;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.hpp"
 #include "core/experiment.hpp"
 #include "core/result.hpp"
 #include "core/search/search.hpp"
@@ -110,6 +111,9 @@ struct SweepRunOptions {
     /// Scheduler tasks an earlier run of this sweep gave its experiments (a resume), by
     /// experiment id, as ResultSink::experiment_scheduled wrote them.
     std::map<int, std::string> previous_tasks;
+    /// The time the watcher and the recorded durations read; nullptr = the steady clock. Unit
+    /// tests hand in a tests/support/manual_clock.hpp clock shared with their FakeTarget.
+    const Clock* clock = nullptr;
 };
 
 /// What a run of the loop did.

@@ -1,12 +1,10 @@
 #include "core/watch/supervise.hpp"
 
 namespace ncclsweep::inline watch {
-namespace {
-using Clock = std::chrono::steady_clock;
-}
 
 Supervision supervise(Process& process, Watcher& watcher, const SuperviseOptions& options,
                       const std::atomic<bool>* stop) {
+    const Clock& clock = clock_or_steady(options.clock);
     Supervision result;
     bool killed = false;
     Ending ending = Ending::natural;
@@ -14,7 +12,7 @@ Supervision supervise(Process& process, Watcher& watcher, const SuperviseOptions
         if (killed) return;
         killed = true;
         ending = why;
-        if (why == Ending::stopped) watcher.expect_shutdown(Clock::now());
+        if (why == Ending::stopped) watcher.expect_shutdown(clock.now());
         process.kill(options.kill_grace);
     };
     OutputLine line;
@@ -33,19 +31,19 @@ Supervision supervise(Process& process, Watcher& watcher, const SuperviseOptions
         PollState state = process.poll(settling ? options.settle_quiet : options.poll_interval, line);
         switch (state) {
             case PollState::line: {
-                watcher.feed(line, Clock::now());
+                watcher.feed(line, clock.now());
                 if (options.on_line) options.on_line(line);
                 break;
             }
             case PollState::timeout: {
-                const auto now = Clock::now();
+                const auto now = clock.now();
                 watcher.tick(now);
                 if (settling && watcher.settle_may_end_when_quiet()) watcher.end_settle(now);
                 break;
             }
             case PollState::exited:
                 result.exit = process.exit_info();
-                watcher.on_exit(result.exit.value_or(ExitInfo{}), Clock::now(), ending);
+                watcher.on_exit(result.exit.value_or(ExitInfo{}), clock.now(), ending);
                 return result;
             case PollState::lost:
                 result.end = SupervisionEnd::lost;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "core/clock.hpp"
 #include "core/target.hpp"
 #include "core/watch/watcher.hpp"
 
@@ -34,6 +35,9 @@ struct SuperviseOptions {
     std::function<void(const OutputLine&)> on_line;
     /// Checked after every poll; returning true stops the process on purpose (Ending::stopped).
     std::function<bool()> stop_when;
+    /// The time the watcher is told (line arrivals, ticks, the exit); nullptr = the steady clock.
+    /// The process's poll does the waiting: a test's process waits on the test's clock.
+    const Clock* clock = nullptr;
 };
 
 /// What supervise() saw.

@@ -12,6 +12,7 @@
 
 #include "core/experiment.hpp"
 #include "core/result.hpp"
+#include "core/spec/metric.hpp"
 #include "core/stats/stats.hpp"
 #include "results/store/records.hpp"
 
@@ -32,21 +33,13 @@ inline constexpr double k_default_alpha = stats::k_default_alpha;
 /// "higher is better" or "lower is better".
 [[nodiscard]] std::string_view direction_text(stats::Direction direction);
 
-/// A metric chosen on the command line, with the direction that makes it better.
-struct MetricChoice {
-    std::string name;  ///< e.g. "tok_s"
-    stats::Direction direction = stats::Direction::higher_is_better;
-    bool direction_given = false;  ///< NAME:higher / NAME:lower was written
-    friend bool operator==(const MetricChoice&, const MetricChoice&) = default;
-};
+/// A metric chosen on the command line (core/spec/metric.hpp).
+using spec::MetricChoice;
+using spec::parse_metric_choice;
 
 /// `choice` as `sweep` defines its metric: unless the choice named a direction itself, the
 /// direction comes from the sweep's stored definition (spec or engine), else the default rule.
 [[nodiscard]] MetricChoice resolve_metric(const MetricChoice& choice, const SweepRecord& sweep);
-
-/// Parses "tok_s", "verify_us_p50:lower" or "goodput:higher"; without a suffix the direction
-/// comes from metric_direction(). bad_input for an empty name or an unknown suffix.
-[[nodiscard]] Result<MetricChoice> parse_metric_choice(std::string_view text);
 
 /// One metric of one experiment: its samples and their median with a 95% interval.
 struct MetricSummary {

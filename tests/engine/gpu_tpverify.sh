@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# GPU test of tpverify's CUDA backend (CTest label "gpu"). Exits 77 (skipped) without a GPU
-# or without a CUDA build. Covers one process per rank (the default) at N = the number of
+# GPU test of tpverify's CUDA backend (CTest label "gpu"). Exits 77 (skipped) without a GPU;
+# fails when `nvidia-smi -L` lists a GPU but tpverify was built without CUDA (a CUDA build that
+# failed on a GPU host is a failure, not a skip; tests/support/gpu_without_cuda.sh checks it). Covers one process per rank (the default) at N = the number of
 # visible GPUs, thread mode at the same N, --check on sampled replays, and with N >= 2 a rank
 # killed mid-pass and --capture-mode global. Usage: gpu_tpverify.sh /path/to/tpverify
 set -uo pipefail
@@ -17,8 +18,9 @@ fi
 small=(--backend cuda --json --layers 3 --iters 10 --warmup 1 --timeout 60 --tp "$n" --context 1024)
 out=$("$tpv" "${small[@]}" --check --fusion on --graph on 2>&1); rc=$?
 # (kimi-k2.5 runs its routed experts in INT4 by default: the W4A16 kernel is in this check)
-if grep -q "built without CUDA" <<<"$out"; then echo "tpverify built without CUDA: skipped"; exit 77; fi
 fail() { echo "FAIL (N=$n): $1"; echo "$out"; exit 1; }
+grep -q "built without CUDA" <<<"$out" &&
+  fail "nvidia-smi -L lists a GPU but $tpv was built without CUDA: build it where nvcc and NCCL are found"
 [ $rc -eq 0 ] || fail "--check --fusion on --graph on exited $rc"
 grep -q '"backend":"cuda"' <<<"$out" || fail "no cuda start event"
 grep -q '"process_model":"process-per-rank"' <<<"$out" || fail "default is not one process per rank"

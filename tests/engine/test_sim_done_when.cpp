@@ -9,9 +9,11 @@
 
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/text.hpp"
 
 using ncclsweep::test::binary_path;
 using ncclsweep::test::CommandResult;
+using ncclsweep::test::contains;
 using ncclsweep::test::run_command;
 
 namespace {
@@ -41,9 +43,6 @@ double number(const CommandResult& r, const std::string& key) {
     REQUIRE(!v.empty());
     return std::stod(v);
 }
-bool done_when_contains(const std::string& hay, const std::string& needle) {
-    return hay.find(needle) != std::string::npos;
-}
 const std::vector<std::string> k_pass = {"--json", "--tp", "8", "--tokens", "4"};
 std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
     args.insert(args.end(), more.begin(), more.end());
@@ -62,8 +61,8 @@ TEST_CASE("sim done-when: without peer access fusion on and off are the same pas
     // Said in the start event and on stderr, like the CUDA backend's fallback.
     const std::string start = event_line(on, "start");
     CHECK(event_field(start, "fused") == "false");
-    CHECK(done_when_contains(event_field(start, "fusion_fallback"), "NCCL_P2P_DISABLE=1"));
-    CHECK(done_when_contains(on.err, "falling back to NCCL all-reduce"));
+    CHECK(contains(event_field(start, "fusion_fallback"), "NCCL_P2P_DISABLE=1"));
+    CHECK(contains(on.err, "falling back to NCCL all-reduce"));
     // With peer access (the default machine) the fused kernel runs, at the published one-shot
     // price (23.7 us at 57 KB on 8 x RTX PRO 6000; it ties NCCL there, so the pass gains little).
     const CommandResult fused = done_when_run(with(k_pass, {"--fusion", "on"}));
@@ -73,8 +72,7 @@ TEST_CASE("sim done-when: without peer access fusion on and off are the same pas
     CHECK(number(fused, "tok_s") > number(done_when_run(k_pass), "tok_s"));
     // More ranks than the one-shot kernel supports: NCCL fallback.
     const CommandResult sixteen = done_when_run({"--json", "--tp", "16", "--fusion", "on"});
-    CHECK(
-        done_when_contains(event_field(event_line(sixteen, "start"), "fusion_fallback"), "at most 8 ranks"));
+    CHECK(contains(event_field(event_line(sixteen, "start"), "fusion_fallback"), "at most 8 ranks"));
 }
 
 TEST_CASE("sim done-when: NCCL_P2P_LEVEL=3 and NCCL_P2P_LEVEL=PHB give the same pass") {
@@ -94,14 +92,14 @@ TEST_CASE(
     // CUDA_VISIBLE_DEVICES="" hides any GPU, so this holds on a GPU host too.
     const CommandResult r = done_when_run(k_pass, {"CUDA_VISIBLE_DEVICES="}, "auto");
     REQUIRE(r.exit_code == 0);
-    CHECK(done_when_contains(r.err, "--backend auto"));
-    CHECK(done_when_contains(r.err, "SIMULATION"));
+    CHECK(contains(r.err, "--backend auto"));
+    CHECK(contains(r.err, "SIMULATION"));
     const std::string start = event_line(r, "start");
     CHECK(event_field(start, "backend") == "sim");
     CHECK(!event_field(start, "backend_fallback").empty());
     // Asked for explicitly, the sim does not warn.
     const CommandResult explicit_sim = done_when_run(k_pass);
-    CHECK_FALSE(done_when_contains(explicit_sim.err, "SIMULATION"));
+    CHECK_FALSE(contains(explicit_sim.err, "SIMULATION"));
     CHECK(event_field(event_line(explicit_sim, "start"), "backend_fallback").empty());
 }
 
@@ -140,14 +138,14 @@ TEST_CASE(
     // Without the calibration the sim's model is NCCL's own estimate and says so.
     const std::string model = event_line(done_when_run(k_pass, {"NCCL_PROTO=LL"}), "result");
     CHECK(event_field(model, "collective_times") == "modelled");
-    CHECK(done_when_contains(event_field(model, "calibration_note"), "NCCL 2.28's own tuning estimate"));
+    CHECK(contains(event_field(model, "calibration_note"), "NCCL 2.28's own tuning estimate"));
     // A choice the calibration never measured is priced relative to the measured default.
     const CommandResult simple_run = done_when_run(cal, {"NCCL_PROTO=Simple"});
     const std::string simple = event_line(simple_run, "result");
     CHECK(event_field(simple, "collective_times") == "relative");
     CHECK(number(simple_run, "relative_collectives") == 124);
-    CHECK(done_when_contains(event_field(simple, "calibration_note"),
-                             "priced relative to the measured AllReduce 57344 B"));
+    CHECK(contains(event_field(simple, "calibration_note"),
+                   "priced relative to the measured AllReduce 57344 B"));
     CHECK(number(simple_run, "comm_pass_us") > number(base, "comm_pass_us"));
     // Sizes outside the measured range have no reference: NCCL's estimate, and the point is modelled.
     const std::string small =
@@ -155,8 +153,7 @@ TEST_CASE(
                                   "--calibration", file.string()}),
                    "result");
     CHECK(event_field(small, "collective_times") == "modelled");
-    CHECK(done_when_contains(event_field(small, "calibration_note"),
-                             "nothing measured for AllReduce at 14336 B"));
+    CHECK(contains(event_field(small, "calibration_note"), "nothing measured for AllReduce at 14336 B"));
     // The draft pass counts too: its 1-token collectives were not measured.
     const std::string with_draft =
         event_line(done_when_run(with(k_pass, {"--calibration", file.string()})), "result");
@@ -165,7 +162,7 @@ TEST_CASE(
     const auto bad = dir.write("bad.txt", "tpverify-calibration 1\nsetting\ntable all_reduce 8\n100\n");
     const CommandResult refused = done_when_run(with(k_pass, {"--calibration", bad.string()}));
     CHECK(refused.exit_code == 2);
-    CHECK(done_when_contains(refused.err, "bad.txt:4:"));
+    CHECK(contains(refused.err, "bad.txt:4:"));
 }
 
 TEST_CASE("sim done-when: the sim's NCCL-like lines carry a visible marker") {
@@ -175,13 +172,12 @@ TEST_CASE("sim done-when: the sim's NCCL-like lines carry a visible marker") {
     std::istringstream in(r.out);
     int nccl_lines = 0;
     for (std::string l; std::getline(in, l);) {
-        if (!done_when_contains(l, " NCCL ") || l.rfind("{", 0) == 0)
-            continue;  // JSON events may mention NCCL
+        if (!contains(l, " NCCL ") || l.rfind("{", 0) == 0) continue;  // JSON events may mention NCCL
         ++nccl_lines;
         CHECK(l.rfind("[tpverify-sim] ", 0) == 0);
     }
     CHECK(nccl_lines > 5);
-    CHECK(done_when_contains(r.out, "NCCL INFO NCCL version 2.28.3+sim"));
+    CHECK(contains(r.out, "NCCL INFO NCCL version 2.28.3+sim"));
 }
 
 TEST_CASE("sim done-when: noise differs between experiments and repeats and reproduces") {

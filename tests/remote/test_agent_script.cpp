@@ -206,8 +206,11 @@ TEST_CASE("agent: kill escalates from TERM to KILL and answers when the group is
         CHECK(agent.next(AgentMessage::Kind::exited, 1).status == 128 + SIGTERM);
         agent.next(AgentMessage::Kind::killed, 1);
         CHECK(eventually([&] { return !group_exists(polite); }));  // its zombies reaped
-        // TERM ignored by the whole group: KILL after 3 tenths.
-        const long stubborn = agent.run(2, "trap '' TERM; sleep 30 & sleep 30");
+        // TERM ignored by the whole group: KILL after 3 tenths. The kill is sent only once the
+        // trap is set (the file appears after it), else a TERM could end it before the trap.
+        const std::string trapped = agent.spool + "/2.trapped";
+        const long stubborn = agent.run(2, "trap '' TERM; sleep 30 & : > '" + trapped + "'; sleep 30");
+        REQUIRE(eventually([&] { return std::filesystem::exists(trapped); }));
         agent.send("kill 2 3");
         agent.next(AgentMessage::Kind::killed, 2);
         CHECK(agent.next(AgentMessage::Kind::exited, 2).status == 128 + SIGKILL);

@@ -260,8 +260,8 @@ TEST_CASE("ssh: kill ends the remote process group", "[remote][ssh]") {
     (*p)->kill(500ms);
     REQUIRE((*p)->exit_info());
     CHECK((*p)->exit_info()->signal != 0);
-    bool gone = false;
-    for (int i = 0; i < 50 && !gone; ++i) {
+    bool gone = false;  // polled: the kill reaches the sleeps asynchronously (at most 20 s)
+    for (int i = 0; i < 400 && !gone; ++i) {
         gone = !processes_with(marker);
         if (!gone) std::this_thread::sleep_for(50ms);
     }
@@ -308,7 +308,7 @@ TEST_CASE(
     // The SFTP server of this connection runs as "sshd: USER@internal-sftp"; kill only it.
     auto killed = test::run_command({"pkill", "-KILL", "-f", "@internal-sftp"});
     REQUIRE(killed.exit_code == 0);
-    for (int i = 0; i < 100 && test::run_command({"pgrep", "-f", "@internal-sftp"}).exit_code == 0; ++i)
+    for (int i = 0; i < 500 && test::run_command({"pgrep", "-f", "@internal-sftp"}).exit_code == 0; ++i)
         std::this_thread::sleep_for(20ms);
     // The same work directory again (every part of the path exists, /tmp included), then a file.
     auto again = target->prepare_workdir("sweep-s");
