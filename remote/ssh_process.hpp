@@ -3,7 +3,6 @@
 // its own session and process group on the host; its stdout and stderr followed over SFTP from
 // the agent's spool as they grow, into the shared line splitter; signals and kill are requests
 // to the agent. No exec channel, and so no login shell, per command.
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -55,7 +54,7 @@ private:
     SftpTail m_err;
     LineSplitter m_out_splitter;
     LineSplitter m_err_splitter;
-    std::deque<OutputLine> m_lines;
+    LineQueue m_lines;
     std::optional<long> m_pgid;
     bool m_signal_sent = false;  ///< this runner signalled the group (kill, drain grace)
     std::optional<std::chrono::steady_clock::time_point> m_status_seen;

@@ -16,6 +16,9 @@ Supervision supervise(Process& process, Watcher& watcher, const SuperviseOptions
         process.kill(options.kill_grace);
     };
     OutputLine line;
+    // Lines read in one chunk share their `when`: the clock is read once per chunk, and each of
+    // its lines is judged at that time (under a millisecond early for the chunk's last lines).
+    Clock::TimePoint chunk_read{}, judged{};
     for (;;) {
         if (stop && stop->load() && !killed) {
             result.end = SupervisionEnd::interrupted;
@@ -31,13 +34,18 @@ Supervision supervise(Process& process, Watcher& watcher, const SuperviseOptions
         PollState state = process.poll(settling ? options.settle_quiet : options.poll_interval, line);
         switch (state) {
             case PollState::line: {
-                watcher.feed(line, clock.now());
+                if (line.when != chunk_read) {
+                    chunk_read = line.when;
+                    judged = clock.now();
+                }
+                watcher.feed(line, judged);
                 if (options.on_line) options.on_line(line);
                 break;
             }
             case PollState::timeout: {
                 const auto now = clock.now();
                 watcher.tick(now);
+                if (options.on_idle) options.on_idle(now);
                 if (settling && watcher.settle_may_end_when_quiet()) watcher.end_settle(now);
                 break;
             }

@@ -33,6 +33,9 @@ struct SuperviseOptions {
     std::chrono::milliseconds settle_quiet{30};
     /// Called for every line after the watcher saw it (e.g. to echo it); may be empty.
     std::function<void(const OutputLine&)> on_line;
+    /// Called with the time when a poll returned no line within its wait (the output is quiet
+    /// for now: e.g. to write an echo gathered in large pieces); may be empty.
+    std::function<void(std::chrono::steady_clock::time_point)> on_idle;
     /// Checked after every poll; returning true stops the process on purpose (Ending::stopped).
     std::function<bool()> stop_when;
     /// The time the watcher is told (line arrivals, ticks, the exit); nullptr = the steady clock.

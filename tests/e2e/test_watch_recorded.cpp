@@ -52,6 +52,37 @@ TEST_CASE("watch: recorded torch OOM and illegal memory access replayed get oom 
     CHECK(illegal["cause"] == "torch.AcceleratorError: CUDA error: an illegal memory access was encountered");
 }
 
+TEST_CASE(
+    "watch: recorded device-side assert replayed with its timing is cuda with the traceback's exception line "
+    "as "
+    "cause") {
+    CommandResult r;
+    auto verdict = watch_recording("torch_device_assert", r);
+    CHECK(verdict["verdict"] == "failed");
+    CHECK(verdict["class"] == "cuda");
+    CHECK(verdict["phase"] == "initializing");
+    CHECK(verdict["cause"] == "torch.AcceleratorError: CUDA error: device-side assert triggered");
+    CHECK(verdict["rule"] == "cuda_error");
+    const auto diagnosis = verdict["diagnosis"].get<std::string>();
+    CHECK(
+        diagnosis.find("> /pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:111: operator(): block: [0,0,0], "
+                       "thread: [0,0,0] Assertion") != std::string::npos);  // the fatal line
+    CHECK(diagnosis.find("Traceback (most recent call last):") != std::string::npos);
+    REQUIRE(verdict["settle_latency_s"].is_number());
+    CHECK(verdict["settle_latency_s"].get<double>() <= 1.0);
+    // The echo (watch without --json) still shows every line the program wrote, in order.
+    auto echoed = run_ncclsweep({"watch", "--kill-grace", "0.5", "--",
+                                 binary_path("tests/replay_recording").string(), "--from-first-line",
+                                 source_path("tests/fixtures/recorded/torch_device_assert.rec").string()});
+    INFO(echoed.err);
+    const auto assert_at = echoed.err.find("thread: [2,0,0] Assertion");
+    const auto exception_at =
+        echoed.err.find("\ntorch.AcceleratorError: CUDA error: device-side assert triggered\n");
+    CHECK(assert_at != std::string::npos);
+    CHECK(exception_at != std::string::npos);
+    CHECK(assert_at < exception_at);
+}
+
 TEST_CASE("watch: a traceback still in the pipe when the first fatal line is read is not lost") {
     auto r = run_ncclsweep(
         {"watch", "--json", "--kill-grace", "0.5", "--", "sh", "-c",
