@@ -41,7 +41,7 @@ std::string first_fatal(const RuleCatalog& catalog, const std::string& line) {
     std::vector<int> hits;
     catalog.match(line, hits);
     for (int hit : hits)
-        if (catalog.rule(hit).severity == Severity::fatal) return catalog.rule(hit).name;
+        if (catalog.rule(hit).severity == watch::Severity::fatal) return catalog.rule(hit).name;
     return "";
 }
 
@@ -63,7 +63,7 @@ TEST_CASE("built-in rule names are unique and fatal rules have a class") {
     for (const auto& rule : builtin_rules()) {
         INFO(rule.name);
         CHECK(names.insert(rule.name).second);
-        if (rule.severity == Severity::fatal) CHECK_FALSE(rule.failure_class.empty());
+        if (rule.severity == watch::Severity::fatal) CHECK_FALSE(rule.failure_class.empty());
     }
 }
 
@@ -114,7 +114,7 @@ TEST_CASE("metric rules and phase rules are not fatal") {
         INFO(name);
         int index = catalog->find(name);
         REQUIRE(index >= 0);
-        CHECK(catalog->rule(index).severity != Severity::fatal);
+        CHECK(catalog->rule(index).severity != watch::Severity::fatal);
     }
     CHECK(catalog->find("no_such_rule") == -1);
 }
