@@ -31,6 +31,18 @@ Result<std::optional<std::string>> SshTarget::get_file(const std::string& path, 
     auto sftp = m_session->sftp();
     if (!sftp && m_session->drop_dead_sftp()) sftp = m_session->sftp();
     if (!sftp) return sftp.error();
+    // Look before opening: the SFTP server's open of a FIFO blocks until a writer comes, and
+    // the runner with it. Only a regular file is read (a link is not followed).
+    sftp_attributes before = sftp_lstat(*sftp, path.c_str());
+    if (before == nullptr) {
+        if (sftp_get_error(*sftp) == SSH_FX_NO_SUCH_FILE) return std::optional<std::string>();
+        return Error::infrastructure(fmt::format("{}: cannot look at '{}' (SFTP error {}): {}", describe(),
+                                                 path, sftp_get_error(*sftp), m_session->last_error()));
+    }
+    const bool regular_before = before->type == SSH_FILEXFER_TYPE_REGULAR;
+    sftp_attributes_free(before);
+    if (!regular_before)
+        return Error::infrastructure(fmt::format("{}: '{}' is not a regular file", describe(), path));
     OpenSftpFile file{sftp_open(*sftp, path.c_str(), O_RDONLY, 0)};
     if (file.file == nullptr) {
         if (sftp_get_error(*sftp) == SSH_FX_NO_SUCH_FILE) return std::optional<std::string>();
