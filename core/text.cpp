@@ -142,4 +142,11 @@ std::string shell_quote(const std::string& word) {
     return out;
 }
 
+std::string ascii_upper(std::string_view text) {
+    std::string out(text);
+    for (auto& c : out)
+        if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+    return out;
+}
+
 }  // namespace ncclsweep

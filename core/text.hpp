@@ -45,4 +45,7 @@ namespace ncclsweep {
 /// a shell line (render's env file, the remote wrapper, the commands `run` prints).
 [[nodiscard]] std::string shell_quote(const std::string& word);
 
+/// `text` with ASCII letters in upper case (NCCL compares its keywords that way).
+[[nodiscard]] std::string ascii_upper(std::string_view text);
+
 }  // namespace ncclsweep

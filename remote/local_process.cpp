@@ -17,7 +17,7 @@ namespace ncclsweep::remote {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 constexpr std::size_t k_read_chunk = 64 * 1024;
 
 /// What the child reports through the status pipe when it cannot exec.
@@ -185,11 +185,11 @@ void LocalProcess::finish_group() {
 }
 
 PollState LocalProcess::poll(std::chrono::milliseconds wait, OutputLine& line) {
-    std::optional<Clock::time_point> deadline;  // read the clock only once a wait is needed
+    std::optional<SteadyClock::time_point> deadline;  // read the clock only once a wait is needed
     for (;;) {
         if (take_line(m_lines, line)) return PollState::line;
         if (m_exit) return PollState::exited;
-        const auto now = Clock::now();
+        const auto now = SteadyClock::now();
         if (!deadline) deadline = now + wait;
         const bool pipes_open = m_out_fd >= 0 || m_err_fd >= 0;
         if (leader_exited()) {
@@ -232,8 +232,8 @@ PollState LocalProcess::poll(std::chrono::milliseconds wait, OutputLine& line) {
 void LocalProcess::kill(std::chrono::milliseconds grace) {
     if (m_exit) return;
     ::kill(-m_pid, SIGTERM);
-    const auto deadline = Clock::now() + grace;
-    while (!leader_exited() && Clock::now() < deadline)
+    const auto deadline = SteadyClock::now() + grace;
+    while (!leader_exited() && SteadyClock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     finish_group();  // SIGKILL to the group (also when the leader already went), then reap
     m_lines.clear();

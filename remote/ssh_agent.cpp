@@ -11,7 +11,7 @@ namespace ncclsweep::remote {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 constexpr std::size_t k_kept_lines = 6;
 constexpr std::size_t k_line_limit = 64 * 1024;  ///< longer agent or start-up-file lines are cut
 
@@ -85,7 +85,7 @@ Result<std::shared_ptr<SshAgent>> SshAgent::start(std::shared_ptr<SshSession> se
         !write_all(channel, agent_script(nonce)))
         return agent->not_started(fmt::format("the request failed ({})", session->last_error()), {});
     std::deque<std::string> printed;  // by the login shell's start-up files, before the banner
-    const auto deadline = Clock::now() + options.login_timeout;
+    const auto deadline = SteadyClock::now() + options.login_timeout;
     for (;;) {
         if (!agent->read_channel())
             return agent->not_started(fmt::format("the connection failed ({})", agent->m_lost_reason),
@@ -109,7 +109,7 @@ Result<std::shared_ptr<SshAgent>> SshAgent::start(std::shared_ptr<SshSession> se
                                         : std::string("it ended");
             return agent->not_started(how + " before the agent answered", printed);
         }
-        if (Clock::now() >= deadline)
+        if (SteadyClock::now() >= deadline)
             return agent->not_started(
                 fmt::format("no answer within {} s (the login shell's start-up files still running, or "
                             "waiting for input)",
@@ -251,11 +251,11 @@ Result<long> SshAgent::run(const std::string& script) {
     if (!send(fmt::format("run {}", id)))
         return Error::infrastructure(
             fmt::format("{}: connection lost: {}", m_session->name(), lost_reason()));
-    const auto deadline = Clock::now() + m_options.connect_timeout;
+    const auto deadline = SteadyClock::now() + m_options.connect_timeout;
     for (;;) {
         const Run& state = m_runs[id];
         if (state.pgid || state.status) return id;
-        if (Clock::now() >= deadline)
+        if (SteadyClock::now() >= deadline)
             return Error::infrastructure(
                 fmt::format("{}: ncclsweep's agent did not start a command within {} s", m_session->name(),
                             m_options.connect_timeout.count()));
@@ -268,9 +268,9 @@ Result<long> SshAgent::run(const std::string& script) {
 bool SshAgent::round_trip(std::chrono::milliseconds limit) {
     const long id = ++m_next_ping;
     if (!send(fmt::format("ping {}", id))) return false;
-    const auto deadline = Clock::now() + limit;
+    const auto deadline = SteadyClock::now() + limit;
     while (m_last_pong < id) {
-        if (Clock::now() >= deadline || !wait(std::chrono::milliseconds(20))) return false;
+        if (SteadyClock::now() >= deadline || !wait(std::chrono::milliseconds(20))) return false;
     }
     return true;
 }

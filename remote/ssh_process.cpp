@@ -12,7 +12,7 @@ namespace ncclsweep::remote {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 constexpr std::size_t k_read_chunk = 64 * 1024;
 
 }  // namespace
@@ -79,9 +79,9 @@ bool SshProcess::read_to_end() {
 }
 
 bool SshProcess::connection_survives(int signal) {
-    const auto settle_end = Clock::now() + k_teardown_settle;
+    const auto settle_end = SteadyClock::now() + k_teardown_settle;
     bool alive = true;
-    while (alive && Clock::now() < settle_end) alive = m_agent->wait(std::chrono::milliseconds(20));
+    while (alive && SteadyClock::now() < settle_end) alive = m_agent->wait(std::chrono::milliseconds(20));
     // One round trip: an agent whose connection is gone cannot answer.
     alive = alive && m_agent->round_trip(std::chrono::duration_cast<std::chrono::milliseconds>(
                          std::chrono::seconds(m_options.connect_timeout)));
@@ -106,7 +106,7 @@ void SshProcess::finish(int status) {
 }
 
 PollState SshProcess::poll(std::chrono::milliseconds wait, OutputLine& line) {
-    const auto deadline = Clock::now() + wait;
+    const auto deadline = SteadyClock::now() + wait;
     for (;;) {
         if (take_line(m_lines, line)) return PollState::line;
         if (m_exit) return PollState::exited;
@@ -126,8 +126,8 @@ PollState SshProcess::poll(std::chrono::milliseconds wait, OutputLine& line) {
             }
             // The leader ended but others of its group still run (and may still write): read
             // them for the drain grace, then end the group.
-            if (!m_status_seen) m_status_seen = Clock::now();
-            if (Clock::now() - *m_status_seen >= m_options.process.drain_grace) {
+            if (!m_status_seen) m_status_seen = SteadyClock::now();
+            if (SteadyClock::now() - *m_status_seen >= m_options.process.drain_grace) {
                 m_signal_sent = true;
                 m_agent->send(fmt::format("signal {} KILL", m_id));
                 finish(*run->status);
@@ -142,7 +142,7 @@ PollState SshProcess::poll(std::chrono::milliseconds wait, OutputLine& line) {
             mark_lost(m_agent->session()->last_error());
             continue;
         }
-        const auto now = Clock::now();
+        const auto now = SteadyClock::now();
         if (now >= deadline) return PollState::timeout;
         // Output is read from files, so nothing wakes this up when a line is written: look
         // again soon after output came, less often while the command is quiet.
@@ -162,11 +162,11 @@ void SshProcess::kill(std::chrono::milliseconds grace) {
         mark_lost(m_agent->lost_reason());
         return;
     }
-    const auto deadline = Clock::now() + grace + m_options.connect_timeout;
+    const auto deadline = SteadyClock::now() + grace + m_options.connect_timeout;
     for (;;) {
         const SshAgent::Run* run = m_agent->find(m_id);
         if (run == nullptr || (run->status && run->killed)) break;
-        if (Clock::now() >= deadline) break;
+        if (SteadyClock::now() >= deadline) break;
         if (!m_agent->wait(std::chrono::milliseconds(20))) {
             mark_lost(m_agent->lost_reason());
             m_lines.clear();

@@ -12,7 +12,7 @@
 namespace ncclsweep::remote {
 namespace {
 
-std::map<std::string, std::string> fields_of(const std::string& text) {
+std::map<std::string, std::string> lock_fields_of(const std::string& text) {
     std::map<std::string, std::string> fields;
     std::size_t begin = 0;
     while (begin < text.size()) {
@@ -27,7 +27,7 @@ std::map<std::string, std::string> fields_of(const std::string& text) {
 }
 
 /// One line of the lock file: control characters would split it.
-std::string one_line(const std::string& text) {
+std::string lock_one_line(const std::string& text) {
     std::string out;
     for (char c : text) out += static_cast<unsigned char>(c) < 0x20 ? ' ' : c;
     return out;
@@ -36,12 +36,12 @@ std::string one_line(const std::string& text) {
 }  // namespace
 
 std::string lock_holder_text(const std::string& holder) {
-    return fmt::format("holder: {}\npid: {}\nhost: {}\nprocess: {}\n", one_line(holder), ::getpid(),
-                       one_line(host_name()), process_identity(::getpid()));
+    return fmt::format("holder: {}\npid: {}\nhost: {}\nprocess: {}\n", lock_one_line(holder), ::getpid(),
+                       lock_one_line(host_name()), process_identity(::getpid()));
 }
 
 std::string describe_lock_holder(const std::string& text) {
-    const auto fields = fields_of(text);
+    const auto fields = lock_fields_of(text);
     const auto holder = fields.find("holder");
     std::string out = holder == fields.end() || holder->second.empty() ? "another runner" : holder->second;
     const auto pid = fields.find("pid");
@@ -52,7 +52,7 @@ std::string describe_lock_holder(const std::string& text) {
 }
 
 bool lock_holder_gone(const std::string& text) {
-    const auto fields = fields_of(text);
+    const auto fields = lock_fields_of(text);
     const auto pid_field = fields.find("pid");
     const auto host = fields.find("host");
     if (pid_field == fields.end() || host == fields.end() || host->second != host_name()) return false;
@@ -66,7 +66,7 @@ bool lock_holder_gone(const std::string& text) {
 }
 
 bool lock_holder_is_this_process(const std::string& text) {
-    const auto fields = fields_of(text);
+    const auto fields = lock_fields_of(text);
     auto field = [&](const char* name) {
         const auto it = fields.find(name);
         return it == fields.end() ? std::string() : it->second;

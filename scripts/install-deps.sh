@@ -1,14 +1,30 @@
 #!/usr/bin/env bash
-# Installs the Debian packages ncclsweep needs to build and test. Idempotent: does nothing
-# when everything is already installed.
+# Installs the Debian packages ncclsweep needs. Idempotent: does nothing when everything is
+# already installed.
+#
+#   scripts/install-deps.sh          what building and running ncclsweep and tpverify need
+#                                    (scripts/quickstart.sh)
+#   scripts/install-deps.sh --test   that, and what the tests need: Catch2, a real sshd, a
+#                                    one-node Slurm with munge, headless Chromium for the
+#                                    report, clang-format for the format check, ccache, and
+#                                    the fish and tcsh login shells of the ssh tests
+#                                    (scripts/test.sh)
 set -euo pipefail
 packages=(
-  cmake ninja-build g++ pkg-config git python3
-  libcli11-dev libyaml-cpp-dev libfmt-dev libsqlite3-dev libssh-dev catch2
-  nlohmann-json3-dev libre2-dev ccache openssh-server openssh-client sqlite3 clang-format
-  chromium slurmctld slurmd slurm-client munge
-  fish tcsh  # login shells of the test users of tests/e2e/test_run_ssh_login.cpp
+  cmake ninja-build g++ pkg-config python3
+  libcli11-dev libyaml-cpp-dev libfmt-dev libsqlite3-dev libssh-dev nlohmann-json3-dev libre2-dev
 )
+if [ "${1:-}" = "--test" ]; then
+  packages+=(
+    git catch2 ccache sqlite3 clang-format
+    openssh-server openssh-client
+    chromium slurmctld slurmd slurm-client munge
+    fish tcsh
+  )
+elif [ -n "${1:-}" ]; then
+  echo "install-deps: unknown argument '$1' (use --test for the test packages)" >&2
+  exit 2
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -21,7 +21,7 @@ fi
 # No bench/ programs: no test runs them, and they are timed in the ordinary build. The test
 # suites compile in batches of 8 files, as in scripts/test.sh.
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-Debug} \
-  -DNCCLSWEEP_SANITIZE=ON -DNCCLSWEEP_CUDA=OFF -DNCCLSWEEP_BENCH=OFF -DNCCLSWEEP_UNITY_TESTS=ON \
+  -DNCCLSWEEP_SANITIZE=ON -DNCCLSWEEP_CUDA=OFF -DNCCLSWEEP_BENCH=OFF -DNCCLSWEEP_UNITY=ON \
   "${launcher[@]}" >/dev/null
 cmake --build "$build_dir" -j "$jobs"
 # halt_on_error: the first report ends the process with a failure (UBSan too: the build also

@@ -19,7 +19,7 @@
 #
 # Exit 77 when Slurm or munge is not installed, or when a daemon does not start for an ordinary
 # user (slurmd may refuse one), so callers can skip with requirement "slurm"
-# (scripts/install-deps.sh installs slurmctld slurmd slurm-client munge); exit 78 when --private
+# (scripts/install-deps.sh --test installs slurmctld slurmd slurm-client munge); exit 78 when --private
 # cannot have its mount namespace (not root, or namespaces not allowed here: requirement
 # "mount"). Anything else is a failure (exit 1): as root, a daemon that does not start, and for
 # anyone, a node that does not become idle within TEST_SLURM_IDLE_WAIT seconds (default 60),

@@ -13,17 +13,17 @@
 # mounts and a one-node Slurm when not run as root. CHECK_SKIPS=0 turns that check off.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh --test
 # Formatting first: a drifted file fails in a second, before the builds (scripts/check-format.sh --fix mends it).
 bash scripts/check-format.sh
 # The test build leaves out debug info: -g costs about a quarter of each compile at -O2
 # (tests/e2e/test_nightly_gate.cpp: 12.3 s with it, 8.9 s without) and more in the links, and
 # no test reads it (Catch2 names the file and line of a failed check itself). scripts/build.sh
 # alone still builds RelWithDebInfo with -g; the sanitizer pass keeps -g for its stack traces.
-# The test suites compile in batches of 8 files (NCCLSWEEP_UNITY_TESTS): 8 core test files took
+# The test suites compile in batches of 8 files (NCCLSWEEP_UNITY): 8 core test files took
 # 24.8 s one by one and 15.0 s as one unit, as each file parses Catch2 and the headers again.
 bash scripts/build.sh -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" \
-  -DCMAKE_CUDA_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" -DNCCLSWEEP_UNITY_TESTS=ON
+  -DCMAKE_CUDA_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" -DNCCLSWEEP_UNITY=ON
 build_dir=${BUILD_DIR:-build}
 allowed=(gpu no-nvidia-smi)
 # Not root: no tmpfs mounts, slurmd may refuse to run as an ordinary user, and no test users

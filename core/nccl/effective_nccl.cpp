@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/text.hpp"
+
 namespace ncclsweep::nccl {
 namespace {
 
@@ -43,26 +45,20 @@ bool parse_number(std::string_view text, T& out) {
     return ec == std::errc() && ptr == text.data() + text.size();
 }
 
-std::string upper(std::string_view s) {
-    std::string out(s);
-    for (auto& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    return out;
-}
-
 /// Older NCCL prints numeric ids (NCCL_ALGO_TREE = 0, RING = 1, ...; LL = 0, LL128 = 1, SIMPLE = 2).
 std::string algo_name(std::string_view token) {
     static constexpr std::array<std::string_view, 7> k_algos = {
         "TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"};
     if (unsigned id = 0; parse_number(token, id))
         return id < k_algos.size() ? std::string(k_algos[id]) : fmt::format("ALGO{}", id);
-    return upper(token);
+    return ascii_upper(token);
 }
 
 std::string proto_name(std::string_view token) {
     static constexpr std::array<std::string_view, 3> k_protos = {"LL", "LL128", "SIMPLE"};
     if (unsigned id = 0; parse_number(token, id))
         return id < k_protos.size() ? std::string(k_protos[id]) : fmt::format("PROTO{}", id);
-    return upper(token);
+    return ascii_upper(token);
 }
 
 /// "channel{Lo..Hi}={0..3}" -> 0, 3.

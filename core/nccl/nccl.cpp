@@ -8,6 +8,7 @@
 #include <cctype>
 
 #include "core/nccl/nccl_detail.hpp"
+#include "core/text.hpp"
 
 namespace ncclsweep::nccl {
 
@@ -45,12 +46,6 @@ Finding warning(const std::string& name, std::string code, std::string message) 
     return {Severity::warning, name, std::move(message), std::move(code)};
 }
 
-std::string upper(std::string_view text) {
-    std::string out(text);
-    for (auto& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    return out;
-}
-
 /// Checks integer syntax the way NCCL reads numbers (strtoll, base 0) and returns the value.
 std::optional<std::int64_t> checked_integer(const std::string& name, const std::string& value, Kind kind,
                                             std::vector<Finding>& out) {
@@ -64,9 +59,9 @@ std::optional<std::int64_t> checked_integer(const std::string& name, const std::
                 " (NCCL reads only the leading digits and silently ignores the rest, so a unit suffix like "
                 "4M "
                 "becomes 4; write the plain number of bytes)";
-        else if (upper(value) == "TRUE" || upper(value) == "YES" || upper(value) == "ON")
+        else if (ascii_upper(value) == "TRUE" || ascii_upper(value) == "YES" || ascii_upper(value) == "ON")
             hint = " (NCCL reads this variable as a number; write 1)";
-        else if (upper(value) == "FALSE" || upper(value) == "NO" || upper(value) == "OFF")
+        else if (ascii_upper(value) == "FALSE" || ascii_upper(value) == "NO" || ascii_upper(value) == "OFF")
             hint = " (NCCL reads this variable as a number; write 0)";
         out.push_back(error(name, "bad-value",
                             fmt::format("{}={} is not an integer{}; accepted: {}", name, shown(value), hint,
@@ -97,7 +92,7 @@ void check_words(const std::string& name, const std::string& value, Kind kind,
                  std::vector<Finding>& out) {
     for (auto word : words)
         if (value == word) return;
-    std::string raised = upper(value);
+    std::string raised = ascii_upper(value);
     for (auto word : words) {
         if (raised != word) continue;
         if (case_insensitive) return;
@@ -134,7 +129,7 @@ void check_debug_subsys(const std::string& name, const std::string& value, std::
         std::string token(list.substr(start, end - start));
         start = end + 1;
         if (token.empty()) continue;
-        std::string raised = upper(token);
+        std::string raised = ascii_upper(token);
         if (std::find(k_subsystems.begin(), k_subsystems.end(), raised) == k_subsystems.end())
             out.push_back(
                 warning(name, "unknown-subsys",
@@ -273,7 +268,7 @@ void check_known(const detail::VariableInfo& info, const std::string& name, cons
 }
 
 Finding unknown_variable(const std::string& name) {
-    std::string raised = upper(name);
+    std::string raised = ascii_upper(name);
     if (raised != name && detail::find_variable(raised))
         return warning(name, "unknown-var",
                        fmt::format("{} is not an NCCL variable: names are case-sensitive; did you mean {}?",

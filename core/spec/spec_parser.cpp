@@ -20,10 +20,6 @@ const std::vector<std::string> k_top_level_keys = {"sweep",   "target",   "workl
                                                    "axes",    "zip",      "exclude",  "include",
                                                    "repeats", "timeouts", "search"};
 
-Where inner(const Where& where, const YAML::Node& key_node) {
-    return Where{where.file, mark_of(key_node, where)};
-}
-
 SourceMark mark_at_offset(const std::string& text, std::size_t offset, const std::string& file) {
     SourceMark mark{file, 1, 1};
     for (std::size_t i = 0; i < offset && i < text.size(); ++i) {

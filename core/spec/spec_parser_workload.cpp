@@ -9,10 +9,6 @@
 namespace ncclsweep::inline spec::yaml {
 namespace {
 
-Where inner(const Where& where, const YAML::Node& key_node) {
-    return Where{where.file, mark_of(key_node, where)};
-}
-
 Result<void> check_url(const SpecValue& url) {
     if (url.text == "local") return success();
     if (url.text.rfind("slurm://", 0) == 0) {

@@ -71,10 +71,6 @@ Result<Budget> parse_budget(std::string_view text, std::string_view what) {
 namespace yaml {
 namespace {
 
-Where inner(const Where& where, const YAML::Node& key_node) {
-    return Where{where.file, mark_of(key_node, where)};
-}
-
 Result<RaceSpec> parse_race(const YAML::Node& node, const Where& where) {
     if (auto ok = check_map(node, where, "search.race", {"min_repeats", "max_repeats", "confidence"}); !ok)
         return ok.error();

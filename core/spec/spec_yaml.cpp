@@ -27,6 +27,10 @@ const char* kind_name(const YAML::Node& node) {
 
 }  // namespace
 
+Where inner(const Where& where, const YAML::Node& key_node) {
+    return Where{where.file, mark_of(key_node, where)};
+}
+
 SourceMark mark_of(const YAML::Node& node, const Where& where) {
     if (!node.IsDefined()) return where.fallback;
     YAML::Mark mark = node.Mark();

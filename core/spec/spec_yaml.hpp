@@ -21,6 +21,10 @@ struct Where {
 /// The 1-based mark of `node`, or `where.fallback` when yaml-cpp has none for it.
 SourceMark mark_of(const YAML::Node& node, const Where& where);
 
+/// The context for reading the value of the map entry whose key is `key_node`: same file, the
+/// key's mark as the fallback (a null value has no mark of its own).
+Where inner(const Where& where, const YAML::Node& key_node);
+
 /// A bad_input Error "mark: what".
 Error error_at(const SourceMark& mark, std::string_view what);
 

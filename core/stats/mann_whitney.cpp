@@ -11,7 +11,7 @@
 namespace ncclsweep::stats {
 namespace {
 
-constexpr double k_nan = std::numeric_limits<double>::quiet_NaN();
+constexpr double k_no_value = std::numeric_limits<double>::quiet_NaN();
 constexpr std::size_t k_min_per_side = 4;
 
 /// U of sample a and the tie term sum(t^3 - t) over groups of t equal values.
@@ -99,7 +99,7 @@ std::size_t needed_per_side(double alpha) {
 }  // namespace
 
 double mann_whitney_exact_p(double u, std::size_t n_a, std::size_t n_b) {
-    if (n_a == 0 || n_b == 0 || std::isnan(u)) return k_nan;
+    if (n_a == 0 || n_b == 0 || std::isnan(u)) return k_no_value;
     const auto dist = exact_distribution(n_a, n_b);
     const double pairs = static_cast<double>(n_a * n_b);
     const double smaller = std::min(u, pairs - u);
@@ -121,8 +121,8 @@ UTestResult mann_whitney_u(std::span<const double> a, std::span<const double> b,
     const auto is_nan = [](double x) { return std::isnan(x); };
     if (a.empty() || b.empty() || std::any_of(a.begin(), a.end(), is_nan) ||
         std::any_of(b.begin(), b.end(), is_nan)) {
-        result.u = k_nan;
-        result.p_value = k_nan;
+        result.u = k_no_value;
+        result.p_value = k_no_value;
         return result;
     }
 

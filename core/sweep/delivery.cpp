@@ -15,7 +15,7 @@ struct MarkerLine {
     std::string rest;
 };
 
-std::optional<MarkerLine> parse_line(const std::string& line) {
+std::optional<MarkerLine> parse_marker_line(const std::string& line) {
     static constexpr std::string_view k_prefix = "ncclsweep-";
     if (line.rfind(k_prefix, 0) != 0) return std::nullopt;
     MarkerLine parsed;
@@ -37,7 +37,7 @@ std::optional<MarkerLine> parse_line(const std::string& line) {
     return parsed;
 }
 
-bool of_run(const MarkerLine& line, const DeliveryRun& run) {
+bool marker_of_run(const MarkerLine& line, const DeliveryRun& run) {
     auto field = [&](const char* name) {
         auto it = line.fields.find(name);
         return it == line.fields.end() ? std::string() : it->second;
@@ -48,7 +48,7 @@ bool of_run(const MarkerLine& line, const DeliveryRun& run) {
     return true;
 }
 
-std::vector<std::string> split_names(const std::string& text) {
+std::vector<std::string> split_marker_names(const std::string& text) {
     std::vector<std::string> names;
     if (text == "-" || text.empty()) return names;
     std::size_t begin = 0;
@@ -69,13 +69,13 @@ DeliveryEvidence read_delivery_evidence(const std::string& text, const DeliveryR
     while (begin < text.size()) {
         std::size_t end = text.find('\n', begin);
         if (end == std::string::npos) break;  // a line still being written is not evidence yet
-        auto line = parse_line(text.substr(begin, end - begin));
+        auto line = parse_marker_line(text.substr(begin, end - begin));
         begin = end + 1;
-        if (!line || !of_run(*line, run)) continue;
+        if (!line || !marker_of_run(*line, run)) continue;
         if (line->kind == "delivered") {
             ++evidence.interpreters;
             auto missing = line->fields.find("missing");
-            for (auto& name : split_names(missing == line->fields.end() ? "?" : missing->second))
+            for (auto& name : split_marker_names(missing == line->fields.end() ? "?" : missing->second))
                 if (std::find(evidence.missing.begin(), evidence.missing.end(), name) ==
                     evidence.missing.end())
                     evidence.missing.push_back(std::move(name));

@@ -10,14 +10,14 @@
 namespace ncclsweep::inline sweep {
 namespace {
 
-bool valid_name(const std::string& name) {
+bool inherited_name_valid(const std::string& name) {
     if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
     return std::all_of(name.begin(), name.end(), [](char c) {
         return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
     });
 }
 
-std::map<std::string, std::string> parse_env(const std::string& output) {
+std::map<std::string, std::string> parse_env_output(const std::string& output) {
     std::map<std::string, std::string> env;
     std::size_t begin = 0;
     while (begin < output.size()) {
@@ -28,13 +28,13 @@ std::map<std::string, std::string> parse_env(const std::string& output) {
         const auto eq = line.find('=');
         // A value with a newline continues on lines that need not look like NAME=value; those
         // that do are taken as they read (`env` cannot tell them apart either).
-        if (eq == std::string::npos || !valid_name(line.substr(0, eq))) continue;
+        if (eq == std::string::npos || !inherited_name_valid(line.substr(0, eq))) continue;
         env.emplace(line.substr(0, eq), line.substr(eq + 1));
     }
     return env;
 }
 
-std::string value_of(const std::vector<Assignment>& list, const std::string& name) {
+std::string inherited_value_of(const std::vector<Assignment>& list, const std::string& name) {
     auto it = std::find_if(list.begin(), list.end(), [&](const Assignment& a) { return a.first == name; });
     return it == list.end() ? "(not set)" : it->second;
 }
@@ -51,7 +51,7 @@ std::vector<Assignment> inherited_settings(const std::string& env_output,
                                            const std::vector<Experiment>& experiments,
                                            const std::vector<Assignment>& runner_env) {
     std::vector<Assignment> out;
-    for (const auto& [name, value] : parse_env(env_output)) {
+    for (const auto& [name, value] : parse_env_output(env_output)) {
         if (!is_inherited_setting(name)) continue;
         const bool runner_sets = std::any_of(runner_env.begin(), runner_env.end(),
                                              [&](const Assignment& a) { return a.first == name; });
@@ -84,7 +84,7 @@ Result<std::vector<Assignment>> inherited_environment(Target& target,
     std::vector<Assignment> merged;
     for (const auto& name : names) {
         std::set<std::string> values;
-        for (const auto& list : seen) values.insert(value_of(list, name));
+        for (const auto& list : seen) values.insert(inherited_value_of(list, name));
         if (values.size() == 1) {
             merged.emplace_back(name, *values.begin());
             continue;
@@ -92,7 +92,7 @@ Result<std::vector<Assignment>> inherited_environment(Target& target,
         std::string joined;
         for (int slot = 0; slot < hosts; ++slot)
             joined += fmt::format("{}{} on {}", joined.empty() ? "" : "; ",
-                                  value_of(seen[static_cast<std::size_t>(slot)], name),
+                                  inherited_value_of(seen[static_cast<std::size_t>(slot)], name),
                                   target.slot_target(slot).describe());
         merged.emplace_back(name, joined);
     }
@@ -119,7 +119,7 @@ std::vector<std::string> inherited_differences(const std::vector<Assignment>& be
         for (const auto& [name, value] : list) names.insert(name);
     std::vector<std::string> out;
     for (const auto& name : names) {
-        const std::string a = value_of(before, name), b = value_of(now, name);
+        const std::string a = inherited_value_of(before, name), b = inherited_value_of(now, name);
         if (a != b) out.push_back(fmt::format("inherited {}: {} -> {}", name, a, b));
     }
     return out;

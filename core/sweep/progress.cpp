@@ -8,7 +8,7 @@
 
 namespace ncclsweep::inline sweep {
 namespace {
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 std::string format_duration(double seconds) {
     if (seconds < 0) seconds = 0;
@@ -55,7 +55,7 @@ std::string pick_metric(const ExperimentReport& report, const std::string& prefe
 }
 
 ProgressPrinter::ProgressPrinter(ProgressStyle style, std::FILE* human, std::FILE* machine, int columns)
-    : m_style(style), m_columns(columns), m_human(human), m_machine(machine), m_start(Clock::now()) {}
+    : m_style(style), m_columns(columns), m_human(human), m_machine(machine), m_start(SteadyClock::now()) {}
 
 void ProgressPrinter::header(const RunHeader& h) {
     if (m_style != ProgressStyle::live && m_style != ProgressStyle::plain) return;
@@ -74,7 +74,7 @@ void ProgressPrinter::header(const RunHeader& h) {
 }
 
 std::string ProgressPrinter::eta(int index, int total) const {
-    double elapsed = std::chrono::duration<double>(Clock::now() - m_start).count();
+    double elapsed = std::chrono::duration<double>(SteadyClock::now() - m_start).count();
     if (index <= 1) return "?";
     double per = elapsed / (index - 1);
     return format_duration(per * (total - index + 1));
@@ -89,7 +89,7 @@ void ProgressPrinter::clear_live_line() {
 
 void ProgressPrinter::started(const Experiment& experiment, int index, int total, int repeat) {
     if (m_style != ProgressStyle::live) return;
-    double elapsed = std::chrono::duration<double>(Clock::now() - m_start).count();
+    double elapsed = std::chrono::duration<double>(SteadyClock::now() - m_start).count();
     std::string left_out =
         m_pruned + m_dropped ? fmt::format(", pruned {}, dropped {}", m_pruned, m_dropped) : "";
     std::string line = fmt::format("[{}/{}] {} elapsed, ETA {}, failures {}{} | running #{}{}: {}{}", index,
@@ -146,7 +146,7 @@ void ProgressPrinter::finished(const Experiment& experiment, const ExperimentRep
     clear_live_line();
     if (m_style == ProgressStyle::plain || report.status != RunStatus::ok) {
         // (a pruned or dropped point shows its reason as the line below, like a failure's diagnosis)
-        const double elapsed = std::chrono::duration<double>(Clock::now() - m_start).count();
+        const double elapsed = std::chrono::duration<double>(SteadyClock::now() - m_start).count();
         std::fprintf(m_human, "[%d/%d %s] #%d %s: %s\n", index, total, format_duration(elapsed).c_str(),
                      experiment.id, describe_params(experiment).c_str(),
                      outcome_text(report, metric).c_str());

@@ -75,7 +75,7 @@ public:
     }
 };
 
-/// Progress for people or machines (cli/ implements it).
+/// Progress for people or machines (core/sweep/progress.hpp implements it: ProgressPrinter).
 class SweepObserver {
 public:
     virtual ~SweepObserver() = default;

@@ -14,7 +14,7 @@
 #include <sstream>
 #include <string_view>
 
-extern char** environ;  // POSIX
+#include <unistd.h>  // environ
 
 namespace tpverify::sim {
 namespace {

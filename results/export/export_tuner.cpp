@@ -28,7 +28,7 @@ std::optional<std::string> env_of(const StoredExperiment& experiment, std::strin
 }
 
 /// One line of text for a '#' comment: control bytes visible, nothing that starts a new line.
-std::string comment(std::string_view text) {
+std::string profile_comment(std::string_view text) {
     return "# " + clean_text(text, false) + "\n";
 }
 
@@ -105,14 +105,14 @@ Result<void> add_point(const Point& point, bool channels_varied, std::string_vie
         header += fmt::format("; {} median {}", metric, format_number(stats->median));
     if (!experiment.outcome.collective_times.empty())  // what the engine's times rest on
         header += "; collective times " + experiment.outcome.collective_times;
-    out += "\n" + comment(header);
+    out += "\n" + profile_comment(header);
 
     int channels = 0;
     if (channels_varied) {
         if (auto pinned = pinned_channels(experiment))
             channels = *pinned;
         else
-            out += comment(
+            out += profile_comment(
                 "the sweep varied channels, but this point pins no exact count (equal MIN and MAX): "
                 "channels left to NCCL");
     }
@@ -126,7 +126,7 @@ Result<void> add_point(const Point& point, bool channels_varied, std::string_vie
         const int algo = single_element(algo_list, f);
         const int proto = single_element(proto_list, f);
         auto note = [&](std::string_view why) {
-            out += comment(fmt::format("{} {} bytes: {}; left to NCCL", collective, bytes, why));
+            out += profile_comment(fmt::format("{} {} bytes: {}; left to NCCL", collective, bytes, why));
         };
         if (algo == -1 && proto == -1) {
             note("the point sets neither algorithm nor protocol, NCCL's own choice won");
@@ -170,8 +170,9 @@ Result<void> add_point(const Point& point, bool channels_varied, std::string_vie
                 std::end(k_channel_variables))
             rest.push_back(name + "=" + value);
     if (!rest.empty())
-        out += comment(fmt::format("not part of a profile (deploy them with --format env if they matter): {}",
-                                   fmt::join(rest, " ")));
+        out += profile_comment(
+            fmt::format("not part of a profile (deploy them with --format env if they matter): {}",
+                        fmt::join(rest, " ")));
     return {};
 }
 
@@ -179,16 +180,17 @@ Result<std::string> profile_of(const SweepData& sweep, const std::vector<Point>&
                                std::string_view metric, std::string_view chosen_by) {
     const bool channels_varied = sweep_varies_channels(sweep);
     std::string out =
-        comment("ncclsweep tuner profile for libnccl-tuner-ncclsweep.so (NCCLSWEEP_TUNER_PROFILE)");
+        profile_comment("ncclsweep tuner profile for libnccl-tuner-ncclsweep.so (NCCLSWEEP_TUNER_PROFILE)");
     out += "ncclsweep-tuner-profile 1\n";
-    out += comment(fmt::format("sweep {} '{}', {}", sweep.info.id, sweep.info.record.name, chosen_by));
-    out += comment(
+    out +=
+        profile_comment(fmt::format("sweep {} '{}', {}", sweep.info.id, sweep.info.record.name, chosen_by));
+    out += profile_comment(
         "sizes are the bytes NCCL passes to the tuner: all-reduce tokens x hidden x 2, all-gather of "
         "the logits tokens x vocab/tp x 2 x tp");
-    out += comment(channels_varied
-                       ? "channels: the sweep varied them, so a pinned count is kept (0 = NCCL's own)"
-                       : "channels: 0 = NCCL's own (the sweep did not vary them)");
-    out += comment("collective min_bytes max_bytes nranks nnodes algorithm protocol channels");
+    out += profile_comment(channels_varied
+                               ? "channels: the sweep varied them, so a pinned count is kept (0 = NCCL's own)"
+                               : "channels: 0 = NCCL's own (the sweep did not vary them)");
+    out += profile_comment("collective min_bytes max_bytes nranks nnodes algorithm protocol channels");
     std::map<std::tuple<std::string, std::uint64_t, int>, std::string> seen;
     int rules = 0;
     for (const auto& point : points) {
@@ -196,7 +198,7 @@ Result<std::string> profile_of(const SweepData& sweep, const std::vector<Point>&
         if (!added) return added.error();
     }
     if (rules == 0)
-        out += "\n" + comment("no rules: every collective is NCCL's own choice, as in the winner");
+        out += "\n" + profile_comment("no rules: every collective is NCCL's own choice, as in the winner");
     return out;
 }
 

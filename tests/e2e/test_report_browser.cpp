@@ -52,9 +52,9 @@ std::string make_report(const TempDir& dir) {
 TEST_CASE("report: headless chromium renders it with no console errors and a non-blank screenshot") {
     std::string chromium = chromium_path();
     if (chromium.empty()) {
-        skip_test(
-            "chromium",
-            "chromium is not installed (scripts/install-deps.sh installs it); the report was not rendered");
+        skip_test("chromium",
+                  "chromium is not installed (scripts/install-deps.sh --test installs it); the report was "
+                  "not rendered");
         return;
     }
     TempDir dir;
@@ -81,7 +81,8 @@ TEST_CASE("report: the DOM chromium builds holds the charts and no injected scri
     std::string chromium = chromium_path();
     if (chromium.empty()) {
         skip_test("chromium",
-                  "chromium is not installed (scripts/install-deps.sh installs it); the DOM was not checked");
+                  "chromium is not installed (scripts/install-deps.sh --test installs it); the DOM was not "
+                  "checked");
         return;
     }
     TempDir dir;
@@ -129,9 +130,9 @@ TEST_CASE(
     "report: the seed study at 1400 and 800 px wide has whole labels and a heat map legend in percent") {
     std::string chromium = chromium_path();
     if (chromium.empty()) {
-        skip_test(
-            "chromium",
-            "chromium is not installed (scripts/install-deps.sh installs it); the report was not rendered");
+        skip_test("chromium",
+                  "chromium is not installed (scripts/install-deps.sh --test installs it); the report was "
+                  "not rendered");
         return;
     }
     TempDir dir;

@@ -31,10 +31,11 @@ struct TestSlurm {
         // The script waits up to 60 s for the node to become idle.
         auto r = run_command(argv, {}, {}, std::chrono::seconds(120));
         if (r.exit_code == 77) {
-            skip_test("slurm",
-                      "no one-node Slurm cluster could be started here (scripts/install-deps.sh installs "
-                      "slurmctld slurmd slurm-client munge): " +
-                          r.err);
+            skip_test(
+                "slurm",
+                "no one-node Slurm cluster could be started here (scripts/install-deps.sh --test installs "
+                "slurmctld slurmd slurm-client munge): " +
+                    r.err);
             return;
         }
         if (r.exit_code == 78) {

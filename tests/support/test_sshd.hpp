@@ -37,8 +37,9 @@ struct TestSshd {
         if (!fixed_port.empty()) argv.push_back(fixed_port);
         auto r = run_command(argv);
         if (r.exit_code == 77) {
-            skip_test("sshd",
-                      "sshd is not installed (scripts/install-deps.sh installs openssh-server): " + r.err);
+            skip_test(
+                "sshd",
+                "sshd is not installed (scripts/install-deps.sh --test installs openssh-server): " + r.err);
             return false;
         }
         INFO(r.err);
