@@ -2,6 +2,7 @@
 // Where experiments run. Declared in core/ so the sweep loop depends only on this interface;
 // remote/ implements it (LocalTarget, SshTarget) and tests use fakes.
 #include <chrono>
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
@@ -101,10 +102,19 @@ public:
     virtual ~Target() = default;
     /// Human-readable name ("local", "ssh://user@host:22").
     [[nodiscard]] virtual std::string describe() const = 0;
-    /// Creates (if needed) the per-sweep work directory and returns its path on the host.
+    /// Creates (if needed) the per-sweep work directory named `sweep_id` under the target's root
+    /// and returns its path on the host.
     virtual Result<std::string> prepare_workdir(const std::string& sweep_id) = 0;
+    /// Takes the directory prepare_workdir returned with an exclusive lock, held until the
+    /// target is destroyed (or the runner dies): two runners never deliver into one directory.
+    /// `holder` says who takes it ("sweep 3 (UUID) of database PATH"); a directory another runner
+    /// holds is refused (infrastructure) with that runner's holder text, its pid and host.
+    virtual Result<void> lock_workdir(const std::string& holder) = 0;
     /// Writes `content` to `path` on the host (parent directories created), mode 0644.
     virtual Result<void> put_file(const std::string& path, const std::string& content) = 0;
+    /// Reads file `path` on the host, at most `limit` bytes (the rest is not read); nullopt when
+    /// there is no such file. infrastructure when it exists but cannot be read.
+    virtual Result<std::optional<std::string>> get_file(const std::string& path, std::size_t limit) = 0;
     /// Starts `command` in a new process group/session.
     virtual Result<std::unique_ptr<Process>> start(const Command& command) = 0;
     /// Runs a short command to completion and returns its stdout (for preflight).

@@ -30,6 +30,16 @@ Result<std::string> PoolTarget::prepare_workdir(const std::string& sweep_id) {
     return first;
 }
 
+Result<void> PoolTarget::lock_workdir(const std::string& holder) {
+    for (const auto& host : m_hosts)
+        if (auto locked = host->lock_workdir(holder); !locked) return locked.error();
+    return success();
+}
+
+Result<std::optional<std::string>> PoolTarget::get_file(const std::string& path, std::size_t limit) {
+    return m_hosts.front()->get_file(path, limit);
+}
+
 Result<void> PoolTarget::put_file(const std::string& path, const std::string& content) {
     return m_hosts.front()->put_file(path, content);
 }

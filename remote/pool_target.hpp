@@ -20,7 +20,11 @@ public:
     /// Prepares the directory on every host; infrastructure when one fails, bad_input when the
     /// hosts' paths differ (a relative target.workdir under different home directories).
     Result<std::string> prepare_workdir(const std::string& sweep_id) override;
+    /// Locks the directory on every host (infrastructure when one is held by another runner).
+    Result<void> lock_workdir(const std::string& holder) override;
     Result<void> put_file(const std::string& path, const std::string& content) override;
+    /// From the first host (each experiment reads from its slot's host).
+    Result<std::optional<std::string>> get_file(const std::string& path, std::size_t limit) override;
     Result<std::unique_ptr<Process>> start(const Command& command) override;
     Result<std::string> capture(const std::vector<std::string>& argv, std::chrono::seconds timeout) override;
     [[nodiscard]] int slots() const override { return static_cast<int>(m_hosts.size()); }

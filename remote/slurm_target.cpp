@@ -77,6 +77,14 @@ Result<void> SlurmTarget::put_file(const std::string& path, const std::string& c
     return m_login->put_file(path, content);
 }
 
+Result<void> SlurmTarget::lock_workdir(const std::string& holder) {
+    return m_login->lock_workdir(holder);
+}
+
+Result<std::optional<std::string>> SlurmTarget::get_file(const std::string& path, std::size_t limit) {
+    return m_login->get_file(path, limit);
+}
+
 Result<std::string> SlurmTarget::capture(const std::vector<std::string>& argv, std::chrono::seconds timeout) {
     return m_login->capture(argv, timeout);
 }

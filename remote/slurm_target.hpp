@@ -97,7 +97,11 @@ public:
 
     [[nodiscard]] std::string describe() const override { return "slurm://" + m_options.partition; }
     Result<std::string> prepare_workdir(const std::string& sweep_id) override;
+    /// The login node's lock (flock on the shared filesystem).
+    Result<void> lock_workdir(const std::string& holder) override;
     Result<void> put_file(const std::string& path, const std::string& content) override;
+    /// Read on the login node (the work directory is shared with the nodes).
+    Result<std::optional<std::string>> get_file(const std::string& path, std::size_t limit) override;
     /// Follows the task submitted for command.batch_key, once it left PENDING; a command
     /// without a key (or whose task already ran: a retry) is submitted as a task of its own.
     Result<std::unique_ptr<Process>> start(const Command& command) override;

@@ -19,13 +19,23 @@ public:
     /// the errors: a login shell that cannot start the agent is refused here, before anything
     /// runs).
     static Result<std::unique_ptr<SshTarget>> connect(const TargetUrl& url, SshOptions options);
+    /// Removes the work directory's lock file when this target holds it.
+    ~SshTarget() override;
+    SshTarget(const SshTarget&) = delete;
+    SshTarget& operator=(const SshTarget&) = delete;
     /// "ssh://user@host:port".
     [[nodiscard]] std::string describe() const override;
     /// Creates <root>/<sweep_id> through SFTP (root relative to the remote home) and returns
     /// its absolute path.
     Result<std::string> prepare_workdir(const std::string& sweep_id) override;
+    /// Creates <workdir>/ncclsweep.lock over SFTP with O_EXCL (no flock over SFTP): a lock file
+    /// whose runner ran on this host and is gone (killed, a zombie, its pid reused) is taken
+    /// over; one of a runner elsewhere is refused with how to remove it (remote/ssh_files.cpp).
+    Result<void> lock_workdir(const std::string& holder) override;
     /// SFTP write to a temporary name, then rename over `path`; parents created; mode 0644.
     Result<void> put_file(const std::string& path, const std::string& content) override;
+    /// SFTP read of a regular file (remote/ssh_files.cpp).
+    Result<std::optional<std::string>> get_file(const std::string& path, std::size_t limit) override;
     /// Has the agent start the command (command_script) in its own session on the host.
     Result<std::unique_ptr<Process>> start(const Command& command) override;
     /// Runs argv remotely to completion and returns its stdout.
@@ -47,6 +57,7 @@ private:
     std::shared_ptr<SshSession> m_session;
     std::shared_ptr<SshAgent> m_agent;
     std::string m_workdir;
+    std::string m_lock_path;  ///< the work directory's lock file while this target holds it
     /// Directories made or seen by make_dirs: not looked at again (one SFTP round trip each
     /// per file otherwise); forgotten when a write fails and on reconnect.
     std::set<std::string> m_known_dirs;

@@ -3,11 +3,14 @@
 #include "tuner/profile.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "tuner/nccl_tuner_abi.h"
 
@@ -190,8 +193,25 @@ int nst_profile_parse(const char* text, size_t size, nst_profile_t* out, char* e
 
 int nst_profile_load(const char* path, nst_profile_t* out, char* error, size_t error_size) {
     out->count = 0;
-    FILE* file = fopen(path, "rb");
+    /* O_NONBLOCK: a FIFO (or a device) named as the profile must not hang NCCL's init waiting
+       for a writer; only a regular file is read. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        set_error(error, error_size, "cannot open it: %s", strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        set_error(error, error_size, "not a regular file (a FIFO, a device or a directory is not read)");
+        return -1;
+    }
+    /* A regular file never blocks; reads go on without O_NONBLOCK's EAGAIN surprises. */
+    int flags = fcntl(fd, F_GETFL);
+    if (flags >= 0) (void)fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    FILE* file = fdopen(fd, "rb");
     if (file == NULL) {
+        close(fd);
         set_error(error, error_size, "cannot open it: %s", strerror(errno));
         return -1;
     }

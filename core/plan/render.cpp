@@ -65,6 +65,10 @@ std::string header(const Provenance& provenance, const std::string& what) {
 
 }  // namespace
 
+std::string delivery_marker_file(int repeat) {
+    return fmt::format("delivered-{}", repeat);
+}
+
 std::string python_quote(const std::string& value) {
     std::string out = "'";
     std::size_t pos = 0;
@@ -115,31 +119,150 @@ std::string python_quote(const std::string& value) {
     return out;
 }
 
-std::string sitecustomize(const std::vector<Assignment>& env, const Provenance& provenance) {
+namespace {
+
+// The parts of every generated sitecustomize.py after its settings. Each step is guarded so that
+// nothing of ours raises (Python would print "Error in sitecustomize" and go on without the
+// rest); only the shadowed file's own error is shown, as its traceback.
+constexpr const char* k_apply = R"py(
+
+def _ncclsweep_apply():
+    import os
+    missing = []
+    for name, value in _ncclsweep_settings():
+        try:
+            os.environ[name] = value
+        except BaseException:
+            pass
+        try:
+            if os.environ.get(name) != value:
+                missing.append(name)
+        except BaseException:
+            missing.append(name)
+    return missing
+)py";
+
+constexpr const char* k_record = R"py(
+
+def _ncclsweep_word(text):
+    return ''.join(c if c.isalnum() or c in '_-./' else '?' for c in str(text)) or '-'
+
+
+def _ncclsweep_record(kind, fields, rest):
+    # One line per interpreter in the file next to this one: the evidence `ncclsweep run` reads.
+    import os
+    here = os.path.dirname(os.path.realpath(__file__))
+    job = os.environ.get('SLURM_ARRAY_JOB_ID')
+    index = os.environ.get('SLURM_ARRAY_TASK_ID')
+    task = job + '_' + index if job and index else '-'
+    line = 'ncclsweep-%s pgid=%d pid=%d task=%s repeat=%s %s %s\n' % (
+        kind, os.getpgid(0), os.getpid(), _ncclsweep_word(task),
+        _ncclsweep_word(os.environ.get('NCCLSWEEP_REPEAT', '-')), fields,
+        ' '.join(str(rest).split()))
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+    flags |= getattr(os, 'O_NOFOLLOW', 0) | getattr(os, 'O_CLOEXEC', 0)
+    name = 'delivered-' + _ncclsweep_word(os.environ.get('NCCLSWEEP_REPEAT', '-'))
+    fd = os.open(os.path.join(here, name), flags, 0o644)
+    try:
+        os.write(fd, line.encode('utf-8', 'backslashreplace'))
+    finally:
+        os.close(fd)
+)py";
+
+constexpr const char* k_chain = R"py(
+
+def _ncclsweep_shadowed():
+    # The sitecustomize Python would have imported without this one: the next on sys.path.
+    import os, sys, importlib.machinery
+    mine = os.path.realpath(__file__)
+    here = os.path.dirname(mine)
+
+    def folder(entry):
+        try:
+            return os.path.realpath(entry or os.curdir)
+        except Exception:
+            return None
+    path = list(sys.path)
+    for index, entry in enumerate(path):
+        if folder(entry) == here:
+            rest = [e for e in path[index + 1:] if folder(e) != here]
+            spec = importlib.machinery.PathFinder.find_spec('sitecustomize', rest)
+            if spec is None or spec.loader is None:
+                return None
+            if spec.origin and folder(spec.origin) == mine:
+                return None
+            return spec
+    return None
+
+
+def _ncclsweep_chain(record):
+    try:
+        spec = _ncclsweep_shadowed()
+    except Exception:
+        spec = None
+    if spec is None:
+        return
+    import importlib.util
+    try:
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    except Exception as error:
+        import sys, traceback
+        sys.stderr.write(
+            'ncclsweep: the sitecustomize.py this one shadows, %s, raised %s: %s (the sweep\'s '
+            'settings are set; that file\'s own work is not done):\n'
+            % (spec.origin, type(error).__name__, ' '.join(str(error).split())))
+        traceback.print_exc()
+        sys.stderr.flush()
+        if record:
+            try:
+                _ncclsweep_record('chained', 'origin=' + _ncclsweep_word(spec.origin),
+                                  '%s raised %s: %s' % (spec.origin, type(error).__name__, error))
+            except BaseException:
+                pass
+)py";
+
+}  // namespace
+
+std::string sitecustomize(const std::vector<Assignment>& env, const Provenance& provenance,
+                          Evidence evidence) {
+    const bool record = evidence == Evidence::marker_file;
     std::string out = header(provenance, "sitecustomize.py");
     out +=
         "# Python imports this in every interpreter (and so in every spawned Python child) when its\n"
-        "# directory is on PYTHONPATH. Variables are set with os.environ.setdefault, so a value set\n"
-        "# explicitly in the environment still wins. Nothing here may raise: an exception would make\n"
-        "# Python print \"Error in sitecustomize\" and go on without these settings.\n";
+        "# directory is on PYTHONPATH. It sets the variables below over any value the process\n"
+        "# inherited (the setting recorded is the setting that ran)";
+    out += record ? ", appends one line per interpreter\n"
+                    "# to the file 'delivered-REPEAT' next to it (the evidence ncclsweep reads),\n"
+                    "# then runs the sitecustomize it shadows: the next one on sys.path, such as the\n"
+                    "# distribution's.\n"
+                  : ", then runs the sitecustomize it\n"
+                    "# shadows: the next one on sys.path, such as the distribution's.\n";
     out +=
-        "try:\n"
-        "    import os as _ncclsweep_os\n"
-        "    for _ncclsweep_name, _ncclsweep_value in (\n";
+        "# Nothing of its own may raise: Python would print \"Error in sitecustomize\" and go on\n"
+        "# without the rest.\n\n\n"
+        "def _ncclsweep_settings():\n"
+        "    return (\n";
     for (const auto& [name, value] : env)
         out += fmt::format("        ({}, {}),\n", python_quote(name), python_quote(value));
+    out += "    )\n";
+    out += k_apply;
+    if (record) out += k_record;
+    out += k_chain;
     out +=
-        "    ):\n"
-        "        try:\n"
-        "            _ncclsweep_os.environ.setdefault(_ncclsweep_name, _ncclsweep_value)\n"
-        "        except BaseException:\n"
-        "            pass\n"
-        "except BaseException:\n"
-        "    pass\n"
-        "try:\n"
-        "    del _ncclsweep_os, _ncclsweep_name, _ncclsweep_value\n"
-        "except BaseException:\n"
-        "    pass\n";
+        "\n\ntry:\n    _ncclsweep_missing = _ncclsweep_apply()\nexcept BaseException:\n    "
+        "_ncclsweep_missing = None\n";
+    if (record)
+        out +=
+            "try:\n"
+            "    _ncclsweep_record('delivered', 'missing=' + (','.join(_ncclsweep_missing) or '-'\n"
+            "                      if _ncclsweep_missing is not None else '?'),\n"
+            "                      'python=' + __import__('sys').executable)\n"
+            "except BaseException:\n"
+            "    pass\n";
+    out += fmt::format(
+        "if __name__ == 'sitecustomize':\n"
+        "    _ncclsweep_chain({})\n",
+        record ? "True" : "False");
     return out;
 }
 

@@ -191,6 +191,7 @@ Result<void> parse_args(const YAML::Node& node, const Where& where, WorkloadSpec
 Result<TargetSpec> parse_target(const YAML::Node& node, const Where& where) {
     TargetSpec target;
     target.mark = mark_of(node, where);
+    SourceMark workdir_mark;
     if (!node.IsMap()) {
         auto url = read_scalar(node, where, "target");
         if (!url) return url.error();
@@ -244,9 +245,24 @@ Result<TargetSpec> parse_target(const YAML::Node& node, const Where& where) {
                                             value->text));
         } else if (key == "workdir") {
             target.workdir = value->text;
+            workdir_mark = value->mark;
         } else if (key == "identity_file") {
             target.identity_file = value->text;
         }
+    }
+    // sitecustomize.py reaches the workload through PYTHONPATH, whose entries ':' separates: a
+    // work directory with one would silently drop the experiment's directory from the path.
+    if (target.env_delivery != EnvDelivery::env) {
+        const auto bad = target.workdir.find_first_of(":\n\r");
+        if (bad != std::string::npos)
+            return error_at(
+                workdir_mark,
+                fmt::format(
+                    "target.workdir '{}' contains {}, so the experiments' directories cannot "
+                    "go on PYTHONPATH ({}) and sitecustomize.py would never reach the "
+                    "workload; choose a path without it, or set target.env_delivery: env",
+                    target.workdir, target.workdir[bad] == ':' ? "':'" : "a line break",
+                    target.workdir[bad] == ':' ? "':' separates its entries" : "one entry per line break"));
     }
     if (!target.hosts.empty()) {
         if (node["url"])

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <filesystem>
 #include <set>
 
 #include "core/host.hpp"
@@ -18,6 +19,7 @@
 #include "core/spec/engine_validate.hpp"
 #include "core/spec/spec_parser.hpp"
 #include "core/sweep/engine_locator.hpp"
+#include "core/sweep/inherited_env.hpp"
 #include "core/sweep/workload_check.hpp"
 #include "core/text.hpp"
 #include "core/watch/rule_catalog.hpp"
@@ -205,6 +207,13 @@ Result<PreparedRun> prepare_run(const RunFlags& flags, RunHost& host, RunRecord&
     if (!workload) return workload.error();
     for (const auto& note : run.host.notes) NCCLSWEEP_LOG(info, "preflight: {}", note);
     for (const auto& warning : run.host.warnings) NCCLSWEEP_LOG(warning, "preflight: {}", warning);
+    run.options = loop_options(flags, spec, *catalog, experiments);
+    // What the workload inherits besides the spec's settings: said once here, recorded with the
+    // sweep (docs/targets.md, "Precedence").
+    auto inherited = inherited_environment(*run.target, experiments, run.options.extra_env);
+    if (!inherited) return inherited.error();
+    if (auto warning = inherited_warning(*inherited, run.target->describe()); !warning.empty())
+        NCCLSWEEP_LOG(warning, "{}", warning);
 
     auto store = record.open();
     if (!store) return store.error();
@@ -221,8 +230,11 @@ Result<PreparedRun> prepare_run(const RunFlags& flags, RunHost& host, RunRecord&
                                  NCCLSWEEP_VERSION, spec.repeats,     fingerprint_of(spec, *overrides, plan),
                                  workload->metrics, workload->backend};
     run.request.sweep.fingerprint.command_line = run.command_line;
+    run.request.sweep.inherited_env = std::move(*inherited);
+    // Named to a second runner of the sweep's work directory, wherever that one was started.
+    std::error_code absolute_error;
+    run.request.database = std::filesystem::absolute(record.where(), absolute_error).string();
 
-    run.options = loop_options(flags, spec, *catalog, experiments);
     run.options.before_experiment = run.host.before_experiment;
     auto settings = search_settings(spec, run.metric, workload->metrics);
     if (!settings) return settings.error();

@@ -107,10 +107,11 @@ struct PreparedRun {
 /// logged); the watcher's rules; the local programs; the target (workload.client is refused on
 /// Slurm); its preflight (busy GPUs refused unless --force, and a GPU-release check between
 /// experiments, both only on one host that is not a batch scheduler); the engine's parameters
-/// and points; then the database and the sweep --resume names. The NCCL_DEBUG tuning request
-/// is added unless the spec sets NCCL_DEBUG or NCCL_DEBUG_SUBSYS. bad_input (exit 2) for the
-/// spec, flags and engine parameters, infrastructure (exit 3) for the host and database; the
-/// database is not touched before every check passed.
+/// and points; the environment the target's commands inherit (inherited_environment: said once
+/// as a warning, recorded with the sweep); then the database and the sweep --resume names. The
+/// NCCL_DEBUG tuning request is added unless the spec sets NCCL_DEBUG or NCCL_DEBUG_SUBSYS.
+/// bad_input (exit 2) for the spec, flags and engine parameters, infrastructure (exit 3) for the
+/// host and database; the database is not touched before every check passed.
 [[nodiscard]] Result<PreparedRun> prepare_run(const RunFlags& flags, RunHost& host, RunRecord& record);
 
 /// What a run did, for the summary the caller prints and the exit status.

@@ -7,6 +7,7 @@
 
 #include "core/plan/render.hpp"
 #include "core/stats/stats.hpp"
+#include "core/sweep/delivery.hpp"
 #include "core/sweep/sweep_detail.hpp"
 #include "core/text.hpp"
 #include "core/watch/supervise.hpp"
@@ -25,8 +26,9 @@ Result<std::string> deliver(Target& target, const Experiment& experiment, const 
     if (!env_text) return env_text.error();
     if (auto put = target.put_file(dir + "/" + k_env_file, *env_text); !put) return put.error();
     if (options.delivery != EnvDelivery::env) {
-        auto put = target.put_file(dir + "/" + k_sitecustomize_file,
-                                   render::sitecustomize(experiment.env, provenance));
+        auto put =
+            target.put_file(dir + "/" + k_sitecustomize_file,
+                            render::sitecustomize(experiment.env, provenance, render::Evidence::marker_file));
         if (!put) return put.error();
     }
     return dir;
@@ -68,6 +70,8 @@ struct RepeatOutcome {
     std::unique_ptr<Watcher> watcher;
     std::optional<ExitInfo> exit;
     std::vector<long> process_groups;  ///< of the server (and client) it started
+    DeliveryRun delivery;              ///< which evidence of delivery belongs to the server's run
+    bool started = false;              ///< the server's command started (there can be evidence)
     double seconds = 0;
     std::optional<SchedulerEnd> scheduler_end;  ///< a batch scheduler ended it (time limit, memory)
 };
@@ -112,6 +116,8 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
     outcome.watcher = std::make_unique<Watcher>(options.catalog, options.watcher, start_time);
     Watcher& watcher = *outcome.watcher;
     if (auto group = (*process)->process_group()) outcome.process_groups.push_back(*group);
+    outcome.delivery = DeliveryRun{repeat, (*process)->process_group(), (*process)->scheduler_task()};
+    outcome.started = true;
 
     // Optional client: started once the server is ready; when it ends, the server is stopped.
     std::unique_ptr<Process> client;
@@ -212,6 +218,33 @@ void fill_from_watcher(ExperimentReport& report, const Watcher& watcher, int rep
         report.collective_times = weaker_collective_times(report.collective_times, label->second);
     for (const auto& warning : watcher.warnings())
         if (report.warnings.size() < 20) report.warnings.emplace_back(warning.rule, warning.line);
+}
+
+/// After a run of `repeat` that the watcher judged: the marker file of the experiment's
+/// sitecustomize.py says whether the settings reached the workload. A shadowed sitecustomize's
+/// error becomes a warning of the experiment; with env_delivery sitecustomize (the only way the
+/// settings travel), a run without evidence is a `delivery` failure, never ok (returns true).
+/// Errors: reading the file failed (infrastructure: the host was lost).
+Result<bool> judge_delivery(Target& target, const std::string& dir, const RepeatOutcome& outcome,
+                            const SweepRunOptions& options, ExperimentReport& report) {
+    if (options.delivery == EnvDelivery::env || !outcome.started) return false;
+    auto text = target.get_file(dir + "/" + render::delivery_marker_file(outcome.delivery.repeat),
+                                k_marker_read_limit);
+    if (!text) return text.error();
+    const DeliveryEvidence evidence = read_delivery_evidence(text->value_or(""), outcome.delivery);
+    for (const auto& error : evidence.chained_errors)
+        if (report.warnings.size() < 20) report.warnings.emplace_back(k_chained_warning, error);
+    if (options.delivery != EnvDelivery::sitecustomize || outcome.end != RepeatEnd::ok ||
+        evidence.delivered())
+        return false;
+    report.status = RunStatus::failed;
+    report.failure_class = k_delivery_class;
+    report.diagnosis = delivery_failure_cause(evidence, dir);
+    report.detected_after_s = outcome.seconds;
+    // Numbers measured without the settings are not the setting's.
+    const int repeat = outcome.delivery.repeat;
+    std::erase_if(report.samples, [&](const SampleValue& sample) { return sample.repeat == repeat; });
+    return true;
 }
 
 }  // namespace
@@ -320,6 +353,13 @@ Result<ExperimentRun> run_experiment(Target& target, const Experiment& experimen
                 report.exit_code = outcome.exit->exit_code;
                 if (outcome.exit->signal) report.exit_signal = outcome.exit->signal;
             }
+            auto undelivered = judge_delivery(target, *dir, outcome, options, report);
+            if (!undelivered) {
+                lost = true;
+                lost_reason = undelivered.error().message;
+                break;
+            }
+            if (*undelivered) break;
             if (outcome.scheduler_end) {
                 // Ended by the scheduler, not by the setting: its time limit is a timeout.
                 const bool time_limit =
@@ -399,7 +439,9 @@ std::vector<double> values_of(const ExperimentReport& report, const std::string&
 search::Observation observation_of(const ExperimentReport& report, const std::string& metric) {
     search::Observation observation;
     observation.ok = report.status == RunStatus::ok || report.status == RunStatus::dropped;
-    observation.says_about_setting = report.status == RunStatus::failed;
+    // A run that never got its settings says nothing about them.
+    observation.says_about_setting =
+        report.status == RunStatus::failed && report.failure_class != k_delivery_class;
     observation.failure_class = report.failure_class;
     observation.values = values_of(report, metric, 0);
     int highest = -1;

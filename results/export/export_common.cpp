@@ -123,6 +123,19 @@ std::string point_header(const SweepData& sweep, const StoredExperiment& point,
     if (!workload.empty())
         lines.push_back("workload parameters (set them on your server; they are not NCCL variables): " +
                         workload);
+    // The workload also ran with these: a deployment without them is not what was measured.
+    if (!sweep.info.record.inherited_env.empty()) {
+        std::string names;
+        for (const auto& [name, value] : sweep.info.record.inherited_env)
+            names += (names.empty() ? "" : " ") + name + "=" + value;
+        lines.push_back(
+            "inherited: the workload also ran with these from its environment, not set by the spec (not in "
+            "this file; set them where you deploy, or check they do not matter): " +
+            names);
+    } else if (!sweep.info.record.inherited_known) {
+        lines.push_back(
+            "inherited: not recorded (sweep recorded before ncclsweep looked at its environment)");
+    }
     if (!inert.empty()) {
         std::string names;
         for (const auto& name : inert)

@@ -50,6 +50,14 @@ std::string note_cell(const ExperimentRow& row) {
     return row.effective_nccl.empty() ? "-" : first_line(row.effective_nccl, 120);
 }
 
+// The variables every experiment inherited besides its spec (recorded with the sweep).
+std::string inherited_line(const SweepRecord& record) {
+    return fmt::format(
+        "inherited from the environment the workload started in, not set by the spec (experiments that do "
+        "not set them ran with them): {}",
+        format_assignments(record.inherited_env));
+}
+
 }  // namespace
 
 void TextPrinter::heading(std::string_view text) {
@@ -93,6 +101,7 @@ void TextPrinter::print_table(const SweepTable& table) {
             "its runner (pid {}) is gone, killed or its host restarted; `ncclsweep run {} --resume {}` "
             "continues it",
             s.runner_pid.value_or(0), s.record.spec_path.empty() ? "SPEC" : s.record.spec_path, s.id));
+    if (!s.record.inherited_env.empty()) line(inherited_line(s.record));
     if (table.rows.empty()) {
         line("no experiments recorded");
         return;
@@ -160,6 +169,10 @@ void TextPrinter::print_best(const BestExperiment& best) {
     }
     g.rows.push_back(
         {"effective NCCL", row.effective_nccl.empty() ? "-" : first_line(row.effective_nccl, 200)});
+    if (!best.sweep.record.inherited_env.empty())
+        g.rows.push_back(
+            {"inherited", format_assignments(best.sweep.record.inherited_env) +
+                              " (from the environment the workload started in; not set by the spec)"});
     if (!row.collective_times.empty())
         g.rows.push_back(
             {"collective times",

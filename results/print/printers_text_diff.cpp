@@ -65,6 +65,10 @@ void TextPrinter::print_diff(const SweepDiff& diff) {
         line("settings: the two sweeps ran with the same settings (only their points are compared below)");
     else
         line(fmt::format("settings that differ: {}", fmt::join(d.settings_changed, "; ")));
+    if (!d.base.record.inherited_env.empty() &&
+        d.base.record.inherited_env == d.candidate.record.inherited_env)
+        line(fmt::format("inherited by both from the environment (not set by their specs): {}",
+                         format_assignments(d.base.record.inherited_env)));
     line(fmt::format(
         "a change counts when the Mann-Whitney U test is significant (p <= {}) and |delta| > {:.1f}%; "
         "\"~\" = no such change",

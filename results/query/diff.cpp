@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "core/plan/plan_fingerprint.hpp"
+#include "core/sweep/inherited_env.hpp"
 #include "results/store/store.hpp"
 
 namespace ncclsweep::results {
@@ -264,6 +265,10 @@ std::vector<std::string> setting_differences(const SweepRecord& base, const Fixe
     }
     for (const auto& [name, value] : after)
         if (!find(before, name)) out.push_back(fmt::format("{}: (not set) -> {}", name, value));
+    // What each workload inherited besides its spec (recorded since schema v6).
+    if (base.inherited_known && candidate.inherited_known)
+        for (auto& sentence : inherited_differences(base.inherited_env, candidate.inherited_env))
+            out.push_back(std::move(sentence));
     auto stored = PlanFingerprint::from_json(base.plan_fingerprint);
     auto now = PlanFingerprint::from_json(candidate.plan_fingerprint);
     if (stored && now)

@@ -37,6 +37,10 @@ std::string experiment_log_text(const LoadedSweep& sweep, const StoredExperiment
         out += fmt::format("exit: killed by signal {}\n", *o.exit_signal);
     else if (o.exit_code)
         out += fmt::format("exit: status {}\n", *o.exit_code);
+    // Warnings are kept for every experiment, ok or not (an error of a sitecustomize.py the
+    // sweep's shadowed, NCCL WARN lines).
+    if (!o.events.empty()) out += "warnings:\n";
+    for (const auto& event : o.events) out += fmt::format("  {}: {}\n", event.code, event.message);
     return out;
 }
 

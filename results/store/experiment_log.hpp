@@ -12,7 +12,8 @@ namespace ncclsweep::results {
 
 /// Readable account of one experiment's end: status and class, the stored diagnosis (its first
 /// line says the cause; then the lines before the fatal line, the line itself marked '>', the
-/// lines after it) and how the process exited. An experiment that ended well kept no lines.
+/// lines after it), how the process exited, and the warnings recorded for it (rule: line). An
+/// experiment that ended well kept no lines, only its warnings.
 [[nodiscard]] std::string experiment_log_text(const LoadedSweep& sweep, const StoredExperiment& stored);
 
 }  // namespace ncclsweep::results

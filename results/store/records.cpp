@@ -1,11 +1,5 @@
 #include "results/store/records.hpp"
 
-#include <signal.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <fstream>
-
 #include <array>
 #include <utility>
 
@@ -128,14 +122,20 @@ std::optional<bool> probe_runner(const SweepInfo& info) {
     if (info.state != SweepState::running || !info.runner_pid || *info.runner_pid <= 0) return std::nullopt;
     static const std::string host = host_name();
     if (host.empty() || info.runner_host != host) return std::nullopt;
-    // Signal 0 probes without sending anything; EPERM means it exists under another user.
-    const pid_t pid = static_cast<pid_t>(*info.runner_pid);
-    if (::kill(pid, 0) != 0 && errno != EPERM) return false;
-    // A pid is reused in time (after a reboot, say): only an ncclsweep process counts.
-    std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
-    std::string name;
-    if (comm && std::getline(comm, name)) return name.rfind("ncclsweep", 0) == 0;
-    return true;  // no /proc to ask: trust the probe
+    // A zombie has exited (only its parent has not reaped it yet), and a recorded identity that
+    // differs means the pid now names another process: neither runs the sweep.
+    switch (probe_process(*info.runner_pid, info.runner_process)) {
+        case ProcessLiveness::gone:
+            return false;
+        case ProcessLiveness::unknown:
+            return true;  // no /proc to ask: trust the probe
+        case ProcessLiveness::running:
+            break;
+    }
+    if (!info.runner_process.empty()) return true;  // the very process that recorded itself
+    // Recorded before identities (schema < 6): only an ncclsweep process counts.
+    const std::string name = process_name(*info.runner_pid);
+    return name.empty() || name.rfind("ncclsweep", 0) == 0;
 }
 
 }  // namespace ncclsweep::results

@@ -66,6 +66,14 @@ struct SweepRecord {
     std::string plan_fingerprint;           ///< JSON of core PlanFingerprint ("" = recorded before v3)
     std::vector<MetricDefinition> metrics;  ///< declared metric definitions (empty = the default rule)
     std::string backend;  ///< engine backend of the numbers: "sim", "cuda", "" (unknown / command)
+    /// Random id of the sweep (32 hex digits), unique across databases, users and hosts: it names
+    /// the sweep's work directory. "" = let the store draw one.
+    std::string uuid{};
+    /// NCCL_*, CUDA_* and TORCH_NCCL_* variables the workload inherited from the environment it
+    /// was started in that the spec does not set (the same for every experiment); empty when
+    /// none, or recorded before schema v6 (`inherited_known` false).
+    std::vector<Assignment> inherited_env{};
+    bool inherited_known = true;  ///< false for sweeps recorded before v6 (nothing was looked at)
 };
 
 /// Number of experiments of a sweep in each status.
@@ -99,15 +107,19 @@ struct SweepInfo {
     int resumes = 0;                         ///< how many times it was resumed
     std::optional<std::int64_t> runner_pid;  ///< process that created/resumed it
     std::string runner_host;                 ///< host name of that process
+    /// That process's identity on its host (core process_identity: boot id and start time), so
+    /// a pid reused by another program does not count as the runner; "" before schema v6.
+    std::string runner_process;
     /// Running sweeps only, as read: whether runner_pid still exists. Empty when the sweep is not
     /// running or ran on another host (nothing can be told from here).
     std::optional<bool> runner_alive;
     StatusCounts counts;  ///< experiments per status
 };
 
-/// For a running sweep recorded by a process on this host: whether that process still exists
-/// and is an ncclsweep (its /proc comm starts with "ncclsweep": a reused pid does not count).
-/// Empty when the sweep is not running or ran elsewhere (nothing can be told from here).
+/// For a running sweep recorded by a process on this host: whether that process still runs. A
+/// zombie (exited, not yet reaped) does not; nor does a pid that now names another process (its
+/// recorded identity differs; for sweeps recorded before identities, its /proc comm does not
+/// start with "ncclsweep"). Empty when the sweep is not running or ran elsewhere.
 [[nodiscard]] std::optional<bool> probe_runner(const SweepInfo& sweep);
 
 /// The state as shown to people: the stored one, except "running, runner gone" for a sweep

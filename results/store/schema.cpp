@@ -9,7 +9,7 @@ namespace {
 
 // Forward migrations. Step i (0-based) takes the file from version i to version i + 1.
 // Never edit a released step: append a new one. Each runs inside one transaction.
-constexpr std::array<const char*, 5> k_migrations = {
+constexpr std::array<const char*, 6> k_migrations = {
     // v1: sweeps, experiments, samples.
     R"sql(
 CREATE TABLE sweeps (
@@ -158,6 +158,19 @@ DROP TABLE samples_v3;
     // resume re-attaches to them instead of running the experiment again.
     R"sql(
 ALTER TABLE experiments ADD COLUMN scheduler_task TEXT;
+)sql",
+    // v6: delivery you can prove. `uuid`: a random id per sweep (32 hex digits) that names its
+    // work directory, so sweeps of different databases, users or hosts never share one (sweeps
+    // recorded before get one here). `inherited_env`: JSON object of the NCCL_*, CUDA_* and
+    // TORCH_NCCL_* variables the workload inherited that the spec does not set; NULL for sweeps
+    // recorded before (nothing was looked at). `runner_process`: the runner's identity on its
+    // host (boot id and process start time), so a reused pid does not hold a sweep.
+    R"sql(
+ALTER TABLE sweeps ADD COLUMN uuid TEXT NOT NULL DEFAULT '';
+UPDATE sweeps SET uuid = lower(hex(randomblob(16)));
+CREATE UNIQUE INDEX sweeps_by_uuid ON sweeps(uuid);
+ALTER TABLE sweeps ADD COLUMN inherited_env TEXT;
+ALTER TABLE sweeps ADD COLUMN runner_process TEXT NOT NULL DEFAULT '';
 )sql",
 };
 

@@ -134,9 +134,9 @@ Result<std::int64_t> Store::insert_sweep(const SweepRecord& r) {
         "INSERT INTO sweeps (name, tag, spec_path, spec_text, spec_hash, target, host_preflight, "
         "tool_version, "
         "repeats, created_at, started_at, state, runner_pid, runner_host, plan_fingerprint, metrics, "
-        "backend) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, 'running', ?11, ?12, ?13, ?14, ?15) RETURNING "
-        "id",
+        "backend, uuid, inherited_env, runner_process) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, 'running', ?11, ?12, ?13, ?14, ?15, "
+        "coalesce(?16, lower(hex(randomblob(16)))), ?17, ?18) RETURNING id",
         what);
     if (!stmt) return stmt.error();
     auto& s = **stmt;
@@ -146,6 +146,12 @@ Result<std::int64_t> Store::insert_sweep(const SweepRecord& r) {
     s.bind(9, std::int64_t{r.repeats}).bind(10, now());
     s.bind(11, std::int64_t{getpid()}).bind(12, host_name()).bind(13, r.plan_fingerprint);
     s.bind(14, r.metrics.empty() ? std::string() : metrics_to_json(r.metrics)).bind(15, r.backend);
+    s.bind_text_or_null(16, r.uuid);
+    if (r.inherited_known)
+        s.bind(17, detail::assignments_to_json(r.inherited_env));
+    else
+        s.bind(17, std::optional<std::int64_t>());
+    s.bind(18, process_identity(getpid()));
     Result<bool> row = s.step(what);
     if (!row) return row.error();
     if (!*row) return Error::internal(fmt::format("database {} returned no id while {}", path(), what));
@@ -372,7 +378,7 @@ Result<int> Store::resume_sweep(std::int64_t sweep) {
     // process that runs it is alive (checked inside the write transaction, so two resumes
     // cannot both pass).
     Result<sqlite::Statement*> runner =
-        m_db.cached("SELECT state, runner_pid, runner_host FROM sweeps WHERE id = ?1", what);
+        m_db.cached("SELECT state, runner_pid, runner_host, runner_process FROM sweeps WHERE id = ?1", what);
     if (!runner) return runner.error();
     Result<bool> row = (*runner)->bind(1, sweep).step(what);
     if (!row) return row.error();
@@ -381,6 +387,7 @@ Result<int> Store::resume_sweep(std::int64_t sweep) {
         current.state = parse_sweep_state((*runner)->column_text(0)).value_or(SweepState::failed);
         current.runner_pid = (*runner)->column_optional_int64(1);
         current.runner_host = (*runner)->column_text(2);
+        current.runner_process = (*runner)->column_text(3);
     }
     (*runner)->reset();
     if (probe_runner(current) == true && current.runner_pid != std::int64_t{getpid()}) {
@@ -392,10 +399,11 @@ Result<int> Store::resume_sweep(std::int64_t sweep) {
     }
     Result<sqlite::Statement*> stmt = m_db.cached(
         "UPDATE sweeps SET state = 'running', started_at = ?2, ended_at = NULL, end_reason = NULL, "
-        "resumes = resumes + 1, runner_pid = ?3, runner_host = ?4 WHERE id = ?1",
+        "resumes = resumes + 1, runner_pid = ?3, runner_host = ?4, runner_process = ?5 WHERE id = ?1",
         what);
     if (!stmt) return stmt.error();
     (*stmt)->bind(1, sweep).bind(2, now()).bind(3, std::int64_t{getpid()}).bind(4, host_name());
+    (*stmt)->bind(5, process_identity(getpid()));
     if (auto done = (*stmt)->run(what); !done) return done.error();
     Result<int> reset = reset_unfinished_in_tx(sweep, what);
     if (!reset) return reset.error();

@@ -13,7 +13,7 @@ namespace {
 constexpr const char* k_sweep_columns =
     "SELECT id, name, tag, spec_path, spec_text, spec_hash, target, host_preflight, tool_version, repeats, "
     "created_at, started_at, ended_at, state, end_reason, resumes, runner_pid, runner_host, "
-    "plan_fingerprint, metrics, backend "
+    "plan_fingerprint, metrics, backend, uuid, inherited_env, runner_process "
     "FROM sweeps ";
 
 SweepInfo read_sweep(const sqlite::Statement& s) {
@@ -40,6 +40,10 @@ SweepInfo read_sweep(const sqlite::Statement& s) {
     // Definitions that cannot be read fall back to the default rule, like a sweep from before v3.
     if (auto metrics = metrics_from_json(s.column_text(19))) info.record.metrics = std::move(*metrics);
     info.record.backend = s.column_text(20);
+    info.record.uuid = s.column_text(21);
+    info.record.inherited_known = !s.column_is_null(22);
+    info.record.inherited_env = detail::assignments_from_json(s.column_text(22));
+    info.runner_process = s.column_text(23);
     info.runner_alive = probe_runner(info);
     return info;
 }

@@ -104,6 +104,8 @@ Result<std::int64_t> SweepWriter::create(const NewSweep& sweep, const std::vecto
     record.plan_fingerprint = sweep.fingerprint.to_json();
     record.metrics = sweep.metrics;
     record.backend = sweep.backend;
+    record.uuid = sweep.uuid;
+    record.inherited_env = sweep.inherited_env;
     // The sweep and its plan in one transaction: a crash leaves both or neither.
     auto id = m_store.create_sweep(record, experiments);
     if (!id) return id.error();
@@ -122,6 +124,8 @@ Result<StoredPlan> SweepWriter::load_plan(std::int64_t id) {
     if (!stored) return stored.error();
     StoredPlan plan;
     plan.fingerprint = std::move(*fingerprint);
+    plan.uuid = info->record.uuid;
+    if (info->record.inherited_known) plan.inherited_env = info->record.inherited_env;
     plan.experiments.reserve(stored->size());
     for (auto& s : *stored) plan.experiments.push_back(std::move(s.experiment));
     return plan;

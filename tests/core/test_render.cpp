@@ -168,16 +168,102 @@ TEST_CASE("sitecustomize sets every value exactly, runs no payload, and reaches 
     CHECK_FALSE(std::filesystem::exists("/tmp/ncclsweep-never"));
 }
 
-TEST_CASE("sitecustomize uses setdefault: an explicitly set variable wins") {
+TEST_CASE("sitecustomize sets its values over inherited ones: the setting recorded is the setting that ran") {
     TempDir dir;
     dir.write("site/sitecustomize.py",
               sitecustomize({{"NCCL_ALGO", "allreduce:tree"}, {"NCCL_PROTO", "LL"}}, {"s", 1, "k"}));
-    auto run = run_command({"python3", "-c", k_dump_env, "NCCL_ALGO", "NCCL_PROTO"}, {},
-                           {"PYTHONPATH=" + (dir.path() / "site").string(), "NCCL_ALGO=ring"});
+    // A launch script, a module file or ~/.bashrc exported other values: the sweep's win.
+    auto run = run_command({"python3", "-c", k_dump_env, "NCCL_ALGO", "NCCL_PROTO", "NCCL_OTHER"}, {},
+                           {"PYTHONPATH=" + (dir.path() / "site").string(), "NCCL_ALGO=ring",
+                            "NCCL_PROTO=Simple", "NCCL_OTHER=kept"});
+    INFO(run.err);
     REQUIRE(run.exit_code == 0);
     auto dumped = nlohmann::json::parse(run.out);
-    CHECK(dumped["NCCL_ALGO"] == hex("ring"));
+    CHECK(dumped["NCCL_ALGO"] == hex("allreduce:tree"));
     CHECK(dumped["NCCL_PROTO"] == hex("LL"));
+    CHECK(dumped["NCCL_OTHER"] == hex("kept"));  // what the sweep does not set is left alone
+}
+
+TEST_CASE("sitecustomize with a marker file records each interpreter that imported it") {
+    TempDir dir;
+    dir.write("site/sitecustomize.py",
+              sitecustomize({{"NCCL_PROTO", "LL"}, {"NS_BAD", std::string("a\0b", 3)}}, {"s", 1, "k"},
+                            Evidence::marker_file));
+    const std::string site = (dir.path() / "site").string();
+    // A parent and the Python child it spawns: two interpreters, two lines, one process group.
+    const std::string parent =
+        "import subprocess, sys\n"
+        "sys.exit(subprocess.run([sys.executable, '-c', 'pass']).returncode)\n";
+    auto run = run_command(
+        {"python3", "-c", parent}, {},
+        {"PYTHONPATH=" + site, "NCCLSWEEP_REPEAT=3", "SLURM_ARRAY_JOB_ID=42", "SLURM_ARRAY_TASK_ID=7"});
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    CHECK(run.err.empty());
+    const std::string marker = test::read_file(dir.path() / "site" / delivery_marker_file(3));
+    INFO(marker);
+    std::vector<std::string> lines;
+    for (std::size_t at = 0, end; (end = marker.find('\n', at)) != std::string::npos; at = end + 1)
+        lines.push_back(marker.substr(at, end - at));
+    REQUIRE(lines.size() == 2);
+    for (const auto& line : lines) {
+        CHECK(line.rfind("ncclsweep-delivered pgid=", 0) == 0);
+        CHECK(line.find(" task=42_7 repeat=3 ") != std::string::npos);
+        // A value no environment can hold (NUL) is named as not set, never silently dropped.
+        CHECK(line.find(" missing=NS_BAD ") != std::string::npos);
+        CHECK(line.find(" python=") != std::string::npos);
+    }
+    // Without the marker option (an exported file) nothing is written.
+    TempDir other;
+    other.write("site/sitecustomize.py", sitecustomize({{"NCCL_PROTO", "LL"}}, {"s", 1, "k"}));
+    auto quiet =
+        run_command({"python3", "-c", "pass"}, {}, {"PYTHONPATH=" + (other.path() / "site").string()});
+    REQUIRE(quiet.exit_code == 0);
+    for (const auto& entry : std::filesystem::directory_iterator(other.path() / "site"))
+        CHECK(entry.path().filename().string().rfind("delivered", 0) != 0);
+}
+
+TEST_CASE("sitecustomize runs the one it shadows, after setting its values, and reports its error") {
+    TempDir dir;
+    dir.write("site/sitecustomize.py",
+              sitecustomize({{"NCCL_PROTO", "LL"}}, {"s", 1, "k"}, Evidence::marker_file));
+    // The next sitecustomize on sys.path (a user's, or the distribution's): it must still run,
+    // and it sees the sweep's values.
+    dir.write("user/sitecustomize.py",
+              "import os\n"
+              "os.environ['USER_SITE_SAW'] = os.environ.get('NCCL_PROTO', 'unset')\n"
+              "if os.environ.get('BREAK_USER_SITE'):\n"
+              "    raise RuntimeError('user site is broken')\n");
+    const std::string path =
+        "PYTHONPATH=" + (dir.path() / "site").string() + ":" + (dir.path() / "user").string();
+    auto run = run_command({"python3", "-c", k_dump_env, "NCCL_PROTO", "USER_SITE_SAW"}, {}, {path});
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    CHECK(run.err.empty());
+    auto dumped = nlohmann::json::parse(run.out);
+    CHECK(dumped["NCCL_PROTO"] == hex("LL"));
+    CHECK(dumped["USER_SITE_SAW"] == hex("LL"));
+    // The same folder twice on the path: the file does not run itself again.
+    auto twice =
+        run_command({"python3", "-c", "print('once')"}, {},
+                    {"PYTHONPATH=" + (dir.path() / "site").string() + ":" + (dir.path() / "site").string()});
+    CHECK(twice.exit_code == 0);
+    CHECK(twice.out == "once\n");
+
+    // Its error is not swallowed: the traceback on stderr, named, and a line in the marker file;
+    // the program itself still runs, as Python runs it after a failing sitecustomize.
+    auto broken = run_command({"python3", "-c", "print('program ran')"}, {}, {path, "BREAK_USER_SITE=1"});
+    INFO(broken.err);
+    CHECK(broken.exit_code == 0);
+    CHECK(broken.out == "program ran\n");
+    CHECK(broken.err.find("ncclsweep: the sitecustomize.py this one shadows, " +
+                          (dir.path() / "user/sitecustomize.py").string() +
+                          ", raised RuntimeError: user site is broken") != std::string::npos);
+    CHECK(broken.err.find("Traceback (most recent call last):") != std::string::npos);
+    CHECK(broken.err.find("RuntimeError: user site is broken") != std::string::npos);
+    const std::string marker = test::read_file(dir.path() / "site" / "delivered--");
+    CHECK(marker.find("ncclsweep-chained ") != std::string::npos);
+    CHECK(marker.find("raised RuntimeError: user site is broken") != std::string::npos);
 }
 
 TEST_CASE("sitecustomize never raises, even for values the OS environment cannot hold") {

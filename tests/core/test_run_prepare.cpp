@@ -50,6 +50,7 @@ struct PrinterOutput {
 /// --validate refuses tokens=3, and every --validate call is kept.
 void answer_as_engine(test::FakeTarget& target, std::vector<std::vector<std::string>>& validated) {
     target.answer = [&validated](const std::vector<std::string>& argv) -> Result<std::string> {
+        if (argv == std::vector<std::string>{"env"}) return std::string();  // nothing inherited
         if (argv.size() > 1 && argv[1] == "--describe")
             return std::string(
                 R"({"engine":"tpverify","describe_version":1,"parameters":[{"name":"tokens","type":"int",)"
@@ -234,6 +235,36 @@ TEST_CASE(
     CHECK(refused.error().kind == ErrorKind::bad_input);
     CHECK(refused.error().message.find("r.yaml:6") != std::string::npos);
     CHECK(refused.error().message.find("3 tokens do not fit") != std::string::npos);
+    CHECK(untouched.calls.empty());
+}
+
+TEST_CASE("run prepare: what the target's commands inherit is recorded with the sweep, before the database") {
+    test::TempDir dir;
+    const auto spec = dir.write("s.yaml", prepare_spec_yaml());
+    FakeHost host;
+    host.target->answer = [](const std::vector<std::string>& argv) -> Result<std::string> {
+        if (argv == std::vector<std::string>{"env"})
+            return std::string("NCCL_PROTO=Simple\nNCCL_SOCKET_IFNAME=eth9\nHOME=/root\nCUDA_HOME=/cuda\n");
+        return std::string();
+    };
+    FakeRecord record;
+    auto run = prepare_run(flags_for(spec), host, record);
+    INFO((run ? std::string() : run.error().message));
+    REQUIRE(run);
+    // NCCL_PROTO is swept (every experiment sets it): the sweep's value wins, it is not inherited.
+    CHECK(run->request.sweep.inherited_env ==
+          std::vector<Assignment>{{"CUDA_HOME", "/cuda"}, {"NCCL_SOCKET_IFNAME", "eth9"}});
+    CHECK(std::filesystem::path(run->request.database).is_absolute());
+
+    // A target that cannot say stops the run before the database is opened.
+    FakeHost failing;
+    failing.target->answer = [](const std::vector<std::string>&) -> Result<std::string> {
+        return Error::infrastructure("ssh://gpu: connection reset");
+    };
+    FakeRecord untouched;
+    auto refused = prepare_run(flags_for(spec), failing, untouched);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().message.find("connection reset") != std::string::npos);
     CHECK(untouched.calls.empty());
 }
 

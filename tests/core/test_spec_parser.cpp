@@ -313,3 +313,32 @@ TEST_CASE("Slurm and pool target errors are located") {
     CHECK(error_of("target: {url: local, hosts: [ssh://a]}\nworkload: {engine: tpverify}\n") ==
           "spec.yaml:1:9: target has both `url` and `hosts`; a pool is `hosts: [ssh://a, ssh://b]` alone");
 }
+
+TEST_CASE(
+    "target.workdir that cannot go on PYTHONPATH is refused at its line when delivery uses sitecustomize") {
+    for (const char* delivery : {"sitecustomize", "both"}) {
+        INFO(delivery);
+        auto spec = parse_spec(
+            std::string("sweep: x\ntarget:\n  env_delivery: ") + delivery +
+                "\n  workdir: /scratch/a:b\nworkload: {command: [true]}\naxes: {NCCL_PROTO: [LL]}\n",
+            "x.yaml");
+        REQUIRE_FALSE(spec.ok());
+        CHECK(spec.error().kind == ErrorKind::bad_input);
+        CHECK(spec.error().message.rfind("x.yaml:4:", 0) == 0);
+        CHECK(spec.error().message.find("contains ':'") != std::string::npos);
+        CHECK(spec.error().message.find("PYTHONPATH") != std::string::npos);
+    }
+    // Written before env_delivery, and with a line break: the same.
+    auto newline = parse_spec(
+        "sweep: x\ntarget:\n  workdir: \"/scratch/a\\nb\"\nworkload: {command: [true]}\n"
+        "axes: {NCCL_PROTO: [LL]}\n",
+        "x.yaml");
+    REQUIRE_FALSE(newline.ok());
+    CHECK(newline.error().message.find("a line break") != std::string::npos);
+    // The process environment needs no PYTHONPATH.
+    CHECK(parse_spec(
+              "sweep: x\ntarget:\n  workdir: /scratch/a:b\n  env_delivery: env\nworkload: {command: [true]}\n"
+              "axes: {NCCL_PROTO: [LL]}\n",
+              "x.yaml")
+              .ok());
+}

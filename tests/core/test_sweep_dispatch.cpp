@@ -76,7 +76,11 @@ struct FakePool final : Target {
     }
     [[nodiscard]] std::string describe() const override { return "pool"; }
     Result<std::string> prepare_workdir(const std::string& id) override { return "/fake/" + id; }
+    Result<void> lock_workdir(const std::string&) override { return success(); }
     Result<void> put_file(const std::string&, const std::string&) override { return success(); }
+    Result<std::optional<std::string>> get_file(const std::string&, std::size_t) override {
+        return std::optional<std::string>();
+    }
     Result<std::unique_ptr<Process>> start(const Command& c) override { return hosts.front()->start(c); }
     Result<std::string> capture(const std::vector<std::string>&, std::chrono::seconds) override {
         return std::string();
@@ -92,8 +96,12 @@ struct FakeBatch final : Target {
     int submits = 0, cancels = 0;
     [[nodiscard]] std::string describe() const override { return "batch"; }
     Result<std::string> prepare_workdir(const std::string& id) override { return inner.prepare_workdir(id); }
+    Result<void> lock_workdir(const std::string& holder) override { return inner.lock_workdir(holder); }
     Result<void> put_file(const std::string& p, const std::string& c) override {
         return inner.put_file(p, c);
+    }
+    Result<std::optional<std::string>> get_file(const std::string& p, std::size_t limit) override {
+        return inner.get_file(p, limit);
     }
     Result<std::unique_ptr<Process>> start(const Command& c) override { return inner.start(c); }
     Result<std::string> capture(const std::vector<std::string>& a, std::chrono::seconds t) override {
@@ -175,6 +183,7 @@ TEST_CASE(
     std::atomic<bool> stop{false};
     SweepRequest request;
     request.sweep.name = "unit";
+    request.sweep.uuid = "0123456789abcdef0123456789abcdef";
     for (int id = 1; id <= 3; ++id) request.experiments.push_back(point(id));
     auto outcome = run_sweep(request, batch, store, observer, unit_run_options(2), stop);
     REQUIRE(outcome);
@@ -183,7 +192,7 @@ TEST_CASE(
     REQUIRE(batch.submitted.size() == 6);
     CHECK(batch.submitted[0].key == "exp-1/rep-0");
     CHECK(batch.submitted[5].key == "exp-3/rep-1");
-    CHECK(batch.submitted[5].command.workdir == "/fake/sweep-1/exp-3");
+    CHECK(batch.submitted[5].command.workdir == "/fake/sweep-1-0123456789abcdef0123456789abcdef/exp-3");
     CHECK(store.current().scheduled.at(1) == "7_0 7_1");
     CHECK(store.current().scheduled.at(3) == "7_4 7_5");
     // Every start names the task it follows.

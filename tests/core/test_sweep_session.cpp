@@ -1,6 +1,7 @@
 // The sweep loop and the sweep session driven through a scripted FakeTarget and an in-memory
 // FakeStore: order of writes, retries after a lost connection, resume selection, refused
 // resumes (which must write nothing), interrupts and per-experiment failures.
+#include <algorithm>
 #include <atomic>
 #include <string>
 #include <vector>
@@ -93,6 +94,7 @@ TEST_CASE(
     std::atomic<bool> stop{false};
     auto request = request_of({point(1, "LL"), point(2, "LL128"), point(3, "Simple")});
     request.plan_warnings = {{"nccl_ignored_setting", "NCCL ignores it (experiments 1-3)"}};
+    request.database = "/data/r.db";
     auto outcome = run_sweep(request, target, store, observer, run_options(), stop);
     REQUIRE(outcome);
     CHECK(outcome->sweep_id == 1);
@@ -104,7 +106,14 @@ TEST_CASE(
     CHECK(store.current().finished.at(2).median("tok_s") == Approx(200));
     // Each experiment's environment reaches its process; the workdir is per sweep.
     REQUIRE(target.log->started.size() == 3);
-    CHECK(target.log->started[2].workdir == "/fake/sweep-1/exp-3");
+    // The work directory is named by the sweep's id and its random uuid (stored with it), and
+    // taken with the target's lock in the name of this sweep and database.
+    const std::string uuid = store.current().sweep.uuid;
+    REQUIRE(uuid.size() == 32);
+    CHECK(uuid.find_first_not_of("0123456789abcdef") == std::string::npos);
+    CHECK(target.log->started[2].workdir == "/fake/sweep-1-" + uuid + "/exp-3");
+    CHECK(std::find(target.log->calls.begin(), target.log->calls.end(),
+                    "lock sweep 1 (" + uuid + ") of database /data/r.db") != target.log->calls.end());
     bool has_proto = false;
     for (const auto& [name, value] : target.log->started[2].env)
         has_proto |= name == "NCCL_PROTO" && value == "Simple";

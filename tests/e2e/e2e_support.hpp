@@ -73,6 +73,22 @@ inline std::string server_spec(const std::string& name, const std::filesystem::p
            algos + "\n";
 }
 
+/// The work directory of sweep `id` under the work directory root `root`: "sweep-ID-UUID" (the
+/// uuid is drawn per sweep). Waits up to `limit` for it to appear (a sweep being started);
+/// root/"sweep-ID-(none)" when none did.
+inline std::filesystem::path sweep_dir(const std::filesystem::path& root, int id = 1,
+                                       std::chrono::seconds limit = std::chrono::seconds(0)) {
+    const std::string prefix = "sweep-" + std::to_string(id) + "-";
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+        std::error_code ec;
+        for (const auto& entry : std::filesystem::directory_iterator(root, ec))
+            if (entry.path().filename().string().rfind(prefix, 0) == 0) return entry.path();
+        if (std::chrono::steady_clock::now() >= deadline) return root / (prefix + "(none)");
+        ::usleep(20 * 1000);
+    }
+}
+
 /// All experiments of the newest sweep in `db`.
 inline std::vector<results::StoredExperiment> latest_experiments(const std::string& db) {
     results::StoreOptions options;
@@ -171,6 +187,41 @@ inline std::vector<std::vector<std::string>> sqlite_rows(const std::string& db, 
     sqlite3_finalize(stmt);
     sqlite3_close(handle);
     return rows;
+}
+
+/// A task for `env_delivery: sitecustomize` checks on any target: `sh TASK py` runs a Python
+/// program that appends the NCCL_PROTO it sees to `seen` (what the workload really got) and
+/// prints tok_s=1; `sh TASK sh` prints tok_s=1 from the shell alone (not a Python program, so
+/// sitecustomize.py never reaches it). Written into `dir`; returns the task's path.
+inline std::filesystem::path write_delivery_task(const TempDir& dir, const std::filesystem::path& seen) {
+    auto program = dir.write("saw.py",
+                             "import os, sys\n"
+                             "with open(sys.argv[1], 'a') as f:\n"
+                             "    f.write('NCCL_PROTO=%s\\n' % os.environ.get('NCCL_PROTO', '(unset)'))\n"
+                             "print('tok_s=1')\n");
+    return dir.write("delivery-task.sh",
+                     "case \"$1\" in\n"
+                     "  py) exec python3 " +
+                         program.string() + " " + seen.string() +
+                         " ;;\n"
+                         "  sh) echo tok_s=1 ;;\n"
+                         "esac\n");
+}
+
+/// Checks a sweep of write_delivery_task's `mode: [py, sh]` under `env_delivery: sitecustomize`:
+/// the Python run saw the swept NCCL_PROTO=LL and is ok, the shell run is a `delivery` failure.
+inline void check_delivery_sweep(const std::string& db, const std::filesystem::path& seen) {
+    CHECK(read_file(seen) == "NCCL_PROTO=LL\n");
+    auto rows = sqlite_rows(db,
+                            "SELECT params, status, coalesce(failure_class, ''), coalesce(diagnosis, '') "
+                            "FROM experiments ORDER BY exp_id");
+    REQUIRE(rows.size() == 2);
+    CHECK(rows[0][0].find("\"mode\":\"py\"") != std::string::npos);
+    CHECK(rows[0][1] == "ok");
+    CHECK(rows[1][0].find("\"mode\":\"sh\"") != std::string::npos);
+    CHECK(rows[1][1] == "failed");
+    CHECK(rows[1][2] == "delivery");
+    CHECK(rows[1][3].find("set target.env_delivery: env or both") != std::string::npos);
 }
 
 /// `PRAGMA integrity_check` of `db`: "ok" for a sound file.

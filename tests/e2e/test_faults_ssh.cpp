@@ -57,7 +57,8 @@ struct HangingSweep {
                                         1, "  stall: 30\n  total: 120\n"),
                                sshd, remote));
         run.emplace(spawn_ncclsweep(dir.path(), run_args(spec, db, sshd.flags())));
-        workload = TestSshd::wait_for_process_in(remote / "sweep-1" / "exp-1", std::chrono::seconds(90));
+        workload = TestSshd::wait_for_process_in(sweep_dir(remote, 1, std::chrono::seconds(90)) / "exp-1",
+                                                 std::chrono::seconds(90));
         REQUIRE(workload != 0);
     }
 };

@@ -90,3 +90,34 @@ TEST_CASE("pool: two ssh hosts run experiments in parallel and each experiment i
         CHECK(commands == 1);
     }
 }
+
+TEST_CASE(
+    "pool: sitecustomize delivery is proven on each host, a non-Python workload is a delivery failure") {
+    TestSshd first;
+    if (!first.available) return;
+    TestSshd second;
+    if (!second.available) return;
+    TempDir dir;
+    {
+        std::ofstream keys(second.dir.path() / "authorized_keys", std::ios::app);
+        keys << read_file(first.dir.path() / "user_key.pub");
+    }
+    auto known = dir.write("known_hosts", read_file(first.dir.path() / "known_hosts") +
+                                              read_file(second.dir.path() / "known_hosts"));
+    const auto seen = dir.path() / "seen";
+    auto task = write_delivery_task(dir, seen);
+    auto spec = dir.write("s.yaml", "sweep: pool-delivery\ntarget:\n  hosts: [" + first.url() + ", " +
+                                        second.url() + "]\n  workdir: " + (dir.path() / "remote").string() +
+                                        "\n  env_delivery: sitecustomize\nworkload:\n  command: [/bin/sh, " +
+                                        task.string() +
+                                        ", \"{mode}\"]\n  metrics:\n    tok_s: 'tok_s=([0-9.]+)'\naxes:\n"
+                                        "  NCCL_PROTO: [LL]\n  mode: [py, sh]\ntimeouts:\n" +
+                                        k_ssh_timeouts);
+    const std::string db = (dir.path() / "r.db").string();
+    auto run = run_ncclsweep({"run", spec.string(), "--db", db, "--known-hosts", known.string(), "--identity",
+                              (first.dir.path() / "user_key").string()},
+                             {"NCCL_PROTO=Simple"});
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    check_delivery_sweep(db, seen);
+}

@@ -50,7 +50,7 @@ void use_cluster(const TestSlurm& slurm) {
 }
 
 fs::path slurm_dir(const TempDir& dir) {
-    return dir.path() / "work" / "sweep-1" / "slurm";
+    return sweep_dir(dir.path() / "work") / "slurm";
 }
 
 int count_files(const fs::path& dir, const std::string& extension) {
@@ -124,7 +124,7 @@ TEST_CASE("slurm: six experiments go out as one throttled job array and each tas
         CHECK(out.find("job= ") == std::string::npos);
         CHECK(out.find("array=" + job + " ") != std::string::npos);
         // sitecustomize.py delivery: the experiment's directory first on PYTHONPATH.
-        CHECK(out.find("pythonpath=" + (dir.path() / "work" / "sweep-1").string() + "/exp-" +
+        CHECK(out.find("pythonpath=" + sweep_dir(dir.path() / "work").string() + "/exp-" +
                        std::to_string(e.experiment.id)) != std::string::npos);
         std::smatch m;
         const std::regex times("start ([0-9.]+)[\\s\\S]*end ([0-9.]+)");
@@ -212,6 +212,29 @@ TEST_CASE(
     CHECK(slurm.queue().empty());
 }
 
+TEST_CASE("slurm: sitecustomize delivery is proven per task, a non-Python workload is a delivery failure") {
+    TestSlurm slurm;
+    if (!slurm.available) return;
+    use_cluster(slurm);
+    TempDir dir;
+    const auto seen = dir.path() / "seen";
+    auto task = write_delivery_task(dir, seen);
+    std::string text = slurm_spec("slurm-delivery", dir, task, "{time: \"00:02:00\"}",
+                                  "  NCCL_PROTO: [LL]\n  mode: [py, sh]\n");
+    text.replace(text.find("  slurm: "), 0, "  env_delivery: sitecustomize\n");
+    auto spec = dir.write("s.yaml", text);
+    std::string db = (dir.path() / "r.db").string();
+    auto run = run_ncclsweep({"run", spec.string(), "--db", db}, {"NCCL_PROTO=Simple"});
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    check_delivery_sweep(db, seen);
+    // The evidence names the Slurm task that wrote it.
+    const std::string task_id = slurm_scalar(db, "SELECT scheduler_task FROM experiments WHERE exp_id = 1");
+    CHECK(
+        read_file(sweep_dir(dir.path() / "work") / "exp-1" / "delivered-0").find(" task=" + task_id + " ") !=
+        std::string::npos);
+}
+
 TEST_CASE("slurm: Ctrl-C cancels the array's unfinished tasks and the sweep can be resumed") {
     TestSlurm slurm;
     if (!slurm.available) return;
@@ -293,7 +316,7 @@ TEST_CASE("slurm: a work directory the nodes do not share stops the sweep at the
     auto run = run_ncclsweep({"run", spec.string(), "--db", db});
     INFO(run.err);
     CHECK(run.exit_code == 3);
-    const std::string workdir = (dir.path() / "work" / "sweep-1").string();
+    const std::string workdir = sweep_dir(dir.path() / "work").string();
     CHECK(run.err.find("The work directory " + workdir + " is not on a filesystem that node shares") !=
           std::string::npos);
     CHECK(run.err.find("Set target.workdir") != std::string::npos);

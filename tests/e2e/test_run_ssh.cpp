@@ -39,8 +39,37 @@ TEST_CASE("run over ssh: experiments run on the host and are recorded, unknown h
     REQUIRE(experiments.size() == 2);
     for (const auto& e : experiments) CHECK(e.outcome.status == results::ExperimentStatus::ok);
     // The environment files were written on the host through SFTP.
-    CHECK(std::filesystem::exists(dir.path() / "remote" / "sweep-1" / "exp-1" / "env"));
-    CHECK(std::filesystem::exists(dir.path() / "remote" / "sweep-1" / "exp-2" / "sitecustomize.py"));
+    CHECK(std::filesystem::exists(sweep_dir(dir.path() / "remote") / "exp-1" / "env"));
+    CHECK(std::filesystem::exists(sweep_dir(dir.path() / "remote") / "exp-2" / "sitecustomize.py"));
+}
+
+TEST_CASE(
+    "run over ssh: sitecustomize delivery is proven on the host, a non-Python workload is a delivery "
+    "failure") {
+    TestSshd sshd;
+    if (!sshd.available) return;
+    TempDir dir;
+    const auto seen = dir.path() / "seen";
+    auto task = write_delivery_task(dir, seen);
+    auto spec = dir.write("s.yaml", "sweep: ssh-delivery\ntarget:\n  url: " + sshd.url() +
+                                        "\n  workdir: " + (dir.path() / "remote").string() +
+                                        "\n  env_delivery: sitecustomize\nworkload:\n  command: [/bin/sh, " +
+                                        task.string() +
+                                        ", \"{mode}\"]\n  metrics:\n    tok_s: 'tok_s=([0-9.]+)'\naxes:\n"
+                                        "  NCCL_PROTO: [LL]\n  mode: [py, sh]\ntimeouts:\n" +
+                                        k_ssh_timeouts);
+    const std::string db = (dir.path() / "r.db").string();
+    std::vector<std::string> args{"run", spec.string(), "--db", db};
+    auto flags = sshd.flags();
+    args.insert(args.end(), flags.begin(), flags.end());
+    // The login environment exports NCCL_PROTO too: the swept value must still win.
+    auto r = run_ncclsweep(args, {"NCCL_PROTO=Simple"});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    check_delivery_sweep(db, seen);
+    // The evidence was written on the host, next to the experiment's sitecustomize.py.
+    CHECK(read_file(sweep_dir(dir.path() / "remote") / "exp-1" / "delivered-0")
+              .rfind("ncclsweep-delivered pgid=", 0) == 0);
 }
 
 TEST_CASE(
@@ -63,8 +92,9 @@ TEST_CASE(
     // workload is running on the host (waiting for its process, not for the clock: on a loaded
     // machine the preflight alone can take seconds). Its 2 s hang keeps it alive meanwhile.
     std::thread killer([&] {
-        const pid_t workload = TestSshd::wait_for_process_in(dir.path() / "remote" / "sweep-1" / "exp-1",
-                                                             std::chrono::seconds(120));
+        const pid_t workload = TestSshd::wait_for_process_in(
+            sweep_dir(dir.path() / "remote", 1, std::chrono::seconds(120)) / "exp-1",
+            std::chrono::seconds(120));
         CHECK(workload != 0);
         sshd.stop();
     });

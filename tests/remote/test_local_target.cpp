@@ -1,9 +1,12 @@
 #include "remote/local_target.hpp"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
+#include <memory>
 #include <thread>
 
 #include "tests/support/catch.hpp"
@@ -223,4 +226,88 @@ TEST_CASE("local: prepare_workdir, put_file (atomic, parents) and capture", "[re
     auto slow = t.capture({"sleep", "10"}, std::chrono::seconds(1));
     REQUIRE_FALSE(slow.ok());
     CHECK(slow.error().message.find("did not finish") != std::string::npos);
+}
+
+TEST_CASE("local: the work directory is locked, a second runner is refused naming the first",
+          "[remote][local]") {
+    test::TempDir dir;
+    remote::LocalOptions options;
+    options.workdir_root = (dir.path() / "root").string();
+    auto first = std::make_unique<LocalTarget>(options);
+    REQUIRE(first->prepare_workdir("sweep-3-abc").ok());
+    REQUIRE(first->lock_workdir("sweep 3 (abc) of database /data/a.db").ok());
+    // Another runner (another database's copy of the sweep, a second resume) on the same directory.
+    LocalTarget second(options);
+    REQUIRE(second.prepare_workdir("sweep-3-abc").ok());
+    auto refused = second.lock_workdir("sweep 3 (abc) of database /data/b.db");
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().kind == ErrorKind::infrastructure);
+    CHECK(refused.error().message.find("is in use by sweep 3 (abc) of database /data/a.db, run by pid " +
+                                       std::to_string(::getpid())) != std::string::npos);
+    // A workload started by the holder does not inherit the lock: it ends with its runner.
+    auto fds = start(*first, {"sh", "-c", "ls -l /proc/$$/fd"});
+    std::string listing;
+    for (const auto& line : collect(*fds).lines) listing += line.text + "\n";
+    INFO(listing);
+    CHECK(listing.find("ncclsweep.lock") == std::string::npos);
+    // Its runner gone (however it ended: the kernel drops a flock with the last descriptor).
+    first.reset();
+    CHECK(second.lock_workdir("sweep 3 (abc) of database /data/b.db").ok());
+    // Other sweeps' directories are other locks.
+    LocalTarget third(options);
+    REQUIRE(third.prepare_workdir("sweep-3-def").ok());
+    CHECK(third.lock_workdir("sweep 3 (def) of database /data/c.db").ok());
+}
+
+TEST_CASE("local: put_file never writes through a name planted in a shared work directory",
+          "[remote][local]") {
+    test::TempDir dir;
+    LocalTarget t;
+    const auto victim = dir.write("victim.txt", "precious\n");
+    const std::string path = (dir.path() / "work" / "sitecustomize.py").string();
+    std::filesystem::create_directories(dir.path() / "work");
+    // Another user of the directory links the temporary name this process would use at the victim.
+    std::filesystem::create_symlink(victim, path + ".tmp." + std::to_string(::getpid()));
+    REQUIRE(t.put_file(path, "x = 1\n").ok());
+    CHECK(test::read_file(victim) == "precious\n");
+    CHECK(test::read_file(path) == "x = 1\n");
+    CHECK(std::filesystem::is_symlink(path + ".tmp." + std::to_string(::getpid())));  // left alone
+}
+
+TEST_CASE("local: get_file reads regular files, and neither waits on a FIFO nor follows a link",
+          "[remote][local]") {
+    test::TempDir dir;
+    LocalTarget t;
+    const auto file = dir.write("delivered", "line 1\nline 2\n");
+    auto whole = t.get_file(file.string(), 1 << 20);
+    REQUIRE(whole.ok());
+    REQUIRE(whole->has_value());
+    CHECK(**whole == "line 1\nline 2\n");
+    auto cut = t.get_file(file.string(), 6);
+    REQUIRE(cut.ok());
+    CHECK(**cut == "line 1");
+    auto missing = t.get_file((dir.path() / "none").string(), 100);
+    REQUIRE(missing.ok());
+    CHECK_FALSE(missing->has_value());
+    const std::string fifo = (dir.path() / "fifo").string();
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    auto refused = t.get_file(fifo, 100);  // returns at once: O_NONBLOCK, then not a regular file
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().message.find("not a regular file") != std::string::npos);
+    std::filesystem::create_symlink(file, dir.path() / "link");
+    CHECK_FALSE(t.get_file((dir.path() / "link").string(), 100).ok());
+}
+
+TEST_CASE("local: a PYTHONPATH directory with ':' or a newline is refused, not silently split",
+          "[remote][local]") {
+    LocalTarget t;
+    for (const std::string bad : {"/tmp/a:b/exp-1", "/tmp/a\nb/exp-1"}) {
+        Command c;
+        c.argv = {"true"};
+        c.pythonpath_prepend = bad;
+        auto refused = t.start(c);
+        REQUIRE_FALSE(refused.ok());
+        CHECK(refused.error().kind == ErrorKind::bad_input);
+        CHECK(refused.error().message.find("cannot go on PYTHONPATH") != std::string::npos);
+    }
 }

@@ -4,11 +4,15 @@
 
 #include <pwd.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <random>
 #include <thread>
 
+#include "core/host.hpp"
 #include "remote/slurm_target.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -316,6 +320,64 @@ TEST_CASE(
     CHECK(test::read_file(*work + "/exp-2/env") == "B=2\n");
 }
 
+TEST_CASE("ssh: the work directory's lock over SFTP refuses a second runner and is released",
+          "[remote][ssh]") {
+    TestSshd sshd;
+    if (!sshd.available) return;
+    auto first = sshd.connect();
+    auto work = first->prepare_workdir("sweep-4-abc");
+    REQUIRE(work.ok());
+    REQUIRE(first->lock_workdir("sweep 4 (abc) of database /data/a.db").ok());
+    const std::string lock = *work + "/ncclsweep.lock";
+    CHECK(test::read_file(lock).find("holder: sweep 4 (abc) of database /data/a.db\n") == 0);
+    // Another host of this runner's pool on the same shared filesystem: the lock is its own.
+    auto pool_host = sshd.connect();
+    REQUIRE(pool_host->prepare_workdir("sweep-4-abc").ok());
+    CHECK(pool_host->lock_workdir("sweep 4 (abc) of database /data/a.db").ok());
+    pool_host.reset();
+    CHECK(std::filesystem::exists(lock));  // still held by `first`
+    // The holder ends: its lock goes with it.
+    first.reset();
+    CHECK_FALSE(std::filesystem::exists(lock));
+
+    // Another runner, alive on this host (a process of its own), holds the directory.
+    int hold[2];
+    REQUIRE(::pipe(hold) == 0);
+    const pid_t other = ::fork();
+    REQUIRE(other >= 0);
+    if (other == 0) {
+        ::close(hold[1]);
+        char byte = 0;
+        (void)::read(hold[0], &byte, 1);
+        _exit(0);
+    }
+    ::close(hold[0]);
+    std::ofstream(lock) << "holder: sweep 4 (abc) of database /data/a.db\npid: " << other
+                        << "\nhost: " << ncclsweep::host_name() << "\nprocess: " << process_identity(other)
+                        << "\n";
+    auto second = sshd.connect();
+    REQUIRE(second->prepare_workdir("sweep-4-abc").ok());
+    auto refused = second->lock_workdir("sweep 4 (abc) of database /data/b.db");
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().kind == ErrorKind::infrastructure);
+    CHECK(refused.error().message.find("in use by sweep 4 (abc) of database /data/a.db, run by pid " +
+                                       std::to_string(other)) != std::string::npos);
+    CHECK(refused.error().message.find("remove " + lock) != std::string::npos);
+    // It is killed with -9 (here: it exits and is reaped): its lock is stale and is taken over.
+    ::close(hold[1]);
+    REQUIRE(::waitpid(other, nullptr, 0) == other);
+    CHECK(second->lock_workdir("sweep 4 (abc) of database /data/b.db").ok());
+    CHECK(test::read_file(lock).find("pid: " + std::to_string(::getpid())) != std::string::npos);
+    second.reset();
+    // One of another host cannot be judged from here: refused, with how to remove it.
+    std::ofstream(lock) << "holder: sweep 4 (abc) of database /data/a.db\npid: 1\nhost: elsewhere.invalid\n";
+    auto third = sshd.connect();
+    REQUIRE(third->prepare_workdir("sweep-4-abc").ok());
+    auto stale_elsewhere = third->lock_workdir("sweep 4 (abc) of database /data/a.db");
+    REQUIRE_FALSE(stale_elsewhere.ok());
+    CHECK(stale_elsewhere.error().message.find("pid 1 on host elsewhere.invalid") != std::string::npos);
+}
+
 TEST_CASE("ssh: the login shell runs once per connection, always the same fixed line", "[remote][ssh]") {
     // A real login shell's start-up file records every line sshd gives the shell.
     test::TestUser user("ncclsweep-rc", "/bin/bash",
@@ -424,4 +486,24 @@ TEST_CASE("ssh: Slurm's client commands run through the same agent when the logi
         CHECK(out->exit_code == 2);
     }
     CHECK(exec_channels(sshd) == 1);
+}
+
+TEST_CASE("ssh: get_file reads through SFTP, a missing file is none, and a FIFO is refused",
+          "[remote][ssh]") {
+    TestSshd sshd;
+    if (!sshd.available) return;
+    auto target = sshd.connect();
+    auto work = target->prepare_workdir("sweep-g");
+    REQUIRE(work.ok());
+    REQUIRE(target->put_file(*work + "/exp-1/delivered", "a\nb\n").ok());
+    auto read = target->get_file(*work + "/exp-1/delivered", 1 << 20);
+    REQUIRE(read.ok());
+    REQUIRE(read->has_value());
+    CHECK(**read == "a\nb\n");
+    auto missing = target->get_file(*work + "/exp-1/none", 100);
+    REQUIRE(missing.ok());
+    CHECK_FALSE(missing->has_value());
+    const std::string fifo = *work + "/fifo";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    CHECK_FALSE(target->get_file(fifo, 100).ok());
 }

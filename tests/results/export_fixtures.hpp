@@ -80,6 +80,8 @@ inline results::exports::SweepData make_export_sweep(const std::string& db,
     record.target = "local";
     record.tool_version = "test";
     record.repeats = 6;
+    record.uuid = "00112233445566778899aabbccddeeff";
+    record.inherited_env = {{"NCCL_SOCKET_IFNAME", "eth0"}};
     auto points = export_points();
     std::vector<Experiment> experiments;
     for (std::size_t i = 0; i < points.size(); ++i)

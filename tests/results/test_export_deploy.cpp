@@ -98,6 +98,39 @@ TEST_CASE("exported sitecustomize sets the best point's environment in python3")
     CHECK(env["NS_LABEL"] == test::k_hostile_label);
 }
 
+TEST_CASE(
+    "exported sitecustomize: its values win, the one it shadows still runs, and evidence names what was "
+    "inherited") {
+    TempDir dir;
+    auto sweep = test::make_export_sweep((dir.path() / "x.db").string());
+    ExportRequest request;
+    request.format = Format::sitecustomize;
+    request.best = true;
+    auto text = export_sweep(sweep, request);
+    REQUIRE(text);
+    // The workload ran with NCCL_SOCKET_IFNAME inherited: the deployable file says so.
+    CHECK(text->find(
+              "# inherited: the workload also ran with these from its environment, not set by the spec") !=
+          std::string::npos);
+    CHECK(text->find("NCCL_SOCKET_IFNAME=eth0") != std::string::npos);
+    // Installed in a folder of its own before the distribution's (docs/export.md): it sets its
+    // values over inherited ones, then runs the sitecustomize it shadows, and leaves no file.
+    dir.write("site/sitecustomize.py", *text);
+    dir.write("dist/sitecustomize.py",
+              "import os\nos.environ['DIST_SITE_SAW'] = os.environ.get('NCCL_PROTO', 'unset')\n");
+    auto run =
+        run_command({"python3", "-c", k_dump_env, "NCCL_PROTO", "DIST_SITE_SAW"}, {},
+                    {"PYTHONPATH=" + (dir.path() / "site").string() + ":" + (dir.path() / "dist").string(),
+                     "NCCL_PROTO=Simple"});
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    auto env = nlohmann::json::parse(run.out);
+    CHECK(env["NCCL_PROTO"] == "LL");
+    CHECK(env["DIST_SITE_SAW"] == "LL");
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path() / "site"))
+        CHECK(entry.path().filename().string().rfind("delivered", 0) != 0);  // no evidence file
+}
+
 TEST_CASE("exported env file loads in sh with exact values") {
     TempDir dir;
     auto sweep = test::make_export_sweep((dir.path() / "x.db").string());

@@ -8,6 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <thread>
+
+#include "core/host.hpp"
 #include "results/store/schema.hpp"
 #include "tests/results/store_fixtures.hpp"
 #include "tests/support/catch.hpp"
@@ -148,13 +152,21 @@ TEST_CASE("a running sweep whose runner is gone reads as such, a live or remote 
     Store store = open_test_store(dir.path() / "runner.db");
     Result<std::int64_t> sweep = store.create_sweep(make_sweep("running"));
     REQUIRE(sweep.ok());
-    // Its runner is this test process, which is not an ncclsweep: a reused pid, not a runner.
+    // Its runner is this very process (pid and identity recorded with it): alive.
+    CHECK(store.get_sweep(*sweep)->runner_alive == std::optional<bool>(true));
+    CHECK(store.get_sweep(*sweep)->runner_process == process_identity(getpid()));
+    // The same pid under another identity is a reused pid (another program, or after a reboot).
+    REQUIRE(store.database().exec("UPDATE sweeps SET runner_process = 'other-boot:1'", "test").ok());
+    CHECK(store.get_sweep(*sweep)->runner_alive == std::optional<bool>(false));
+    // Recorded before identities (schema < 6): this process is no ncclsweep, so not a runner.
+    REQUIRE(store.database().exec("UPDATE sweeps SET runner_process = ''", "test").ok());
     CHECK(store.get_sweep(*sweep)->runner_alive == std::optional<bool>(false));
     // A live ncclsweep runs it.
     const pid_t runner = fork_named_ncclsweep();
     REQUIRE(runner > 0);
     const std::string live_runner =
-        fmt::format("UPDATE sweeps SET runner_pid = {} WHERE id = {}", runner, *sweep);
+        fmt::format("UPDATE sweeps SET runner_pid = {}, runner_process = '{}' WHERE id = {}", runner,
+                    process_identity(runner), *sweep);
     REQUIRE(store.database().exec(live_runner.c_str(), "test").ok());
     Result<SweepInfo> live = store.get_sweep(*sweep);
     REQUIRE(live.ok());
@@ -163,6 +175,35 @@ TEST_CASE("a running sweep whose runner is gone reads as such, a live or remote 
     CHECK(*live->runner_alive);
     CHECK(state_text(*live) == "running");
     end_child(runner);
+
+    // A runner that exited but was not reaped yet (a zombie: a container without an init reaps
+    // late) is gone, even with its identity recorded: it cannot run anything any more.
+    int exit_now[2];
+    REQUIRE(pipe(exit_now) == 0);
+    const pid_t zombie = fork();
+    REQUIRE(zombie >= 0);
+    if (zombie == 0) {
+        close(exit_now[1]);
+        char byte = 0;
+        (void)read(exit_now[0], &byte, 1);
+        _exit(0);
+    }
+    const std::string zombie_identity = process_identity(zombie);
+    REQUIRE_FALSE(zombie_identity.empty());
+    const std::string as_zombie =
+        fmt::format("UPDATE sweeps SET runner_pid = {}, runner_process = '{}' WHERE id = {}", zombie,
+                    zombie_identity, *sweep);
+    REQUIRE(store.database().exec(as_zombie.c_str(), "test").ok());
+    CHECK(store.get_sweep(*sweep)->runner_alive == std::optional<bool>(true));
+    close(exit_now[1]);  // the child reads EOF and exits; nobody reaps it yet
+    for (int i = 0; i < 2000 && probe_process(zombie, zombie_identity) == ProcessLiveness::running; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    CHECK(probe_process(zombie, zombie_identity) == ProcessLiveness::gone);
+    CHECK(::kill(zombie, 0) == 0);  // the pid still exists: only its state says it is gone
+    CHECK(store.get_sweep(*sweep)->runner_alive == std::optional<bool>(false));
+    close(exit_now[0]);
+    REQUIRE(waitpid(zombie, nullptr, 0) == zombie);
+    REQUIRE(store.database().exec("UPDATE sweeps SET runner_process = ''", "test").ok());
 
     // A runner that exited (a reaped child: its pid is free), as after kill -9.
     const pid_t child = fork();
@@ -199,7 +240,8 @@ TEST_CASE("resuming a sweep that a live process still runs is refused, and allow
     const pid_t runner = fork_named_ncclsweep();
     REQUIRE(runner > 0);
     const std::string set_runner =
-        fmt::format("UPDATE sweeps SET runner_pid = {} WHERE id = {}", runner, *sweep);
+        fmt::format("UPDATE sweeps SET runner_pid = {}, runner_process = '{}' WHERE id = {}", runner,
+                    process_identity(runner), *sweep);
     REQUIRE(store.database().exec(set_runner.c_str(), "test").ok());
     Result<int> refused = store.resume_sweep(*sweep);
     REQUIRE_FALSE(refused.ok());

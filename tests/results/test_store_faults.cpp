@@ -108,6 +108,8 @@ TEST_CASE("kill -9 at random points leaves complete experiments only, and resume
         Store store = open_store(path);
         sweep = *store.create_sweep(make_sweep("killed"));
         REQUIRE(store.add_experiments(sweep, make_experiments(k_experiments)).ok());
+        // This process recorded it and lives on: it hands the sweep over as a stopped runner would.
+        REQUIRE(store.finish_sweep(sweep, SweepState::interrupted).ok());
     }
     // Each round lets the child commit a random number of experiments (whatever the machine's
     // speed), then kills it a random few microseconds later: inside its next transaction.

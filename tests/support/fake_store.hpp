@@ -48,7 +48,8 @@ public:
     Result<StoredPlan> load_plan(std::int64_t id) override {
         auto it = sweeps.find(id);
         if (it == sweeps.end()) return Error::bad_input("no sweep " + std::to_string(id));
-        return StoredPlan{it->second.experiments, it->second.sweep.fingerprint};
+        return StoredPlan{it->second.experiments, it->second.sweep.fingerprint, it->second.sweep.uuid,
+                          it->second.sweep.inherited_env};
     }
     Result<void> reopen(std::int64_t id) override {
         if (reopen_error) return *reopen_error;

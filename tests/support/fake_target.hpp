@@ -4,6 +4,7 @@
 // can check retries, kills, interrupts and the order of side effects without a host.
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -38,9 +39,9 @@ struct FakeRun {
 
 /// The target's shared record of what happened, in order.
 struct FakeLog {
-    std::vector<std::string>
-        calls;                     ///< "prepare sweep-1", "put <path>", "start <argv0>", "kill", "reconnect"
-    std::vector<Command> started;  ///< every started command
+    std::vector<std::string> calls;  ///< "prepare sweep-1-UUID", "lock HOLDER", "put <path>", "get <path>",
+                                     ///< "start <argv0>", "kill", "reconnect"
+    std::vector<Command> started;    ///< every started command
     std::vector<std::pair<std::string, std::string>> files;  ///< path, content of put_file
     int kills = 0;
     int reconnects = 0;
@@ -111,7 +112,11 @@ public:
     /// When set and the script is empty, answers each start by its command (e.g. by NCCL_ALGO).
     std::function<FakeRun(const Command&)> respond;
     std::shared_ptr<FakeLog> log = std::make_shared<FakeLog>();
-    std::optional<Error> prepare_error;    ///< prepare_workdir fails with it
+    std::optional<Error> prepare_error;  ///< prepare_workdir fails with it
+    std::optional<Error> lock_error;     ///< lock_workdir fails with it
+    /// The host's files: what put_file wrote, and what a test or a run's on_start adds (a
+    /// delivery marker the workload would write); get_file reads them.
+    std::map<std::string, std::string> host_files;
     std::optional<Error> reconnect_error;  ///< reconnect fails with it
     std::optional<Error> halt;             ///< halt_reason() (set it from a run's on_start)
     /// What slots() and schedules_batches() say (for the run's policy; the loop's own tests of
@@ -131,10 +136,22 @@ public:
         if (prepare_error) return *prepare_error;
         return "/fake/" + sweep_id;
     }
+    Result<void> lock_workdir(const std::string& holder) override {
+        log->calls.push_back("lock " + holder);
+        if (lock_error) return *lock_error;
+        return success();
+    }
     Result<void> put_file(const std::string& path, const std::string& content) override {
         log->calls.push_back("put " + path);
         log->files.emplace_back(path, content);
+        host_files[path] = content;
         return success();
+    }
+    Result<std::optional<std::string>> get_file(const std::string& path, std::size_t limit) override {
+        log->calls.push_back("get " + path);
+        auto found = host_files.find(path);
+        if (found == host_files.end()) return std::optional<std::string>();
+        return std::optional<std::string>(found->second.substr(0, limit));
     }
     Result<std::unique_ptr<Process>> start(const Command& command) override {
         log->calls.push_back("start " + (command.argv.empty() ? std::string() : command.argv.front()));

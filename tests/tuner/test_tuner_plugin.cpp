@@ -1,9 +1,16 @@
 // libnccl-tuner-ncclsweep.so loaded with dlopen and driven through NCCL's v5 tuner ABI the way
 // src/enqueue.cc drives it (tests/tuner/tuner_harness.hpp): what it changes, what it leaves to
 // NCCL, what it logs, and that no profile can make it fail or crash.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -223,7 +230,7 @@ TEST_CASE("tuner plugin: a bad or missing profile is one WARN and NCCL defaults 
     for (const auto& [value, says] :
          {std::pair<std::string, std::string>{(dir.path() / "missing.txt").string(),
                                               "cannot open it: No such file"},
-          {dir.path().string(), "cannot read it"},
+          {dir.path().string(), "not a regular file"},
           {dir.write("many.txt", profile(many)).string(), "line 260: more than 256 rules"}}) {
         tuner_log().clear();
         ::setenv("NCCLSWEEP_TUNER_PROFILE", value.c_str(), 1);
@@ -245,6 +252,45 @@ TEST_CASE("tuner plugin: a bad or missing profile is one WARN and NCCL defaults 
     int channels = 0;
     REQUIRE(unset.call(nst_func_all_reduce, 57344, table, channels) == nst_success);
     CHECK(table == pcie_table());
+}
+
+TEST_CASE("tuner plugin: a FIFO named as the profile is refused at once and never waited on") {
+    // NCCL calls init while creating a communicator: a blocking open of a FIFO nobody writes
+    // would hang it. The plugin opens the profile O_NONBLOCK and reads only a regular file.
+    TempDir dir;
+    const std::string fifo = (dir.path() / "profile.fifo").string();
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    TunerPlugin plugin;
+    REQUIRE(plugin.tuner() != nullptr);
+    // Rescue for a plugin that does block (the behaviour this test exists to catch): a writer
+    // opens and closes the FIFO after a long wait, so the test fails on the message instead of
+    // hanging; a plugin that does not block never needs it.
+    std::mutex mutex;
+    std::condition_variable done_cv;
+    bool done = false;
+    std::thread rescue([&] {
+        std::unique_lock lock(mutex);
+        if (done_cv.wait_for(lock, std::chrono::seconds(120), [&] { return done; })) return;
+        const int fd = ::open(fifo.c_str(), O_WRONLY);
+        if (fd >= 0) ::close(fd);
+    });
+    tuner_log().clear();
+    ::setenv("NCCLSWEEP_TUNER_PROFILE", fifo.c_str(), 1);
+    {
+        TunerComm comm(plugin.tuner(), 8, 1);
+        {
+            std::lock_guard lock(mutex);
+            done = true;
+        }
+        done_cv.notify_all();
+        rescue.join();
+        REQUIRE(comm.init_result() == nst_success);
+        auto warned = logged_with(" rejected: ");
+        REQUIRE(warned.size() == 1);
+        INFO(warned[0].text);
+        CHECK(warned[0].text.find("not a regular file") != std::string::npos);
+    }
+    ::unsetenv("NCCLSWEEP_TUNER_PROFILE");
 }
 
 TEST_CASE(
