@@ -155,6 +155,12 @@ struct SearchSpec {
     [[nodiscard]] std::string describe(int repeats, bool with_budget = true) const;
 };
 
+/// `baseline:` — whether the planner adds NCCL's defaults point (docs/spec.md "Baseline").
+enum class Baseline {
+    defaults,  ///< one point per combination of the other axes with none of the swept NCCL variables set
+    none,      ///< no such point: the sweep's own points only
+};
+
 /// The whole parsed spec.
 struct Spec {
     std::string path;  ///< file it was read from
@@ -171,6 +177,8 @@ struct Spec {
     int repeats = 1;
     Timeouts timeouts;
     SearchSpec search;
+    Baseline baseline = Baseline::defaults;
+    SourceMark baseline_mark;  ///< where `baseline:` was written (file only when absent)
 };
 
 }  // namespace ncclsweep::inline spec
