@@ -147,16 +147,10 @@ void print_recommendation(results::Store& store, std::int64_t sweep_id, const re
     if (!results::require_metric(*table, choice.name)) return;
     auto best = results::best_experiment(*table, results::resolve_metric(choice, table->sweep.record));
     if (!best) return;
-    std::string params;
-    for (const auto& [name, value] : best->best.params)
-        params += (params.empty() ? "" : " ") + name + "=" + value;
-    std::fprintf(
-        stdout, "\nrecommended: experiment %d (%s) by %s, %s is better%s\n", best->best.exp_id,
-        params.c_str(), choice.name.c_str(), std::string(better_word(best->metric.direction)).c_str(),
-        best->tie() ? fmt::format("; a tie of {} points diff cannot tell apart, this is the simplest",
-                                  best->tie_group.size())
-                          .c_str()
-                    : "");
+    std::fprintf(stdout, "\nrecommended (%s, %s is better): %s\n", choice.name.c_str(),
+                 std::string(better_word(best->metric.direction)).c_str(),
+                 results::recommendation_text(*best).c_str());
+    if (best->tie()) std::fprintf(stdout, "  tie: %s\n", results::tie_text(*best).c_str());
 }
 
 /// The search the run uses (docs/search.md): the spec's `search:` with --budget, racing on
@@ -321,6 +315,8 @@ ExitStatus run_run(const RunOptions& options) {
         if (choice && choice->direction_given)
             definitions.insert(definitions.begin(), MetricDefinition{choice->name, "", choice->direction});
         const std::string metric_name = printer.summary_metric(choice ? choice->name : options.metric);
+        if (auto note = results::simulated_note(metrics->backend); !note.empty())
+            std::fprintf(stdout, "%s\n", note.c_str());
         printer.print_summary(stdout, metric_name, definitions, terminal_columns(STDOUT_FILENO));
         results::MetricChoice shown{metric_name};
         if (choice && choice->name == metric_name) shown = *choice;

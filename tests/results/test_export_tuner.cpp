@@ -236,6 +236,7 @@ TEST_CASE("tuner-profile errors say what is missing") {
 
     auto bad = sweep;
     bad.experiments[0].experiment.env = {{"NCCL_ALGO", "allreduce:tree,allgather:ring"}};
+    bad.experiments[0].experiment.params = {{"NCCL_ALGO", "allreduce:tree,allgather:ring"}};
     auto parse = export_profile(bad, 1);
     REQUIRE_FALSE(parse);
     CHECK(parse.error().message.find("separate entries with ';'") != std::string::npos);
