@@ -322,12 +322,15 @@ ExitStatus run_run(const RunOptions& options) {
         if (choice && choice->name == metric_name) shown = *choice;
         print_recommendation(*store, outcome->sweep_id, shown);
         const SweepRunSummary& ran = outcome->summary;
+        // ok + failed (+ dropped after running) is what ran: the counts `results list` shows.
         const std::string searched =
             run_options.search
-                ? fmt::format(", {} pruned, {} dropped; {} workload runs in {} round{}", ran.pruned,
-                              ran.dropped, ran.runs, ran.rounds, ran.rounds == 1 ? "" : "s")
-                : "";
-        std::fprintf(stdout, "\nsweep %lld: %d ran (%d ok, %d failed)%s%s; results in %s\n",
+                ? fmt::format(
+                      ", {} dropped), {} pruned; {} workload runs in {} round{} ({} collapsed, {} settled)",
+                      ran.dropped_after_running, ran.pruned, ran.runs, ran.rounds, ran.rounds == 1 ? "" : "s",
+                      ran.collapsed, ran.settled)
+                : ")";
+        std::fprintf(stdout, "\nsweep %lld: %d ran (%d ok, %d failed%s%s; results in %s\n",
                      static_cast<long long>(outcome->sweep_id), ran.ran, ran.ok, ran.failed, searched.c_str(),
                      outcome->skipped_finished
                          ? fmt::format(", {} already finished", outcome->skipped_finished).c_str()
@@ -350,11 +353,17 @@ ExitStatus run_run(const RunOptions& options) {
         case SweepEnding::done:
             break;
     }
-    if (outcome->summary.budget_spent)
-        printer.notice(
-            fmt::format("sweep {} stopped at its budget; continue it with: {} --resume {} (with a larger "
-                        "--budget)",
-                        outcome->sweep_id, resume_hint, outcome->sweep_id));
+    if (outcome->summary.budget_spent) {
+        // A command that works as printed: the same flags, twice the budget, --resume.
+        spec::Budget larger = spec->search.budget;
+        larger.runs *= 2;
+        larger.seconds *= 2;
+        RunOptions next = options;
+        next.budget = larger.to_string();
+        printer.notice(fmt::format("sweep {} stopped at its budget of {}; continue it with twice that: {} --resume {}",
+                                   outcome->sweep_id, spec->search.budget.to_string(), command_line(next),
+                                   outcome->sweep_id));
+    }
     return ExitStatus::done;
 }
 

@@ -129,7 +129,7 @@ struct Budget {
 
 /// `search.race`: successive elimination of the points that are statistically behind.
 struct RaceSpec {
-    int min_repeats = 2;       ///< samples every point gets before any comparison
+    int min_repeats = 1;       ///< samples every point gets in the first round
     int max_repeats = 0;       ///< samples a point gets at most (0 = the spec's `repeats`)
     double confidence = 0.95;  ///< 1 - the U test's alpha for dropping a point
 };

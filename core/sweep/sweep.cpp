@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "core/plan/render.hpp"
 #include "core/stats/stats.hpp"
@@ -388,6 +389,7 @@ search::Observation observation_of(const ExperimentReport& report, const std::st
     observation.ok = report.status == RunStatus::ok || report.status == RunStatus::dropped;
     observation.says_about_setting = report.status == RunStatus::failed;
     observation.failure_class = report.failure_class;
+    observation.effective = report.effective_nccl;
     observation.values = values_of(report, metric, 0);
     int highest = -1;
     for (const auto& sample : report.samples) highest = std::max(highest, sample.repeat);
@@ -406,7 +408,7 @@ Result<SweepRunSummary> run_search(Target& target, const std::vector<Experiment>
     std::map<int, std::size_t> index_of;
     for (const auto& experiment : experiments) {
         index_of[experiment.id] = points.size();
-        points.push_back({experiment.id, experiment.params});
+        points.push_back({experiment.id, experiment.params, experiment.defaults});
     }
     search::Search search(std::move(points), settings);
     // A resume: what was recorded before is the search's starting point (marks first, so a
@@ -429,6 +431,7 @@ Result<SweepRunSummary> run_search(Target& target, const std::vector<Experiment>
     }
 
     SweepRunSummary summary;
+    std::set<int> counted_ok;  // points counted ok by this run (a resume's earlier ones are not)
     const int total = static_cast<int>(experiments.size());
     int round = search.progress().round;
     std::vector<long> previous_groups;
@@ -454,6 +457,12 @@ Result<SweepRunSummary> run_search(Target& target, const std::vector<Experiment>
             report.diagnosis = step.reason;
             if (auto done = sink.experiment_finished(report); !done) return done.error();
             ++(step.mark == search::Mark::pruned ? summary.pruned : summary.dropped);
+            // A point that ran ok in this run and is now dropped counts as dropped, not ok, so
+            // ok + failed + dropped is what ran and matches `results list`.
+            if (step.mark == search::Mark::dropped && counted_ok.erase(experiment.id) > 0) {
+                --summary.ok;
+                ++summary.dropped_after_running;
+            }
             observer.finished(experiment, report, index, total);
             continue;
         }
@@ -489,13 +498,17 @@ Result<SweepRunSummary> run_search(Target& target, const std::vector<Experiment>
         if (step.first_repeat == 0) {
             ++summary.ran;
             ++(report.status == RunStatus::ok ? summary.ok : summary.failed);
-        } else if (report.status != RunStatus::ok) {
+            if (report.status == RunStatus::ok) counted_ok.insert(experiment.id);
+        } else if (report.status != RunStatus::ok && counted_ok.erase(experiment.id) > 0) {
             // A point that fails in a later round is out of the race: count it as failed.
             --summary.ok;
             ++summary.failed;
         }
         observer.finished(experiment, report, index, total);
     }
+    summary.collapsed = search.progress().collapsed;
+    summary.settled = search.progress().settled;
+    summary.noise = search.progress().noise;
     return summary;
 }
 
