@@ -52,6 +52,7 @@ struct RunOptions {
     std::string rules_file;
     bool json = false;
     std::string metric = "tok_s";
+    bool metric_given = false;  ///< --metric was written (else: the spec's first declared metric)
     double kill_grace = 2.0;
     std::string budget;  ///< --budget: "" = the spec's search.budget
 };
@@ -167,11 +168,16 @@ Result<std::optional<search::Settings>> search_settings(const Spec& spec, const 
         search::Settings::from(spec.search, spec.repeats, choice->name, direction));
 }
 
-ExitStatus run_run(const RunOptions& options) {
-    auto overrides = overrides_from(options.spec);
+ExitStatus run_run(const RunOptions& given) {
+    auto overrides = overrides_from(given.spec);
     if (!overrides) return report_error(overrides.error());
-    auto spec = prepare_spec(options.spec.spec_path, *overrides);
+    auto spec = prepare_spec(given.spec.spec_path, *overrides);
     if (!spec) return report_error(spec.error());
+    // Without --metric, the summary, the recommendation and a race rank by the spec's first
+    // declared metric (a command workload's `metrics:`), else tok_s.
+    RunOptions options = given;
+    if (!options.metric_given && !spec->workload.metrics.empty())
+        options.metric = spec->workload.metrics.front().first;
     if (!options.budget.empty()) {
         auto budget = parse_budget(options.budget, "--budget");
         if (!budget) return report_error(budget.error());
@@ -315,6 +321,12 @@ ExitStatus run_run(const RunOptions& options) {
         if (choice && choice->direction_given)
             definitions.insert(definitions.begin(), MetricDefinition{choice->name, "", choice->direction});
         const std::string metric_name = printer.summary_metric(choice ? choice->name : options.metric);
+        if (choice && metric_name != choice->name)
+            NCCLSWEEP_LOG(
+                warning,
+                "metric '{}' was never recorded (no run printed a match); the summary ranks by '{}'; "
+                "check the metric's regex against the workload's output (`ncclsweep results log`)",
+                choice->name, metric_name);
         if (auto note = results::simulated_note(metrics->backend); !note.empty())
             std::fprintf(stdout, "%s\n", note.c_str());
         printer.print_summary(stdout, metric_name, definitions, terminal_columns(STDOUT_FILENO));
@@ -360,9 +372,9 @@ ExitStatus run_run(const RunOptions& options) {
         larger.seconds *= 2;
         RunOptions next = options;
         next.budget = larger.to_string();
-        printer.notice(fmt::format("sweep {} stopped at its budget of {}; continue it with twice that: {} --resume {}",
-                                   outcome->sweep_id, spec->search.budget.to_string(), command_line(next),
-                                   outcome->sweep_id));
+        printer.notice(fmt::format(
+            "sweep {} stopped at its budget of {}; continue it with twice that: {} --resume {}",
+            outcome->sweep_id, spec->search.budget.to_string(), command_line(next), outcome->sweep_id));
     }
     return ExitStatus::done;
 }
@@ -407,13 +419,17 @@ Command setup_run(CLI::App& app) {
                     "Private key file for ssh (default: ssh-agent, then ~/.ssh/id_*)");
     sub->add_option("--rules", options->rules_file, "Extra watcher rules (YAML); see docs/watcher.md");
     sub->add_flag("--json", options->json, "One JSON object per experiment on stdout; nothing decorative");
-    sub->add_option("--metric", options->metric, "Metric the summary sorts by (default tok_s)");
+    sub->add_option("--metric", options->metric,
+                    "Metric the summary sorts by (default: the spec's first declared metric, else tok_s)");
     sub->add_option("--kill-grace", options->kill_grace, "Seconds between SIGTERM and SIGKILL (default 2)");
     sub->add_option(
         "--budget", options->budget,
         "Spend at most this: a duration (2h, 90m, 600s) or workload runs ('60 runs'); the sweep\n"
         "stops with the best answer so far and can be resumed with a larger one (docs/search.md)");
-    sub->callback([sub, options]() { options->resume_given = sub->count("--resume") > 0; });
+    sub->callback([sub, options]() {
+        options->resume_given = sub->count("--resume") > 0;
+        options->metric_given = sub->count("--metric") > 0;
+    });
     return Command{sub, [options]() { return run_run(*options); }};
 }
 

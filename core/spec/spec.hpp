@@ -87,6 +87,34 @@ struct RuleSpec {
     SourceMark mark;
 };
 
+/// How the matches of one metric in one run become its value (docs/spec.md "Metrics").
+enum class Aggregate {
+    last,    ///< the last match (the default: a final summary line)
+    median,  ///< the median of the matches (a server logging throughput as it goes)
+    mean,    ///< their mean
+};
+
+/// `workload.metrics.NAME: {aggregate: median, warmup: 2}`: the matches of a run after the first
+/// `warmup` ones, aggregated.
+struct MetricExtraction {
+    Aggregate aggregate = Aggregate::last;
+    int warmup = 0;  ///< matches of a run skipped before aggregating
+};
+
+/// What ends one run of a command workload that becomes ready (a server) without a `client:`.
+struct StopAfter {
+    enum class Kind {
+        none,     ///< not given
+        exit,     ///< `stop_after: exit`: the command exits by itself once it has measured
+        matches,  ///< `stop_after: 20 matches`: stopped once every metric matched that often
+        seconds,  ///< `stop_after: 60s`: stopped that long after it became ready
+    };
+    Kind kind = Kind::none;
+    int matches = 0;
+    double seconds = 0;
+    SourceMark mark;
+};
+
 /// `workload:` — what each experiment runs.
 struct WorkloadSpec {
     /// "tpverify" when `engine:` is given; empty when `command:` is used.
@@ -104,6 +132,9 @@ struct WorkloadSpec {
     std::vector<std::pair<std::string, std::string>>
         metrics;                                       ///< metric name -> regex with one capture group
     std::vector<MetricDefinition> metric_definitions;  ///< one per `metrics` entry: unit, better
+    std::vector<MetricExtraction> metric_extraction;   ///< one per `metrics` entry: aggregate, warmup
+    StopAfter stop_after;                              ///< what ends a server run without a client
+    SourceMark ready_mark;                             ///< where `ready:` was written
     std::vector<RuleSpec> rules;
     SourceMark mark;
 };

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <span>
 
 #include "core/plan/render.hpp"
 #include "core/stats/stats.hpp"
@@ -120,6 +121,28 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
     std::optional<ExitInfo> client_exit;
     SuperviseOptions supervise_options;
     supervise_options.kill_grace = options.kill_grace;
+    // A server without a client ends by `stop_after` (docs/spec.md "workload"): once every metric
+    // matched N times, or N seconds after it became ready.
+    const StopAfter& stop_after = options.workload.stop_after;
+    if (client_args.empty() &&
+        (stop_after.kind == StopAfter::Kind::matches || stop_after.kind == StopAfter::Kind::seconds)) {
+        std::optional<Clock::time_point> ready_at;
+        supervise_options.stop_when = [&watcher, &options, &stop_after, ready_at]() mutable {
+            if (watcher.state() != WatchState::ready && watcher.state() != WatchState::measuring)
+                return false;
+            if (stop_after.kind == StopAfter::Kind::seconds) {
+                if (!ready_at) ready_at = Clock::now();
+                return std::chrono::duration<double>(Clock::now() - *ready_at).count() >= stop_after.seconds;
+            }
+            for (const auto& [name, regex] : options.workload.metrics) {
+                auto found = watcher.metrics().find(name);
+                if (found == watcher.metrics().end() ||
+                    static_cast<int>(found->second.size()) < stop_after.matches)
+                    return false;
+            }
+            return true;
+        };
+    }
     if (!client_args.empty()) {
         supervise_options.stop_when = [&]() {
             if (client_done) return true;
@@ -190,26 +213,6 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
         default:
             return finish(RepeatEnd::ok);
     }
-}
-
-std::optional<double> since(const std::optional<double>& a, const std::optional<double>& b) {
-    if (!a || !b) return std::nullopt;
-    return *b - *a;
-}
-
-void fill_from_watcher(ExperimentReport& report, const Watcher& watcher, int repeat) {
-    for (const auto& [name, values] : watcher.metrics())
-        if (!values.empty()) report.samples.push_back({repeat, name, values.back()});
-    const PhaseTimes& t = watcher.phase_times();
-    if (repeat == 0 || !report.ready_s) {
-        report.init_s = t.capture_begin ? t.capture_begin : t.ready;
-        report.capture_s = since(t.capture_begin, t.capture_end);
-        report.ready_s = t.ready;
-        report.measure_s = since(t.ready, t.end);
-    }
-    if (report.effective_nccl.empty()) report.effective_nccl = watcher.effective_nccl().summary();
-    for (const auto& warning : watcher.warnings())
-        if (report.warnings.size() < 20) report.warnings.emplace_back(warning.rule, warning.line);
 }
 
 }  // namespace
@@ -303,7 +306,7 @@ Result<ExperimentRun> run_experiment(Target& target, const Experiment& experimen
                 break;
             }
             const Watcher& watcher = *outcome.watcher;
-            fill_from_watcher(report, watcher, repeat);
+            detail::fill_from_watcher(report, watcher, repeat, options.workload);
             if (outcome.exit) {
                 report.exit_code = outcome.exit->exit_code;
                 if (outcome.exit->signal) report.exit_signal = outcome.exit->signal;

@@ -63,11 +63,13 @@ inline std::string server_spec(const std::string& name, const std::filesystem::p
     return "sweep: " + name +
            "\n"
            "target: local\n"
+           "baseline: none\n"  // one experiment per algorithm: these tests are about the watcher
            "workload:\n"
            "  command: [sh, " +
            server.string() +
            "]\n"
            "  ready: 'fired up'\n"
+           "  stop_after: exit\n"
            "axes:\n"
            "  NCCL_ALGO: " +
            algos + "\n";
