@@ -35,9 +35,9 @@ TEST_CASE("metrics: a capture group that cannot capture a number is an error at 
     CHECK(metrics_error_of(with_metric("'state: (ready|busy)'")).find("(ready|busy) cannot capture") !=
           std::string::npos);
     // Groups that can hold a number pass, however they are written.
-    for (const char* ok : {"'gen throughput \\(token/s\\): ([0-9.]+)'", "'tok/s=(\\d+(?:\\.\\d+)?)'",
-                           "'x=(?P<v>[-+0-9.eE]+)'", "'x=(\\S+)'", "'x=([^ ]+) ms'", "'x=(.*)'",
-                           "'t \\((s)\\)=([0-9]+)'"}) {
+    for (const char* ok :
+         {"'gen throughput \\(token/s\\): ([0-9.]+)'", "'tok/s=(\\d+(?:\\.\\d+)?)'", "'x=(?P<v>[-+0-9.eE]+)'",
+          "'x=(\\S+)'", "'x=([^ ]+) ms'", "'x=(.*)'", "'t \\((s)\\)=([0-9]+)'"}) {
         INFO(ok);
         const std::string error = metrics_error_of(with_metric(ok));
         // The last one has two groups: rejected for its count, not for its first group's text.
@@ -84,14 +84,17 @@ TEST_CASE("metrics: one run's value aggregates its matches after the warm-up") {
 }
 
 TEST_CASE("metrics: a server that nothing stops is an error saying what to add") {
-    const std::string server = "workload:\n  command: [serve]\n  ready: 'ready'\n  metrics: {tok_s: 't=([0-9]+)'}\n";
+    const std::string server =
+        "workload:\n  command: [serve]\n  ready: 'ready'\n  metrics: {tok_s: 't=([0-9]+)'}\n";
     const std::string message = metrics_error_of(server);
     CHECK(message.rfind("m.yaml:3:10: workload.ready makes this command a server", 0) == 0);
     CHECK(message.find("add `client: [...]`") != std::string::npos);
     CHECK(message.find("`stop_after: 20 matches`") != std::string::npos);
     CHECK(message.find("`stop_after: exit`") != std::string::npos);
 
-    auto stop = [&](const std::string& value) { return parse_spec(server + "  stop_after: " + value + "\n", "m.yaml"); };
+    auto stop = [&](const std::string& value) {
+        return parse_spec(server + "  stop_after: " + value + "\n", "m.yaml");
+    };
     auto matches = stop("20 matches");
     REQUIRE(matches);
     CHECK(matches->workload.stop_after.kind == StopAfter::Kind::matches);
