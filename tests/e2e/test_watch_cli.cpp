@@ -176,7 +176,7 @@ TEST_CASE("run: a command workload that crashes in capture and hangs is failed f
     CHECK(*experiments[0].outcome.detected_after_s < 2.0);
 }
 
-TEST_CASE("run: a server without a client stops after N matches; metrics aggregate; first metric ranks") {
+TEST_CASE("run: a server without a client stops after N matches, metrics aggregate, the first ranks") {
     TempDir dir;
     // Prints five samples of each metric, then idles like a server: only stop_after ends it.
     auto server = dir.write("server.sh",
