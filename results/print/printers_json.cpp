@@ -140,7 +140,15 @@ Json unmatched_json(const UnmatchedExperiment& u) {
 Json experiment_diff_json(const ExperimentDiff& e) {
     Json metrics = Json::object();
     for (const auto& m : e.metrics)
-        if (m.comparison) metrics[m.metric.name] = comparison_json(*m.comparison);
+        if (m.comparison) {
+            Json one = comparison_json(*m.comparison);
+            one["verdict"] = stats::verdict_name(m.verdict);  // after Holm's correction
+            one["p_adjusted"] = number(m.p_adjusted);
+            one["noise"] = number(m.noise);
+            // The smallest relative change caught in 90% of nights; null: none (or no noise estimate).
+            one["detectable"] = number(m.detectable);
+            metrics[m.metric.name] = std::move(one);
+        }
     return Json{{"key", e.key},
                 {"canonical", e.canonical},
                 {"base_id", e.base_id},
@@ -237,6 +245,13 @@ void JsonPrinter::print_diff(const SweepDiff& diff) {
              {"improvements", c.improvements},
              {"unchanged", c.unchanged},
              {"insufficient_samples", c.insufficient}}},
+           {"false_alarms",
+            {{"method", "holm"},
+             {"alpha", diff.options.alpha},
+             {"comparisons", diff.power.comparisons},
+             {"noise", number(diff.power.noise)},
+             {"repeats_for_5_percent",
+              diff.power.repeats_for_5_percent ? Json(diff.power.repeats_for_5_percent) : Json(nullptr)}}},
            {"regression", diff.has_regression()}};
     m_out.write(dump(j));
 }
