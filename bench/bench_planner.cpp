@@ -1,6 +1,9 @@
-// Planner benchmark: plans a 1,000,000-point sweep (6 axes x 10 values) and prints the time of
-// each pass and the peak resident memory. Figures go to docs/benchmarks.md ("Planner").
-//   bench_planner [points-per-axis=10] [axes=6]
+// Planner benchmark: plans a 1,000,000-point sweep (6 axes x 10 values) of the tpverify workload
+// the way `ncclsweep plan` does and prints the time of each pass and the peak resident memory:
+// the check pass (which also gathers the engine's distinct command lines), the engine's check of
+// those lines (`tpverify --describe` and `--validate` on this machine), and each printer. Figures
+// go to docs/benchmarks.md ("Planner").
+//   bench_planner [points-per-axis=10] [axes=6] [tpverify path; default: the build's]
 #include <sys/resource.h>
 
 #include <chrono>
@@ -12,7 +15,11 @@
 
 #include "core/plan/plan.hpp"
 #include "core/plan/plan_printer.hpp"
+#include "core/spec/engine_validate.hpp"
 #include "core/spec/spec_parser.hpp"
+#include "core/sweep/engine_locator.hpp"
+#include "core/sweep/workload_check.hpp"
+#include "remote/local_target.hpp"
 
 namespace {
 
@@ -72,7 +79,9 @@ int main(int argc, char** argv) {
     }
     PlanOptions options;
     options.max_experiments = 100000000;
-    auto summary = check_plan(*spec, options);
+    options.engine_path = argc > 3 ? argv[3] : locate_engine(current_executable());
+    EngineRunSet engine_runs;
+    auto summary = check_plan(*spec, options, [&](const Experiment& e) { engine_runs.add(e); });
     if (!summary) {
         std::fprintf(stderr, "%s\n", summary.error().message.c_str());
         return 1;
@@ -82,6 +91,17 @@ int main(int argc, char** argv) {
     std::printf("warning groups    %zu\n", summary->warnings.size());
     std::printf("check pass        %.2f s (%.2f us/point)\n", check_s,
                 1e6 * check_s / double(summary->count));
+    // What `plan` and `run` ask the engine before anything runs: only the distinct command lines.
+    remote::LocalTarget local;
+    auto engine_start = std::chrono::steady_clock::now();
+    auto checked = check_engine_spec(*spec, options.engine_path, engine_runs.runs(), local);
+    if (!checked) {
+        std::fprintf(stderr, "%s\n", checked.error().message.c_str());
+        return 1;
+    }
+    std::printf("engine check      %.2f s (%zu distinct command lines, %s)\n", seconds_since(engine_start),
+                engine_runs.runs().size(), options.engine_path.c_str());
+    std::printf("plan to here      %.2f s\n", seconds_since(start));
     for (PlanFormat format : {PlanFormat::table, PlanFormat::json}) {
         CountingBuffer buffer;
         std::ostream out(&buffer);

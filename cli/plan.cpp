@@ -6,6 +6,8 @@
 #include "cli/spec_flags.hpp"
 #include "core/plan/plan.hpp"
 #include "core/plan/plan_printer.hpp"
+#include "core/spec/engine_validate.hpp"
+#include "core/sweep/workload_check.hpp"
 #include "remote/local_target.hpp"
 
 namespace ncclsweep::cli {
@@ -26,11 +28,15 @@ ExitStatus run_plan(const PlanCommandOptions& options) {
     auto spec = prepare_spec(options.spec.spec_path, *overrides);
     if (!spec) return report_error(spec.error());
     PlanOptions plan_options = plan_options_from(options.spec);
-    remote::LocalTarget local;
-    if (auto checked = check_engine_spec(*spec, plan_options, local); !checked)
-        return report_error(checked.error());
-    auto summary = check_plan(*spec, plan_options);
+    // One walk checks the plan and gathers the engine's distinct command lines; the printer walks
+    // it again, one experiment at a time (nothing is held in memory).
+    EngineRunSet engine_runs;
+    auto summary = check_plan(*spec, plan_options, [&](const Experiment& e) { engine_runs.add(e); });
     if (!summary) return report_error(summary.error());
+    remote::LocalTarget local;
+    if (auto checked = check_engine_spec(*spec, plan_options.engine_path, engine_runs.runs(), local);
+        !checked)
+        return report_error(checked.error());
     auto printer = make_plan_printer(
         options.json || options.format == "json" ? PlanFormat::json : PlanFormat::table, std::cout);
     if (auto ok = print_plan(*spec, plan_options, *summary, *printer); !ok) return report_error(ok.error());

@@ -3,10 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "core/log.hpp"
 #include "core/plan/planner.hpp"
-#include "core/spec/engine_schema.hpp"
-#include "core/spec/engine_validate.hpp"
 #include "core/sweep/engine_locator.hpp"
 #include "results/export/exports.hpp"
 
@@ -44,34 +41,6 @@ PlanOptions plan_options_from(const SpecFlags& flags) {
     options.max_experiments = flags.max_experiments;
     options.engine_path = flags.engine.empty() ? locate_engine(current_executable()) : flags.engine;
     return options;
-}
-
-Result<CheckedWorkload> check_engine_spec(const Spec& spec, const PlanOptions& options, Target& target) {
-    if (spec.workload.engine.empty()) return CheckedWorkload{spec.workload.metric_definitions, {}};
-    auto schema = read_engine_schema(target, options.engine_path);
-    if (!schema) {
-        if (schema.error().kind == ErrorKind::bad_input) return schema.error();
-        NCCLSWEEP_LOG(warning, "engine parameters not checked before running: {}", schema.error().message);
-        return CheckedWorkload{{}, sweep_backend(spec, nullptr)};
-    }
-    if (auto ok = ncclsweep::check_engine_parameters(spec, *schema); !ok) return ok.error();
-    // Values that fit on their own may still not run together (tp: 3 with 64 heads): ask the
-    // engine about each distinct command line. A plan that does not expand is check_plan's to report.
-    std::vector<Experiment> experiments;
-    if (auto planner = Planner::create(spec, options)) {
-        for (;;) {
-            Experiment experiment;
-            auto more = planner->next(experiment);
-            if (!more || !*more) break;
-            experiments.push_back(std::move(experiment));
-        }
-    }
-    if (auto runnable = validate_engine_runs(spec, experiments, target, options.engine_path); !runnable) {
-        if (runnable.error().kind == ErrorKind::bad_input) return runnable.error();
-        NCCLSWEEP_LOG(warning, "points not checked against the engine before running: {}",
-                      runnable.error().message);
-    }
-    return CheckedWorkload{schema->metrics, sweep_backend(spec, &*schema)};
 }
 
 std::string database_path(const std::string& flag) {

@@ -9,8 +9,6 @@
 
 #include "core/plan/planner.hpp"
 #include "core/result.hpp"
-#include "core/spec/metric.hpp"
-#include "core/target.hpp"
 #include "results/store/store.hpp"
 
 namespace ncclsweep::cli {
@@ -30,18 +28,6 @@ void add_spec_flags(CLI::App& app, SpecFlags& flags);
 Result<std::vector<Override>> overrides_from(const SpecFlags& flags);
 /// Planner options (engine path: --engine, else next to this binary, else PATH).
 PlanOptions plan_options_from(const SpecFlags& flags);
-
-/// For an `engine:` spec: checks its engine parameters against what the engine on `target`
-/// says (`tpverify --describe --json`), then asks it (`tpverify --validate`) whether it can run
-/// each distinct command line of the plan (tp: 3 for a model of 64 heads cannot), and returns
-/// the engine's metric definitions. An engine that cannot describe itself or validate (not on
-/// this machine, older build) is a warning, and the check is left to the engine when it runs. Command specs:
-/// their own metric definitions.
-struct CheckedWorkload {
-    std::vector<MetricDefinition> metrics;  ///< declared by the spec or the engine
-    std::string backend;                    ///< "sim", "cuda" or "" (command workload / unknown)
-};
-Result<CheckedWorkload> check_engine_spec(const Spec& spec, const PlanOptions& options, Target& target);
 
 /// Database path: --db, else $NCCLSWEEP_DB, else ./ncclsweep.db.
 std::string database_path(const std::string& flag);

@@ -1,11 +1,16 @@
 // ncclsweep watch: run one command (or read one log) under the watcher and print a verdict.
+#include <unistd.h>
+
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 
 #include "cli/commands.hpp"
 #include "cli/interrupt.hpp"
 #include "core/sweep/engine_locator.hpp"
+#include "core/watch/echo_buffer.hpp"
 #include "core/watch/rule_catalog.hpp"
 #include "core/watch/supervise.hpp"
 #include "core/watch/watch_report.hpp"
@@ -14,6 +19,16 @@
 
 namespace ncclsweep::cli {
 namespace {
+
+/// Writes all of `bytes` to `fd` (a broken stderr loses the echo, not the verdict).
+void write_all(int fd, std::string_view bytes) {
+    while (!bytes.empty()) {
+        const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;
+        bytes.remove_prefix(static_cast<std::size_t>(n));
+    }
+}
 
 struct WatchOptions {
     std::vector<std::string> command;
@@ -73,11 +88,12 @@ ExitStatus run_watch(const WatchOptions& options) {
     const std::atomic<bool>& stop = install_interrupt_handler();
     SuperviseOptions supervise_options;
     supervise_options.kill_grace = std::chrono::milliseconds(static_cast<long>(options.kill_grace * 1000));
-    if (!options.no_echo && !options.json)
-        supervise_options.on_line = [](const OutputLine& line) {
-            std::fwrite(line.text.data(), 1, line.text.size(), stderr);
-            std::fputc('\n', stderr);
-        };
+    // The echo goes to stderr in large writes: one per chunk of output read, within 0.1 s.
+    EchoBuffer echo([](std::string_view bytes) { write_all(STDERR_FILENO, bytes); });
+    if (!options.no_echo && !options.json) {
+        supervise_options.on_line = [&echo](const OutputLine& line) { echo.add(line); };
+        supervise_options.on_idle = [&echo](std::chrono::steady_clock::time_point now) { echo.tick(now); };
+    }
     // A followed log has no end of its own: stop once the watcher has a final verdict.
     if (options.follow)
         supervise_options.stop_when = [&watcher]() {
@@ -85,6 +101,7 @@ ExitStatus run_watch(const WatchOptions& options) {
             return state == WatchState::done || watcher.verdict().settled;
         };
     Supervision supervision = supervise(*process, watcher, supervise_options, &stop);
+    echo.flush();
     WatchReport report = make_watch_report(watcher, supervision);
     std::string text = options.json ? watch_report_json(report) : watch_report_text(report);
     std::fputs(text.c_str(), stdout);

@@ -42,7 +42,8 @@ bool parse_double(const std::string& text, double lo, double hi, double& out) {
     return true;
 }
 
-const char* const k_inject_kinds[] = {"capture-fail", "nccl-error", "cuda-oom", "hang", "segv", "exit"};
+const char* const k_inject_kinds[] = {"capture-fail", "nccl-error", "cuda-oom", "hang",
+                                      "segv",         "exit",       "stale"};
 const char* const k_phases[] = {"init", "warmup", "capture", "replay"};
 
 /// Parses KIND[@PHASE][:SECONDS]; error text on failure.
@@ -68,7 +69,7 @@ std::string parse_injection(const std::string& text, Injection& out) {
     for (const char* k : k_inject_kinds)
         if (out.kind == k) return {};
     return "--inject '" + text + "': unknown kind '" + out.kind +
-           "' (use capture-fail, nccl-error, cuda-oom, hang, segv or exit)";
+           "' (use capture-fail, nccl-error, cuda-oom, hang, segv, exit or stale)";
 }
 
 /// One flag: whether it takes a value and how to apply it. `apply` returns an error or "".
@@ -168,9 +169,23 @@ const std::map<std::string, FlagSpec>& flag_table() {
                                         o.measure_collectives = true;
                                         return std::string();
                                     }};
+        f["measure-kernels"] = {A::none, [](Options& o, const std::string&) {
+                                    o.measure_kernels = true;
+                                    return std::string();
+                                }};
         f["no-warmup-before-capture"] =
             bool_flag("no-warmup-before-capture", &Options::warmup_before_capture, false);
+        f["server"] = {A::value, [](Options& o, const std::string& v) {
+                           if (v == "sglang")
+                               o.server = Server::sglang;
+                           else if (v == "none")
+                               o.server = Server::none;
+                           else
+                               return bad("server", v, "sglang or none");
+                           return std::string();
+                       }};
         f["capture-mode"] = {A::value, [](Options& o, const std::string& v) {
+                                 o.capture_mode_given = true;
                                  if (v == "thread-local")
                                      o.capture_mode = CaptureMode::thread_local_mode;
                                  else if (v == "global")
@@ -217,6 +232,13 @@ const std::map<std::string, FlagSpec>& flag_table() {
                              o.sim_only_flags.emplace_back("--topology");
                              return std::string();
                          }};
+        f["topology-file"] = {A::value, [](Options& o, const std::string& v) {
+                                  if (v.empty())
+                                      return bad("topology-file", v, "a file of `nvidia-smi topo -m`");
+                                  o.topology_file = v;
+                                  o.sim_only_flags.emplace_back("--topology-file");
+                                  return std::string();
+                              }};
         f["seed"] = {A::value, [](Options& o, const std::string& v) {
                          char* end = nullptr;
                          errno = 0;
@@ -240,8 +262,9 @@ const std::map<std::string, FlagSpec>& flag_table() {
         f["inject"] = {A::value, [](Options& o, const std::string& v) {
                            Injection inj;
                            std::string err = parse_injection(v, inj);
-                           if (err.empty())
-                               o.inject.push_back(inj), o.sim_only_flags.emplace_back("--inject");
+                           if (err.empty()) o.inject.push_back(inj);
+                           // A stale collective is a fault of both backends; the others the sim's.
+                           if (err.empty() && inj.kind != "stale") o.sim_only_flags.emplace_back("--inject");
                            return err;
                        }};
         return f;
@@ -258,14 +281,22 @@ std::string validate(const Options& o) {
     if (o.nranks > 0 && o.tp != 1 && o.tp != o.nranks)
         return "--tp " + std::to_string(o.tp) + " disagrees with --nranks " + std::to_string(o.nranks) +
                " (with one process per rank, --nranks is the TP degree)";
-    if (o.backend == BackendKind::cuda && !o.sim_only_flags.empty())
-        return o.sim_only_flags.front() +
-               " only applies to the sim backend; drop it with --backend cuda (or use --backend sim)";
+    // --topology, --noise and --calibration describe the sim's machine: the CUDA backend runs
+    // on the real one and ignores them (main says so in one line). A fault is not ignored.
+    for (const Injection& inj : o.inject)
+        if (o.backend == BackendKind::cuda && inj.kind != "stale")
+            return "--inject " + inj.kind +
+                   " is a fault of the sim backend (the CUDA backend injects only stale); drop it with "
+                   "--backend cuda (or use --backend sim)";
     if (o.measure_collectives && o.backend == BackendKind::sim)
         return "--measure-collectives times NCCL on this host's GPUs; use --backend cuda (or auto) on a GPU "
                "host, not --backend sim";
     if (o.measure_collectives && !o.sim_only_flags.empty())
         return o.sim_only_flags.front() + " is for the sim backend; --measure-collectives times real GPUs";
+    if (o.measure_kernels && (o.backend == BackendKind::sim || o.measure_collectives || o.rank >= 0))
+        return "--measure-kernels times this host's GPU alone: use --backend cuda (or auto) on a GPU host, "
+               "without "
+               "--measure-collectives or --rank";
     if (o.measure_collectives && (o.rank >= 0 || o.nranks > 0))
         return "--measure-collectives runs every rank in this process (like nccl-tests -g N); give --tp N, "
                "not --rank/--nranks";
@@ -332,8 +363,15 @@ ParseOutcome parse_options(int argc, const char* const* argv) {
             return out;
         }
     }
+    if (!out.options.capture_mode_given)
+        out.options.capture_mode =
+            out.options.server == Server::sglang ? CaptureMode::global : CaptureMode::thread_local_mode;
     out.error = validate(out.options);
     return out;
+}
+
+const char* server_name(Server server) {
+    return server == Server::none ? "none" : "sglang";
 }
 
 const char* process_model_name(ProcessModel model) {

@@ -16,9 +16,13 @@ enum class ProcessModel { processes, threads };
 /// checkpoint's format) run by a W4A16 GEMM.
 enum class ExpertFormat { bf16, int4 };
 
+/// Which server's process setup the CUDA backend reproduces: SGLang's NCCL environment and its
+/// CUDA-graph capture (global mode, after two eager runs and a barrier), or bare NCCL.
+enum class Server { sglang, none };
+
 /// A fault to inject (sim backend; `--inject KIND[@PHASE][:SECONDS]`).
 struct Injection {
-    std::string kind;    ///< capture-fail, nccl-error, cuda-oom, hang, segv, exit
+    std::string kind;    ///< capture-fail, nccl-error, cuda-oom, hang, segv, exit, stale
     std::string phase;   ///< init, warmup, capture, replay ("" = the kind's natural phase)
     double seconds = 0;  ///< delay before the fault (hang: how long; 0 = forever)
 };
@@ -37,9 +41,14 @@ struct Options {
     ProcessModel process_model = ProcessModel::processes;
     int context = 4096;   ///< KV-cache tokens the attention reads
     int draft_steps = 3;  ///< EAGLE-3 draft steps run per cycle (0: use --draft-us)
-    ExpertFormat expert_format = ExpertFormat::bf16;
+    /// Routed experts' format; unset: the model's own (INT4 for kimi-k2.5, as its checkpoint
+    /// ships them, where the shapes allow it; bf16 otherwise). engine/model: pass_shape().
+    std::optional<ExpertFormat> expert_format;
+    Server server = Server::sglang;
     bool graph = true;
-    CaptureMode capture_mode = CaptureMode::thread_local_mode;
+    /// The capture mode: --capture-mode, else the server's (sglang: global; none: thread-local).
+    CaptureMode capture_mode = CaptureMode::global;
+    bool capture_mode_given = false;
     bool warmup_before_capture = true;
     bool fusion = false;
     bool check = false;
@@ -54,12 +63,14 @@ struct Options {
     // backend
     BackendKind backend = BackendKind::automatic;
     Topology topology = Topology::pcie_gen5;
+    std::string topology_file;  ///< sim: `nvidia-smi topo -m` output (per-pair paths; engine/topo_matrix.hpp)
     std::optional<unsigned> seed;  ///< sim: seeded noise (none = deterministic)
     unsigned repeat = 0;           ///< from $NCCLSWEEP_REPEAT (see repeat_index)
     double noise = 0.0;            ///< sim: relative noise (e.g. 0.02)
     std::string calibration;       ///< sim: measured collective times (engine/sim/calibration.hpp)
     std::vector<Injection> inject;
-    /// Flags given that only the sim backend uses (--topology, --noise, --inject), in order.
+    /// Flags given that only the sim backend uses (--topology, --topology-file, --noise,
+    /// --calibration, and --inject of any kind but stale), in order.
     std::vector<std::string> sim_only_flags;
     // output
     bool json = false;
@@ -67,6 +78,11 @@ struct Options {
     /// pass's sizes and 1 KiB..1 MiB and print a calibration file (engine/cuda/measure.cu).
     /// Not an experiment parameter: --describe does not list it.
     bool measure_collectives = false;
+    /// --measure-kernels: instead of the pass, time every distinct kernel of it on this GPU and
+    /// print the sim's kernel table (engine/cuda/measure_kernels.cu). Not an experiment parameter.
+    bool measure_kernels = false;
+    /// The command line as given (written into measured files).
+    std::string command_line;
 };
 
 /// Parses argv; on error returns a message (and `help` set when --help was asked).
@@ -87,6 +103,8 @@ unsigned repeat_index(const char* env_value);
 unsigned noise_seed(unsigned seed, unsigned repeat);
 /// The start event's `process_model`: "process-per-rank" or "threads".
 const char* process_model_name(ProcessModel model);
+/// "sglang" or "none".
+const char* server_name(Server server);
 /// The --help text.
 std::string usage();
 

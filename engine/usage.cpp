@@ -26,19 +26,27 @@ Parallelism and workload
   --tokens T               tokens per verify pass = batch x draft tokens (default 4)
   --context N              tokens in the KV cache the attention reads (default 4096)
   --draft-steps N          EAGLE-3 draft steps timed per cycle (default 3; 0 = --draft-us)
-  --expert-format F        bf16 (default) or int4: routed experts as the released Kimi-K2.5
-                           checkpoint stores them (INT4, one bf16 scale per 32 weights)
+  --expert-format F        bf16 or int4: routed experts as the released Kimi-K2.5 checkpoint
+                           stores them (INT4, one bf16 scale per 32 weights), run by a W4A16
+                           kernel on tensor cores. Default: int4 for kimi-k2.5, bf16 otherwise
   --process-model M        processes (default: tpverify starts one process per rank, as a
                            server runs) or threads (one process, one thread per GPU)
   --rank R --nranks N      one rank of a run started by another launcher (NCCL_COMM_ID
                            rendezvous); --nranks is TP
+  --server S               sglang (default): the CUDA backend runs with SGLang's NCCL
+                           environment (NCCL_CUMEM_ENABLE=0, NCCL_NVLS_ENABLE=0,
+                           CUDA_DEVICE_MAX_CONNECTIONS=8, CUDA_MODULE_LOADING=AUTO where you
+                           did not set them) and captures as SGLang does (global mode, after
+                           two eager passes and a barrier); none: bare NCCL, thread-local
   --graph on|off           capture the pass in a CUDA graph and replay it (default on)
-  --capture-mode M         thread-local (default), global or relaxed
+  --capture-mode M         thread-local, global or relaxed (default: the server's)
   --no-warmup-before-capture
                            capture without warming every collective eagerly first
                            (reproduces lazy-connect failures inside a capture)
   --fusion on|off          fused all-reduce + residual + RMSNorm (default off)
-  --check                  compare collective results with a host reference; any wrong
+  --check                  compare collective results with a host reference (new inputs at
+                           every call, through a replayed graph), the W4A16/bf16 GEMMs and
+                           the fused attention with double-precision references; any wrong
                            element is a failure (exit 1)
 Measurement
   --warmup N               passes before measuring (default 5; 0 = none)
@@ -53,21 +61,31 @@ Measurement
   --timeout S              a hung collective fails after S seconds (default 60, 0 = never)
 Backend
   --backend B              auto (CUDA when a GPU is visible, else sim), cuda, sim
-                           (--topology, --noise, --inject and --calibration are sim
-                           only: refused with --backend cuda, noted on stderr when auto
-                           picks CUDA)
+                           (--topology, --topology-file, --noise and --calibration
+                           describe the sim's machine: the CUDA backend ignores them with
+                           a note on stderr; --inject other than stale is refused with
+                           --backend cuda)
   --topology T             sim: pcie-gen4 (8 x L40S), pcie-gen5 (default; 8 x RTX PRO
                            6000 Blackwell, PCIe gen5), nvlink (8 x H200 SXM)
+  --topology-file FILE     sim: the machine's own GPU-to-GPU paths, as `nvidia-smi topo -m`
+                           prints them (NV#, PIX, PXB, PHB, NODE, SYS; colours, affinity
+                           columns and the legend are fine); GPUs 0..tp-1 are the ranks.
+                           P2P per pair under NCCL_P2P_LEVEL, rings across sockets at the
+                           inter-socket bandwidth, fusion only without SYS pairs
   --seed N                 seed of the router (both backends) and of the sim's noise
                            (same seed, same numbers)
   --noise X                sim: relative noise per pass, e.g. 0.02 (default 0, or 0.02
                            when --seed is given)
   --calibration FILE       sim: price collectives from measured times (a file written by
-                           'ncclsweep calibrate', or builtin:incident-pcie); unmeasured
-                           ones fall back to the model, as the result event says
+                           'ncclsweep calibrate', or builtin:incident-pcie), matched by
+                           NCCL's effective choice (algorithm, protocol, channels,
+                           transport); a choice not measured is priced relative to a
+                           measured one, as the result event's collective_times says
   --inject KIND[@PHASE][:SECONDS]
-                           sim: inject a fault (repeatable). KIND: capture-fail, nccl-error,
-                           cuda-oom, hang, segv, exit. PHASE: init, warmup, capture, replay
+                           inject a fault (repeatable). KIND: capture-fail, nccl-error,
+                           cuda-oom, hang, segv, exit (the sim's), stale (both backends:
+                           collectives hand back the previous call's result; --check must
+                           catch it). PHASE: init, warmup, capture, replay
                            (default capture for capture-fail, replay for the rest).
                            SECONDS: delay before the fault; for hang, how long it hangs
                            (0 = until --timeout, or forever with --timeout 0).
@@ -82,6 +100,10 @@ Calibration (instead of the pass)
                            10 times per trial, median of 5 trials. One NCCL setting per
                            run; concatenate the files of several settings (cat a b > cal).
                            e.g. NCCL_PROTO=LL tpverify --measure-collectives --tp 8 > ll.txt
+Kernel table (instead of the pass)
+  --measure-kernels        time every distinct kernel of the pass on this GPU (GEMMs and
+                           expert launches by shape, the small ops, attention, norms) and
+                           print the table the sim prices them from (docs/engine.md)
 Output
   --json                   one JSON event per line on stdout: start, capture (begin/end),
                            ready, result. Without it: a readable summary.

@@ -185,15 +185,12 @@ void LocalProcess::finish_group() {
 }
 
 PollState LocalProcess::poll(std::chrono::milliseconds wait, OutputLine& line) {
-    const auto deadline = Clock::now() + wait;
+    std::optional<Clock::time_point> deadline;  // read the clock only once a wait is needed
     for (;;) {
-        if (!m_lines.empty()) {
-            line = std::move(m_lines.front());
-            m_lines.pop_front();
-            return PollState::line;
-        }
+        if (take_line(m_lines, line)) return PollState::line;
         if (m_exit) return PollState::exited;
         const auto now = Clock::now();
+        if (!deadline) deadline = now + wait;
         const bool pipes_open = m_out_fd >= 0 || m_err_fd >= 0;
         if (leader_exited()) {
             if (!pipes_open) {
@@ -206,11 +203,11 @@ PollState LocalProcess::poll(std::chrono::milliseconds wait, OutputLine& line) {
                 continue;
             }
         }
-        if (now >= deadline) return PollState::timeout;
+        if (now >= *deadline) return PollState::timeout;
         // Pipes open: wake on output, but look at the leader now and then. Pipes closed: the
         // leader is about to exit; check often.
         const auto slice = pipes_open ? std::chrono::milliseconds(100) : std::chrono::milliseconds(5);
-        const auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+        const auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - now);
         const int timeout_ms =
             static_cast<int>(std::max<std::int64_t>(1, std::min(remaining, slice).count()));
         pollfd fds[2];

@@ -2,7 +2,6 @@
 // The Process of LocalTarget (internal to remote/; tests use it through LocalTarget::start).
 #include <sys/types.h>
 
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -54,7 +53,7 @@ private:
     ProcessOptions m_options;
     LineSplitter m_out_splitter;
     LineSplitter m_err_splitter;
-    std::deque<OutputLine> m_lines;
+    LineQueue m_lines;
     std::optional<std::chrono::steady_clock::time_point> m_leader_exit_seen;
     std::optional<ExitInfo> m_exit;
 };

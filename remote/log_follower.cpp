@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -48,12 +49,9 @@ bool LogFollower::read_some() {
 }
 
 PollState LogFollower::poll(std::chrono::milliseconds wait, OutputLine& line) {
-    auto deadline = std::chrono::steady_clock::now() + wait;
+    std::optional<std::chrono::steady_clock::time_point> deadline;  // only once a wait is needed
     for (;;) {
-        if (!m_lines.empty()) {
-            line = std::move(m_lines.front());
-            m_lines.pop_front();
-            line.when = std::chrono::steady_clock::now();
+        if (take_line(m_lines, line)) {  // its time stamp is when its chunk of the file was read
             return PollState::line;
         }
         if (m_exit) return PollState::exited;
@@ -68,7 +66,9 @@ PollState LogFollower::poll(std::chrono::milliseconds wait, OutputLine& line) {
             if (m_lines.empty()) m_exit = ExitInfo{0, 0};
             continue;
         }
-        if (std::chrono::steady_clock::now() >= deadline) return PollState::timeout;
+        const auto now = std::chrono::steady_clock::now();
+        if (!deadline) deadline = now + wait;
+        if (now >= *deadline) return PollState::timeout;
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
 }

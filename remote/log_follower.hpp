@@ -1,7 +1,6 @@
 #pragma once
 // A log file that another process writes, read as a Process (for `ncclsweep watch --log`).
 #include <chrono>
-#include <deque>
 #include <memory>
 #include <string>
 
@@ -38,7 +37,7 @@ private:
     std::string m_path;
     Follow m_follow;
     LineSplitter m_splitter;
-    std::deque<OutputLine> m_lines;
+    LineQueue m_lines;
     std::optional<ExitInfo> m_exit;
     bool m_stopped = false;
     long long m_offset = 0;

@@ -177,12 +177,10 @@ Result<HostPreflight> run_preflight(Target& target, std::chrono::seconds timeout
     preflight.command_start_s = start_s;
     if (start_s > k_slow_command_start_s) {
         preflight.warnings.push_back(fmt::format(
-            "{}: starting a command takes {:.2f} s, and every experiment starts at least one. On an ssh host "
-            "this is "
-            "mostly the login shell's start-up files: bash runs ~/.bashrc for ssh commands too (pyenv, conda "
-            "and nvm "
-            "init are the usual cost). Let non-interactive shells return early (first line of ~/.bashrc: "
-            "case $- in *i*) ;; *) return;; esac) or log in as a user with a lean shell",
+            "{}: starting a command takes {:.2f} s, and every experiment starts at least one. Over ssh a "
+            "command is one request to ncclsweep's agent: the login shell and its start-up files "
+            "(~/.bashrc with pyenv or conda) run once per connection and are not in this figure, so it is "
+            "the host itself (a loaded machine, a slow $TMPDIR) or the network's round trip",
             preflight.target, start_s));
     }
     // The target's own checks (Slurm: is the work directory where the nodes can see it).

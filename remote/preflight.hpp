@@ -40,8 +40,9 @@ struct HostPreflight {
     std::string home_nccl_conf;      ///< contents of ~/.nccl.conf ("" if missing)
     std::vector<GpuProcess> busy;    ///< compute processes already on the GPUs
     std::vector<std::string> notes;  ///< what could not be determined and why
-    /// Seconds the target took to run `true` (over ssh: a new exec channel and the user's login
-    /// shell with its start-up files); every experiment pays it at least once. < 0: not measured.
+    /// Seconds the target took to run `true` (over ssh: one request to the agent, whose login
+    /// shell started once, with the connection); every experiment pays it at least once.
+    /// < 0: not measured.
     double command_start_s = -1;
     std::vector<std::string> warnings;  ///< worth the user's attention (a slow command start)
     /// For storing with the sweep (stable keys; versioned by "preflight_version").

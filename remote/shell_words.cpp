@@ -22,7 +22,7 @@ bool has_nul(const std::string& text) {
 }  // namespace
 
 Result<std::string> command_script(const Command& command, const std::string& default_workdir, ExecLast exec,
-                                   std::string_view who) {
+                                   std::string_view who, std::string_view env_options) {
     if (command.argv.empty() || command.argv[0].empty())
         return Error::bad_input(fmt::format("{}: empty command: nothing to run", who));
     std::string env_words;
@@ -58,20 +58,15 @@ Result<std::string> command_script(const Command& command, const std::string& de
         }
         script += "export PYTHONPATH; ";
     }
-    script += (exec == ExecLast::yes ? "exec env --" : "env --") + env_words;
+    script += exec == ExecLast::yes ? "exec env " : "env ";
+    if (!env_options.empty()) script += std::string(env_options) + " ";
+    script += "--" + env_words;
     for (const auto& word : command.argv) {
         if (has_nul(word))
             return Error::bad_input(fmt::format("{}: a command argument contains a NUL byte", who));
         script += ' ' + shell_quote(word);
     }
     return script;
-}
-
-Result<std::string> remote_command_line(const Command& command, const std::string& default_workdir) {
-    auto body = command_script(command, default_workdir, ExecLast::yes, "ssh");
-    if (!body) return body.error();
-    return "exec /bin/sh -c " +
-           shell_quote(fmt::format("echo \"{}$$\" >&2 || exit 126; ", k_pgid_marker) + *body);
 }
 
 }  // namespace ncclsweep::remote

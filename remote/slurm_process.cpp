@@ -7,7 +7,6 @@
 
 namespace ncclsweep::remote {
 namespace {
-using Clock = std::chrono::steady_clock;
 
 /// The exit status a task's status file holds; a shell reports a command killed by signal N
 /// as 128 + N, read back as that signal.
@@ -69,7 +68,7 @@ void SlurmTaskProcess::check_end() {
     }
     TaskObservation seen = m_target.observe(m_task);
     if (seen.live) return;
-    const auto now = Clock::now();
+    const auto now = m_target.clock().now();
     if (!m_gone_since) m_gone_since = now;
     // Not every end writes a status (a kill by Slurm does not); a shared filesystem may show
     // the one written a little late.
@@ -163,7 +162,7 @@ void SlurmTaskProcess::check_end() {
 }
 
 PollState SlurmTaskProcess::poll(std::chrono::milliseconds wait, OutputLine& line) {
-    const auto deadline = Clock::now() + wait;
+    const auto deadline = m_target.clock().now() + wait;
     for (;;) {
         if (m_exit) return PollState::exited;
         if (m_lost) return PollState::lost;
@@ -174,10 +173,10 @@ PollState SlurmTaskProcess::poll(std::chrono::milliseconds wait, OutputLine& lin
         }
         check_end();
         if (m_ending || m_lost) continue;
-        const auto now = Clock::now();
+        const auto now = m_target.clock().now();
         if (now >= deadline) return PollState::timeout;
-        std::this_thread::sleep_for(
-            std::min<Clock::duration>(m_target.options().follow_interval, deadline - now));
+        m_target.clock().sleep_for(std::min<std::chrono::steady_clock::duration>(
+            m_target.options().follow_interval, deadline - now));
     }
 }
 

@@ -13,22 +13,17 @@
 
 #include "core/host.hpp"
 #include "core/log.hpp"
+#include "core/text.hpp"
 #include "remote/shell_words.hpp"
 #include "remote/slurm_process.hpp"
 
 namespace ncclsweep::remote {
 namespace {
-using Clock = std::chrono::steady_clock;
 
 std::string join(const std::set<std::string>& words, char separator) {
     std::string out;
     for (const auto& w : words) out += (out.empty() ? "" : std::string(1, separator)) + w;
     return out;
-}
-
-std::string first_line(const std::string& text) {
-    auto end = text.find('\n');
-    return text.substr(0, end);
 }
 
 }  // namespace
@@ -220,11 +215,11 @@ Result<std::vector<std::string>> SlurmTarget::submit_array(const std::vector<con
         return Error::infrastructure(fmt::format(
             "slurm: sbatch refused the job array for partition {} (exit {}): {}; check the partition, "
             "target.slurm (time, gres, account, sbatch) and `sinfo -p {}`",
-            m_options.partition, ran->exit_code, first_line(ran->err), m_options.partition));
+            m_options.partition, ran->exit_code, first_line(ran->err, 300), m_options.partition));
     auto job = parse_sbatch_job_id(ran->out);
     if (!job) return job.error();
     m_jobs.insert(*job);
-    m_submitted_at[*job] = Clock::now();
+    m_submitted_at[*job] = clock().now();
     std::vector<std::string> tasks;
     for (std::size_t i = 0; i < commands.size(); ++i) tasks.push_back(fmt::format("{}_{}", *job, i));
     return tasks;
@@ -290,13 +285,13 @@ Result<std::unique_ptr<Process>> SlurmTarget::start(const Command& command) {
             return Error::infrastructure(
                 fmt::format("slurm: interrupted while task {} waited in the queue", task));
         }
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        clock().sleep_for(std::chrono::milliseconds(100));
     }
     return std::unique_ptr<Process>(std::make_unique<SlurmTaskProcess>(*this, task));
 }
 
 void SlurmTarget::refresh_locked(bool force) {
-    const auto now = Clock::now();
+    const auto now = clock().now();
     const auto interval = std::chrono::milliseconds(static_cast<long>(m_options.spec.poll_seconds * 1000));
     if (!force && now - m_last_refresh < interval) return;
     m_last_refresh = now;
@@ -335,7 +330,7 @@ void SlurmTarget::refresh_locked(bool force) {
 }
 
 void SlurmTarget::ask_final_locked(const std::string& job) {
-    const auto now = Clock::now();
+    const auto now = clock().now();
     const auto interval = std::chrono::milliseconds(static_cast<long>(m_options.spec.poll_seconds * 1000));
     auto asked = m_final_asked.find(job);
     if (asked != m_final_asked.end() && now - asked->second < interval) return;

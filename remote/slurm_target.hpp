@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.hpp"
 #include "core/result.hpp"
 #include "core/spec/spec.hpp"
 #include "core/target.hpp"
@@ -65,6 +66,9 @@ struct SlurmOptions {
     std::function<std::string()> this_host;
     /// Where warnings for people go (stderr's log by default).
     std::function<void(const std::string&)> warn;
+    /// The time its polls, graces and pending_timeout read and its waits sleep on; nullptr =
+    /// the steady clock (tests hand in a tests/support/manual_clock.hpp clock).
+    const Clock* clock = nullptr;
 };
 
 /// Counters for benchmarks and tests.
@@ -130,6 +134,8 @@ public:
     /// The files of `task` ("4242_3").
     [[nodiscard]] SlurmTaskFiles files_of(const std::string& task) const;
     [[nodiscard]] const SlurmOptions& options() const { return m_options; }
+    /// SlurmOptions::clock, or the steady clock.
+    [[nodiscard]] const Clock& clock() const { return clock_or_steady(m_options.clock); }
     /// The per-sweep work directory ("" before prepare_workdir).
     [[nodiscard]] const std::string& workdir() const { return m_workdir; }
 

@@ -1,16 +1,16 @@
 #pragma once
-// The Process of SshTarget: one exec channel; stdout and stderr read without blocking into the
-// shared line splitter; kill through a second channel by remote process group.
-#include <libssh/callbacks.h>
-#include <libssh/libssh.h>
-
-#include <deque>
+// The Process of SshTarget: one command run by the connection's agent (remote/ssh_agent), in
+// its own session and process group on the host; its stdout and stderr followed over SFTP from
+// the agent's spool as they grow, into the shared line splitter; signals and kill are requests
+// to the agent. No exec channel, and so no login shell, per command.
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "core/target.hpp"
 #include "remote/line_splitter.hpp"
+#include "remote/sftp_files.hpp"
+#include "remote/ssh_agent.hpp"
 #include "remote/ssh_session.hpp"
 
 namespace ncclsweep::remote {
@@ -18,10 +18,10 @@ namespace ncclsweep::remote {
 /// A command running on an ssh host.
 class SshProcess final : public Process {
 public:
-    /// Opens a channel, execs `line` (from remote_command_line) and waits for the wrapper's
-    /// process-group handshake. infrastructure error when the channel or handshake fails.
-    static Result<std::unique_ptr<SshProcess>> start(std::shared_ptr<SshSession> session,
-                                                     const std::string& line, const SshOptions& options);
+    /// Has `agent` run `script` (from command_script) and waits until it started (its process
+    /// group known). infrastructure error when the agent or the connection is gone.
+    static Result<std::unique_ptr<SshProcess>> start(std::shared_ptr<SshAgent> agent,
+                                                     const std::string& script, const SshOptions& options);
     ~SshProcess() override;
     SshProcess(const SshProcess&) = delete;
     SshProcess& operator=(const SshProcess&) = delete;
@@ -33,38 +33,32 @@ public:
     [[nodiscard]] std::optional<long> process_group() const override { return m_pgid; }
 
 private:
-    SshProcess(std::shared_ptr<SshSession> session, ssh_channel channel, const SshOptions& options);
-    static void on_exit_status(ssh_session, ssh_channel, int status, void* self);
-    static void on_exit_signal(ssh_session, ssh_channel, const char* signal, int, const char*, const char*,
-                               void* self);
-    /// Reads what is available on both streams; false when the connection failed.
-    bool pump(bool& got_data);
-    bool wait_socket(std::chrono::milliseconds wait);
+    SshProcess(std::shared_ptr<SshAgent> agent, long id, const SshOptions& options);
+    /// Reads what is new in both output files; false when the connection failed.
+    bool read_output(bool& got_data);
+    /// Reads both files to their current end; false when the connection failed.
+    bool read_to_end();
     void mark_lost(const std::string& reason);
-    void finalize();
+    /// The leader ended with `status`: reads the rest of the output and sets m_exit (or marks
+    /// the process lost, see connection_survives).
+    void finish(int status);
     /// For an exit by a teardown signal (KILL, HUP, TERM, PIPE) that this runner did not send:
-    /// watches the connection for k_teardown_settle, then makes one round trip (opens and
-    /// closes a channel). False, and the process marked lost, when the connection went.
-    bool connection_survives();
-    /// Runs `kill -SIG -- -PGID` on a second channel.
-    bool signal_group(const char* signal);
-    /// Runs `line` on a second channel of the same connection and waits up to `limit` for it.
-    bool run_on_side_channel(const std::string& line, std::chrono::milliseconds limit);
+    /// watches the connection for k_teardown_settle, then makes one round trip to the agent.
+    /// False, and the process marked lost, when the connection went.
+    bool connection_survives(int signal);
 
-    std::shared_ptr<SshSession> m_session;
-    ssh_channel m_channel;
-    ssh_channel_callbacks_struct m_callbacks{};
+    std::shared_ptr<SshAgent> m_agent;
+    long m_id;
     SshOptions m_options;
+    SftpTail m_out;
+    SftpTail m_err;
     LineSplitter m_out_splitter;
     LineSplitter m_err_splitter;
-    std::deque<OutputLine> m_lines;
+    LineQueue m_lines;
     std::optional<long> m_pgid;
-    std::optional<int> m_status;  ///< exit-status received
-    std::optional<int> m_signal;  ///< exit-signal received (number)
-    bool m_eof = false;
     bool m_signal_sent = false;  ///< this runner signalled the group (kill, drain grace)
-    bool m_connection_checked = false;
     std::optional<std::chrono::steady_clock::time_point> m_status_seen;
+    std::chrono::milliseconds m_idle_wait{1};
     std::optional<ExitInfo> m_exit;
     bool m_lost = false;
     std::string m_lost_reason;
@@ -74,11 +68,12 @@ private:
 /// to fail before the exit counts as the command's own (docs/targets.md "Lost connections").
 inline constexpr std::chrono::milliseconds k_teardown_settle{500};
 
+/// Longest wait between two reads of a quiet command's output files: a line reaches the
+/// watcher at most this late.
+inline constexpr std::chrono::milliseconds k_output_poll_max{40};
+
 /// True for the signals that tear a session down from outside (KILL, HUP, TERM, PIPE), as
 /// opposed to a program's own faults (SEGV, ABRT, BUS, FPE, ILL).
 [[nodiscard]] bool is_teardown_signal(int number);
-
-/// Maps an SSH exit-signal name ("TERM", "SEGV") to its number (0 when unknown).
-int signal_number(const std::string& name);
 
 }  // namespace ncclsweep::remote

@@ -159,12 +159,14 @@ Result<std::shared_ptr<SshSession>> SshSession::open(const TargetUrl& url, const
         ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
         ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
     }
-    return std::shared_ptr<SshSession>(new SshSession(session, name, options.keepalive_interval));
+    return std::shared_ptr<SshSession>(new SshSession(session, name, user, options.keepalive_interval));
 }
 
-SshSession::SshSession(ssh_session session, std::string name, std::chrono::seconds keepalive)
+SshSession::SshSession(ssh_session session, std::string name, std::string user,
+                       std::chrono::seconds keepalive)
     : m_session(session),
       m_name(std::move(name)),
+      m_user(std::move(user)),
       m_keepalive(keepalive),
       m_last_keepalive(std::chrono::steady_clock::now()) {
     m_event = ssh_event_new();
@@ -176,6 +178,7 @@ SshSession::SshSession(ssh_session session, std::string name, std::chrono::secon
 
 SshSession::~SshSession() {
     if (m_sftp != nullptr) sftp_free(m_sftp);
+    for (sftp_session dead : m_dead_sftp) sftp_free(dead);
     if (m_event != nullptr) {
         ssh_event_remove_session(m_event, m_session);
         ssh_event_free(m_event);
@@ -200,8 +203,10 @@ bool SshSession::drop_dead_sftp() {
     const bool dead = channel == nullptr || ssh_channel_poll_timeout(channel, 0, 0) == SSH_ERROR ||
                       ssh_channel_is_closed(channel) != 0 || ssh_channel_is_eof(channel) != 0;
     if (!dead || !connected()) return false;  // a dead connection is the caller's to report
-    sftp_free(m_sftp);
+    // Not freed yet: a file opened on it (an output being followed) may still be closed.
+    m_dead_sftp.push_back(m_sftp);
     m_sftp = nullptr;
+    ++m_sftp_generation;
     return true;
 }
 

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "remote/agent_script.hpp"
 #include "remote/capture.hpp"
 #include "remote/local_target.hpp"
 #include "remote/shell_words.hpp"
@@ -27,21 +28,33 @@ struct SftpFileCloser {
 Result<std::unique_ptr<SshTarget>> SshTarget::connect(const TargetUrl& url, SshOptions options) {
     auto session = SshSession::open(url, options);
     if (!session) return session.error();
-    return std::unique_ptr<SshTarget>(new SshTarget(url, std::move(options), std::move(*session)));
+    auto agent = SshAgent::start(*session, options);
+    if (!agent) return agent.error();
+    return std::unique_ptr<SshTarget>(
+        new SshTarget(url, std::move(options), std::move(*session), std::move(*agent)));
 }
 
-SshTarget::SshTarget(TargetUrl url, SshOptions options, std::shared_ptr<SshSession> session)
-    : m_url(std::move(url)), m_options(std::move(options)), m_session(std::move(session)) {}
+SshTarget::SshTarget(TargetUrl url, SshOptions options, std::shared_ptr<SshSession> session,
+                     std::shared_ptr<SshAgent> agent)
+    : m_url(std::move(url)),
+      m_options(std::move(options)),
+      m_session(std::move(session)),
+      m_agent(std::move(agent)) {}
 
 std::string SshTarget::describe() const {
     return m_url.to_string();
 }
 
 Result<void> SshTarget::reconnect() {
-    m_session.reset();  // processes still holding the old one keep it alive until they go
+    m_known_dirs.clear();
+    m_agent.reset();  // processes still holding the old ones keep them alive until they go
+    m_session.reset();
     auto session = SshSession::open(m_url, m_options);
     if (!session) return session.error();
+    auto agent = SshAgent::start(*session, m_options);
+    if (!agent) return agent.error();
     m_session = std::move(*session);
+    m_agent = std::move(*agent);
     return success();
 }
 
@@ -62,6 +75,10 @@ Result<void> SshTarget::make_dirs_once(const std::string& path) {
         begin = end + 1;
         if (part.empty() || part == ".") continue;
         prefix += part;
+        if (m_known_dirs.count(prefix) != 0) {
+            prefix += '/';
+            continue;
+        }
         // Look before creating: SFTP reports an existing directory as a plain failure (4),
         // indistinguishable from a refused mkdir.
         sftp_attributes existing = sftp_stat(*sftp, prefix.c_str());
@@ -86,6 +103,7 @@ Result<void> SshTarget::make_dirs_once(const std::string& path) {
                                 describe(), prefix, code, m_session->last_error()));
             }
         }
+        m_known_dirs.insert(prefix);
         prefix += '/';
     }
     return success();
@@ -95,6 +113,7 @@ Result<std::string> SshTarget::prepare_workdir(const std::string& sweep_id) {
     if (auto ok = check_sweep_id(sweep_id); !ok) return ok.error();
     const std::string root = m_options.workdir_root.empty() ? ".ncclsweep/work" : m_options.workdir_root;
     const std::string dir = root + "/" + sweep_id;
+    m_known_dirs.clear();  // look at each again: a resumed sweep's may have gone
     if (auto ok = make_dirs(dir); !ok) return ok.error();
     auto sftp = m_session->sftp();
     if (!sftp) return sftp.error();
@@ -110,8 +129,13 @@ Result<std::string> SshTarget::prepare_workdir(const std::string& sweep_id) {
 Result<void> SshTarget::put_file(const std::string& path, const std::string& content) {
     if (path.find('\0') != std::string::npos) return Error::bad_input("ssh: a file path contains a NUL byte");
     auto put = put_file_once(path, content);
-    if (!put && put.error().kind == ErrorKind::infrastructure && m_session->drop_dead_sftp())
+    if (!put && put.error().kind == ErrorKind::infrastructure) {
+        // Once more, on a fresh SFTP subsystem if the old one died, and looking again at every
+        // directory (one known to exist may have been removed behind our back).
+        m_session->drop_dead_sftp();
+        m_known_dirs.clear();
         put = put_file_once(path, content);
+    }
     return put;
 }
 
@@ -143,9 +167,8 @@ Result<void> SshTarget::put_file_once(const std::string& path, const std::string
     // SFTP v3 rename (all libssh 0.10 offers) refuses to replace an existing file (a repeat
     // or a resumed sweep writes the same experiment's files again). Then remove the old file
     // and rename again, all over SFTP: nothing reads these files until the workload starts,
-    // so the moment without one does no harm, and no remote shell is started (each exec
-    // channel costs a login-shell start, seconds with a heavy ~/.bashrc). `mv -f` (arguments
-    // quoted as data) is the last resort, for servers that refuse the unlink.
+    // so the moment without one does no harm. `mv -f` through the agent (arguments quoted as
+    // data) is the last resort, for servers that refuse the unlink.
     if (sftp_rename(*sftp, temp.c_str(), path.c_str()) == SSH_OK) return success();
     if (sftp_unlink(*sftp, path.c_str()) == SSH_OK &&
         sftp_rename(*sftp, temp.c_str(), path.c_str()) == SSH_OK)
@@ -159,9 +182,11 @@ Result<void> SshTarget::put_file_once(const std::string& path, const std::string
 }
 
 Result<std::unique_ptr<Process>> SshTarget::start(const Command& command) {
-    auto line = remote_command_line(command, m_workdir);
-    if (!line) return line.error();
-    auto process = SshProcess::start(m_session, *line, m_options);
+    if (!m_agent) return Error::infrastructure(fmt::format("{}: not connected; reconnect first", describe()));
+    auto script =
+        command_script(command, m_workdir, ExecLast::yes, "ssh", script_env_options(m_agent->banner()));
+    if (!script) return script.error();
+    auto process = SshProcess::start(m_agent, *script, m_options);
     if (!process) return process.error();
     return std::unique_ptr<Process>(std::move(*process));
 }

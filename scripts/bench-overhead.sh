@@ -2,7 +2,8 @@
 # Per-experiment overhead of ncclsweep (everything except the workload's own run time), locally
 # and over ssh to a throwaway sshd on 127.0.0.1 (scripts/test-sshd.sh).
 #
-#   scripts/bench-overhead.sh [BUILD_DIR] [N_LOCAL] [N_SSH] [N_SSH_RC]   (defaults: build 1000 1000 50)
+#   scripts/bench-overhead.sh [BUILD_DIR] [N_LOCAL] [N_SSH] [N_SSH_RC] [N_SSH_SLOW]
+#                                          (defaults: build 1000 1000 50 50)
 #   BENCH_KINDS="true" scripts/bench-overhead.sh ...     only the /bin/true workload (default: "sim true")
 #   BENCH_KEEP=1 scripts/bench-overhead.sh ...           keep the work folder (databases, specs, logs)
 #
@@ -12,13 +13,15 @@
 # where the workload's own time is measured by running the same tpverify (or /bin/true)
 # directly. Every experiment of a sweep must end `ok`, or the figure is refused.
 #
-# Over ssh every experiment opens an exec channel, and sshd starts the remote user's login shell
-# for it; bash then sources ~/.bashrc (it does so for commands run by sshd), so a heavy ~/.bashrc
-# (pyenv, conda) is paid once per experiment. That is the host's cost, not the tool's: as root the
-# script logs in as a lean account, ncclsweep-bench (shell /bin/sh, created here if missing), for
-# the N_SSH-experiment figure, and as the current user (with its shell start-up files) for a
-# second, N_SSH_RC-experiment figure; the shell's own start-up is measured and printed beside it.
-# Not root: both use the current user.
+# Over ssh, sshd starts the remote user's login shell for every exec channel, and bash then
+# sources ~/.bashrc (it does so for commands run by sshd). ncclsweep opens one such channel per
+# connection, for its agent (docs/targets.md "The agent"), so a slow login is paid once per
+# sweep, not per experiment. The script logs in as three users to show it: as root, a lean
+# account, ncclsweep-bench (shell /bin/sh, created here if missing), for the N_SSH-experiment
+# figure; the current user (with its own start-up files) for an N_SSH_RC-experiment figure; and
+# ncclsweep-bench-slow (bash, whose ~/.bashrc sleeps 1 s and appends the line sshd gave the
+# shell to ~/logins), for an N_SSH_SLOW-experiment figure with the logins each sweep made.
+# Not root: only the current user.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,6 +29,7 @@ build=$(cd "${1:-$root/build}" && pwd)
 n_local=${2:-1000}
 n_ssh=${3:-1000}
 n_ssh_rc=${4:-50}
+n_ssh_slow=${5:-50}
 kinds=${BENCH_KINDS:-sim true}  # workloads to measure: sim (tpverify --backend sim) and/or true (/bin/true)
 ncclsweep=$build/cli/ncclsweep
 tpverify=$build/engine/tpverify
@@ -137,22 +141,29 @@ shell_start() {
   fi
 }
 
-if [ "$n_ssh" -gt 0 ] || [ "$n_ssh_rc" -gt 0 ]; then
+# logins USER: how many times USER's login shell started so far (its ~/.bashrc counts them).
+logins() { local home; home=$(getent passwd "$1" | cut -d: -f6); cat "$home/logins" 2>/dev/null | wc -l; }
+
+# bench_user NAME SHELL: creates NAME (as root) with SHELL, no password but not locked.
+bench_user() {
+  local name=$1 shell=$2
+  getent passwd "$name" >/dev/null || useradd --system --shell "$shell" --home-dir "/var/lib/$name" --create-home "$name"
+  usermod --shell "$shell" -p '*' "$name"  # no password, but not locked ('!'): sshd refuses locked accounts
+  runuser -u "$name" -- test -x "$tpverify" || {
+    echo "bench-overhead: $name cannot run $tpverify (a folder above it is not world-searchable)" >&2; exit 1; }
+}
+
+if [ "$n_ssh" -gt 0 ] || [ "$n_ssh_rc" -gt 0 ] || [ "$n_ssh_slow" -gt 0 ]; then
   port=$(bash "$root/scripts/test-sshd.sh" start "$sshd_dir")
   me=$(id -un)
   lean=$me
   REMOTE_WORK=$work/remote
   if [ "$(id -u)" -eq 0 ]; then
     lean=ncclsweep-bench
-    if ! getent passwd "$lean" >/dev/null; then
-      useradd --system --shell /bin/sh --home-dir /var/lib/$lean --create-home "$lean"
-    fi
-    usermod -p '*' "$lean"  # no password, but not locked ('!'): sshd refuses locked accounts
     # sshd reads the key list as the user logging in; the engine must be reachable as that user.
     chmod 755 "$work" "$sshd_dir"
     chmod 644 "$sshd_dir/authorized_keys"
-    runuser -u "$lean" -- test -x "$tpverify" || {
-      echo "bench-overhead: $lean cannot run $tpverify (a folder above it is not world-searchable)" >&2; exit 1; }
+    bench_user "$lean" /bin/sh
     REMOTE_WORK=/var/lib/$lean/bench-$$
     runuser -u "$lean" -- mkdir -p "$REMOTE_WORK"
     mkdir -p "$work/remote"
@@ -167,8 +178,21 @@ if [ "$n_ssh" -gt 0 ] || [ "$n_ssh_rc" -gt 0 ]; then
   fi
   if [ "$n_ssh_rc" -gt 0 ] && [ "$lean" != "$me" ]; then
     rc_cost=$(shell_start "$me")
-    echo "ssh as $me: its shell starts a command in $rc_cost s (start-up files included), paid once per experiment"
+    echo "ssh as $me: its shell starts a command in $rc_cost s (start-up files included), paid once per connection"
     REMOTE_WORK=$work/remote ssh_sweeps ssh-$me "$me" "$n_ssh_rc"
+  fi
+  if [ "$n_ssh_slow" -gt 0 ] && [ "$lean" != "$me" ]; then
+    slow=ncclsweep-bench-slow
+    bench_user "$slow" /bin/bash
+    printf '%s\n' 'printf "%s\n" "$BASH_EXECUTION_STRING" >> "$HOME/logins"' 'sleep 1' >"/var/lib/$slow/.bashrc"
+    chown "$slow:" "/var/lib/$slow/.bashrc"
+    runuser -u "$slow" -- mkdir -p "/var/lib/$slow/bench-$$"
+    echo "ssh as $slow: its ~/.bashrc sleeps 1 s; its shell starts a command in $(shell_start "$slow") s"
+    rm -f "/var/lib/$slow/logins"
+    REMOTE_WORK=/var/lib/$slow/bench-$$ ssh_sweeps ssh-slow "$slow" "$n_ssh_slow"
+    echo "ssh as $slow: $(logins "$slow") logins in $(( 2 * $(echo $kinds | wc -w) )) sweeps; the lines its shell was given:" \
+      "$(sort "/var/lib/$slow/logins" | uniq -c | tr -s ' ' | tr '\n' ';')"
+    rm -rf "/var/lib/$slow/bench-$$"
   fi
   [ "$lean" = ncclsweep-bench ] && rm -rf "/var/lib/$lean/bench-$$"
 fi

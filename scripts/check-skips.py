@@ -3,9 +3,10 @@
 
     scripts/check-skips.py JUNIT.xml [--allow REQ ...]
 
-JUNIT.xml is CTest's `--output-junit` file. A skipped test says what it lacked with a line
-"NCCLSWEEP_SKIP(requirement): reason" (tests/support/skip.hpp); the GPU test, which skips by
-exit code 77, counts as requirement "gpu". Skips whose requirement is in --allow are listed and
+JUNIT.xml is CTest's `--output-junit` file. A test is skipped only by exiting 77 without a
+failure (tests/support/catch_main.cpp; a failure after the marker is a failure, not a skip), and
+says what it lacked with a line "NCCLSWEEP_SKIP(requirement): reason" (tests/support/skip.hpp);
+the GPU tests, shell scripts that exit 77 without a GPU, count as requirement "gpu". Skips whose requirement is in --allow are listed and
 accepted; any other skip is an error (exit 1): scripts/test.sh installs sshd and chromium and
 runs as root, so a test that skipped for lack of them hides a broken setup, not a missing GPU.
 """

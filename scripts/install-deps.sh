@@ -7,6 +7,7 @@ packages=(
   libcli11-dev libyaml-cpp-dev libfmt-dev libsqlite3-dev libssh-dev catch2
   nlohmann-json3-dev libre2-dev ccache openssh-server openssh-client sqlite3 clang-format
   chromium slurmctld slurmd slurm-client munge
+  fish tcsh  # login shells of the test users of tests/e2e/test_run_ssh_login.cpp
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -8,7 +8,7 @@
 #                                     the same, but slurmd (and so every task) runs in a mount
 #                                     namespace of its own where PATH is an empty tmpfs: a compute
 #                                     node that does not share PATH with this "login node" (root
-#                                     only; exit 77 where mount namespaces are not allowed)
+#                                     only; exit 78 where mount namespaces are not allowed)
 #   scripts/test-slurm.sh stop DIR    kill those daemons (SIGKILL) and every job step below them
 #
 # Everything lives in DIR: munge.key, munge.socket, slurm.conf, state/, spool/, *.log, *.pid.
@@ -16,12 +16,23 @@
 # Slurm and next to other instances of itself. Root runs the daemons as root (SlurmUser=root);
 # an ordinary user runs them as that user (slurmd then runs only that user's jobs). No
 # accounting daemon: `sacct` has nothing, state comes from squeue and `scontrol show job`.
-# Exit 77 when Slurm or munge is not installed or cannot start here, so callers can skip
-# (scripts/install-deps.sh installs slurmctld slurmd slurm-client munge).
+#
+# Exit 77 when Slurm or munge is not installed, or when a daemon does not start for an ordinary
+# user (slurmd may refuse one), so callers can skip with requirement "slurm"
+# (scripts/install-deps.sh installs slurmctld slurmd slurm-client munge); exit 78 when --private
+# cannot have its mount namespace (not root, or namespaces not allowed here: requirement
+# "mount"). Anything else is a failure (exit 1): as root, a daemon that does not start, and for
+# anyone, a node that does not become idle within TEST_SLURM_IDLE_WAIT seconds (default 60),
+# is a broken setup, not a missing one. The daemons are found on PATH, then in /usr/sbin.
 set -euo pipefail
 
 die() { echo "test-slurm: $*" >&2; exit 1; }
 skip() { echo "test-slurm: $*" >&2; exit 77; }
+skip_mount() { echo "test-slurm: $*" >&2; exit 78; }
+# A daemon that did not start: for root a failure; for an ordinary user, whom slurmd may refuse, a skip.
+not_started() { if [ "$(id -u)" = 0 ]; then die "$*"; else skip "$* (as an ordinary user)"; fi; }
+# A daemon or tool: the first on PATH, else /usr/sbin's.
+tool() { command -v "$1" 2>/dev/null || echo "/usr/sbin/$1"; }
 
 free_port() {
   python3 - <<'PY'
@@ -32,9 +43,8 @@ PY
 
 start() {
   local dir=$1 private=${2:-}
-  for tool in munged slurmctld slurmd sbatch squeue scontrol; do
-    command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] ||
-      skip "$tool not found (install munge slurmctld slurmd slurm-client)"
+  for name in munged slurmctld slurmd sbatch squeue scontrol sinfo; do
+    [ -x "$(tool "$name")" ] || skip "$name not found (install munge slurmctld slurmd slurm-client)"
   done
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
@@ -48,9 +58,9 @@ start() {
   d_port=$(free_port)
   [ -f "$dir/munge.key" ] || head -c 1024 /dev/urandom >"$dir/munge.key"
   chmod 600 "$dir/munge.key"
-  /usr/sbin/munged --force --socket="$dir/munge.socket" --key-file="$dir/munge.key" \
+  "$(tool munged)" --force --socket="$dir/munge.socket" --key-file="$dir/munge.key" \
     --pid-file="$dir/munged.pid" --log-file="$dir/munged.log" --seed-file="$dir/munged.seed" ||
-    skip "munged did not start; see $dir/munged.log"
+    not_started "munged did not start; see $dir/munged.log"
   cat >"$dir/slurm.conf" <<CONF
 ClusterName=ncclsweep-test
 SlurmctldHost=$node(127.0.0.1)
@@ -89,20 +99,25 @@ NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$memory State=UNKNOWN
 PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:8
 CONF
   export SLURM_CONF=$dir/slurm.conf
-  /usr/sbin/slurmctld -i -f "$dir/slurm.conf" >"$dir/slurmctld.out" 2>&1 ||
-    skip "slurmctld did not start; see $dir/slurmctld.log"
+  "$(tool slurmctld)" -i -f "$dir/slurm.conf" >"$dir/slurmctld.out" 2>&1 ||
+    not_started "slurmctld did not start; see $dir/slurmctld.log"
   if [ -n "$private" ]; then
-    [ "$(id -u)" = 0 ] || skip "--private needs root (a mount namespace with a tmpfs)"
+    [ "$(id -u)" = 0 ] || skip_mount "--private needs root (a mount namespace with a tmpfs)"
+    unshare --mount --propagation private true 2>/dev/null ||
+      skip_mount "--private needs a mount namespace, which this machine does not allow"
     mkdir -p "$private"
     # slurmd daemonizes inside the namespace; its tasks inherit it.
     unshare --mount --propagation private /bin/sh -c 'mount -t tmpfs ncclsweep-private "$1" && shift && exec "$@"' \
-      sh "$private" /usr/sbin/slurmd -f "$dir/slurm.conf" -N "$node" >"$dir/slurmd.out" 2>&1 ||
-      skip "slurmd did not start in a mount namespace with $private private; see $dir/slurmd.out"
+      sh "$private" "$(tool slurmd)" -f "$dir/slurm.conf" -N "$node" >"$dir/slurmd.out" 2>&1 ||
+      not_started "slurmd did not start in a mount namespace with $private private; see $dir/slurmd.out"
   else
-    /usr/sbin/slurmd -f "$dir/slurm.conf" -N "$node" >"$dir/slurmd.out" 2>&1 ||
-      skip "slurmd did not start; see $dir/slurmd.log"
+    "$(tool slurmd)" -f "$dir/slurm.conf" -N "$node" >"$dir/slurmd.out" 2>&1 ||
+      not_started "slurmd did not start; see $dir/slurmd.log"
   fi
-  for _ in $(seq 100); do
+  # Polls the node's state (a loaded machine only makes this take longer); a node that never
+  # becomes idle is a failure, not a skip.
+  local wait=${TEST_SLURM_IDLE_WAIT:-60}
+  for _ in $(seq $((wait * 10))); do
     if [ "$(sinfo -h -p debug -o %t 2>/dev/null | head -1)" = idle ]; then
       echo "$dir/slurm.conf"
       return 0
@@ -111,7 +126,7 @@ CONF
   done
   sinfo >&2 || true
   stop "$dir"
-  skip "the node of partition debug did not become idle within 10 s; see $dir/slurmctld.log and $dir/slurmd.log"
+  die "the node of partition debug did not become idle within $wait s; see $dir/slurmctld.log and $dir/slurmd.log"
 }
 
 stop() {

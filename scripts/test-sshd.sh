@@ -83,6 +83,10 @@ stop() {
   [ -s "$dir/sshd.pid" ] || return 0
   local master
   master=$(cat "$dir/sshd.pid")
+  # Freeze the listener first: a connection it accepted between the snapshot below and its kill
+  # would fork a session sshd the snapshot does not list, which would outlive the "crash" (a
+  # client that reconnects at once, on a loaded machine, did exactly that).
+  kill -STOP "$master" 2>/dev/null || true
   local pids
   pids=$(sshd_tree "$master")
   # shellcheck disable=SC2086

@@ -26,8 +26,9 @@ bash scripts/build.sh -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" -DCMAKE_C_
   -DCMAKE_CUDA_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" -DNCCLSWEEP_UNITY_TESTS=ON
 build_dir=${BUILD_DIR:-build}
 allowed=(gpu no-nvidia-smi)
-# Not root: no tmpfs mounts, and slurmd may refuse to run as an ordinary user.
-[ "$(id -u)" -eq 0 ] || allowed+=(mount slurm)
+# Not root: no tmpfs mounts, slurmd may refuse to run as an ordinary user, and no test users
+# (the login shells of tests/e2e/test_run_ssh_login.cpp) can be made.
+[ "$(id -u)" -eq 0 ] || allowed+=(mount slurm root)
 junit="$PWD/$build_dir/ctest-junit.xml"
 (cd "$build_dir" && ctest --output-on-failure -j "$(nproc)" --timeout 600 --output-junit "$junit")
 if [ "${CHECK_SKIPS:-1}" != 0 ]; then

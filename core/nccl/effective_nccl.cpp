@@ -8,6 +8,8 @@
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <cstdint>
+#include <cstring>
 
 namespace ncclsweep::nccl {
 namespace {
@@ -209,9 +211,64 @@ std::optional<EnvSetting> parse_env_line(std::string_view line) {
     return EnvSetting{std::string(name), std::string(value)};
 }
 
+namespace {
+
+__extension__ using Wide = unsigned __int128;  // GCC and Clang on 64-bit targets
+
+/// 64x64 -> 128-bit multiply, folded: the mixing step of wyhash (public domain).
+std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
+    const auto product = static_cast<Wide>(a) * b;
+    return static_cast<std::uint64_t>(product) ^ static_cast<std::uint64_t>(product >> 64);
+}
+
+std::uint64_t load(const char* at, std::size_t bytes) {
+    std::uint64_t word = 0;
+    std::memcpy(&word, at, bytes);
+    return word;
+}
+
+/// A hash of 16 bytes per multiply in the manner of wyhash (payloads are ~70 bytes; std::hash
+/// takes twice as long, and it is taken on every TUNING line).
+std::uint64_t payload_hash(std::string_view text) {
+    constexpr std::uint64_t k0 = 0xa0761d6478bd642full, k1 = 0xe7037ed1a0b428dbull,
+                            k2 = 0x8ebc6af09c88c6e3ull;
+    std::uint64_t seed = k0 ^ text.size();
+    const char* at = text.data();
+    std::size_t left = text.size();
+    for (; left > 16; left -= 16, at += 16) seed = mix(load(at, 8) ^ k1, load(at + 8, 8) ^ seed);
+    const std::uint64_t a = left >= 8 ? load(at, 8) : load(at, left);
+    const std::uint64_t b = left > 8 ? load(at + 8, left - 8) : 0;
+    return mix(k1 ^ text.size(), mix(a ^ k1, b ^ seed ^ k2));
+}
+
+}  // namespace
+
+bool EffectiveNccl::SeenPayloads::contains(std::string_view text) const {
+    if (m_slots.empty()) return false;
+    const std::uint64_t hash = payload_hash(text);
+    for (std::size_t slot = hash & (k_slots - 1);; slot = (slot + 1) & (k_slots - 1)) {
+        if (m_slots[slot] == 0) return false;
+        if (m_hashes[slot] == hash && m_texts[m_slots[slot] - 1] == text) return true;
+    }
+}
+
+void EffectiveNccl::SeenPayloads::insert(std::string_view text) {
+    if (m_texts.size() >= k_capacity || contains(text)) return;
+    if (m_slots.empty()) {
+        m_slots.assign(k_slots, 0);
+        m_hashes.assign(k_slots, 0);
+    }
+    const std::uint64_t hash = payload_hash(text);
+    std::size_t slot = hash & (k_slots - 1);
+    while (m_slots[slot] != 0) slot = (slot + 1) & (k_slots - 1);
+    m_texts.emplace_back(text);
+    m_slots[slot] = static_cast<std::uint32_t>(m_texts.size());
+    m_hashes[slot] = hash;
+}
+
 bool EffectiveNccl::add_line(std::string_view line) {
     auto text = payload_of(line);
-    if (m_seen.find(text) != m_seen.end()) return true;
+    if (m_seen.contains(text)) return true;
     bool recorded = false;
     if (auto choice = parse_tuning_line(text)) {
         recorded = true;
@@ -234,7 +291,7 @@ bool EffectiveNccl::add_line(std::string_view line) {
             ++m_dropped;
     }
     // Remember the payload so the next rank's identical line is a hash lookup; bounded too.
-    if (recorded && m_seen.size() < 4 * k_max_entries) m_seen.emplace(text);
+    if (recorded) m_seen.insert(text);
     return recorded;
 }
 

@@ -12,7 +12,6 @@
 #include <set>
 #include <string>
 #include <string_view>
-#include <unordered_set>
 #include <vector>
 
 namespace ncclsweep::nccl {
@@ -97,15 +96,26 @@ public:
     [[nodiscard]] std::string summary() const;
 
 private:
-    struct ViewHash {
-        using is_transparent = void;
-        std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    /// Payloads (text after "NCCL INFO ") already recorded: the fast path for repeated lines,
+    /// taken on every TUNING line of an INFO-heavy log. Open addressing over power-of-two slots
+    /// with a multiply-xor hash of 8-byte words: no division and no allocation per lookup.
+    class SeenPayloads {
+    public:
+        [[nodiscard]] bool contains(std::string_view text) const;
+        /// Adds `text` unless k_capacity payloads are kept already.
+        void insert(std::string_view text);
+
+    private:
+        static constexpr std::size_t k_capacity = 4 * k_max_entries;
+        static constexpr std::size_t k_slots = 2 * k_capacity;  // a power of two, at most half full
+        std::vector<std::string> m_texts;
+        std::vector<std::uint64_t> m_hashes;  ///< per slot (allocated at the first insert)
+        std::vector<std::uint32_t> m_slots;   ///< per slot: 1 + index into m_texts, 0 = empty
     };
     std::set<TuningChoice> m_choices;
     std::set<EnvSetting> m_env;
     std::set<TunerEvent> m_tuner;
-    /// Payloads (text after "NCCL INFO ") already seen: the fast path for repeated lines.
-    std::unordered_set<std::string, ViewHash, std::equal_to<>> m_seen;
+    SeenPayloads m_seen;
     std::size_t m_dropped = 0;
 };
 

@@ -2,6 +2,7 @@
 #include "core/nccl/nccl_tests_log.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <charconv>
@@ -153,7 +154,7 @@ Result<NcclTestsLog> parse_nccl_tests_log(std::string_view text, const std::stri
     return log;
 }
 
-Result<std::string> calibration_text(const std::vector<NcclTestsLog>& logs) {
+Result<std::string> calibration_text(const std::vector<NcclTestsLog>& logs, std::string_view topology_block) {
     using Key = std::tuple<std::vector<std::pair<std::string, std::string>>, std::string, int>;
     std::map<Key, const NcclTestsLog*> tables;
     for (const NcclTestsLog& log : logs) {
@@ -167,6 +168,7 @@ Result<std::string> calibration_text(const std::vector<NcclTestsLog>& logs) {
     std::string out =
         "tpverify-calibration 1\n# Written by 'ncclsweep calibrate' from nccl-tests logs; times are the\n"
         "# out-of-place column in microseconds, sizes are bytes per rank (docs/engine.md).\n";
+    out += topology_block;
     const std::vector<std::pair<std::string, std::string>>* last_setting = nullptr;
     for (const auto& [key, log] : tables) {
         const auto& setting = std::get<0>(key);
@@ -182,6 +184,39 @@ Result<std::string> calibration_text(const std::vector<NcclTestsLog>& logs) {
         for (auto [bytes, us] : log->points) out += fmt::format("{} {}\n", bytes, us);
     }
     return out;
+}
+
+Result<std::string> topology_block(Target& target, const std::string& engine,
+                                   const std::filesystem::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in)
+        return Error::bad_input(
+            fmt::format("{}: cannot read the topology file (save `nvidia-smi topo -m > FILE` on "
+                        "the machine the logs were measured on and give that file)",
+                        file.string()));
+    std::ostringstream text;
+    text << in.rdbuf();
+    auto verdict =
+        target.capture({engine, "--validate", "--topology-file", file.string()}, std::chrono::seconds(30));
+    if (!verdict)
+        return Error::infrastructure(
+            fmt::format("cannot ask {} to read {}: {} (give the engine with --engine)", engine, file.string(),
+                        verdict.error().message));
+    const auto j = nlohmann::json::parse(*verdict, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("valid"))
+        return Error::infrastructure(fmt::format(
+            "{} --validate printed '{}', not a verdict; use a tpverify of this ncclsweep build (--engine)",
+            engine, *verdict));
+    if (!j["valid"].get<bool>()) return Error::bad_input(j.value("error", std::string("refused")));
+    std::string block =
+        fmt::format("\ntopology {}   # `nvidia-smi topo -m` of the machine the logs were measured on\n",
+                    file.filename().string());
+    std::istringstream lines(text.str());
+    for (std::string line; std::getline(lines, line);) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        block += "| " + line + "\n";
+    }
+    return block;
 }
 
 Result<std::vector<NcclTestsLog>> read_nccl_tests_dir(const std::filesystem::path& dir,
@@ -210,7 +245,11 @@ Result<std::vector<NcclTestsLog>> read_nccl_tests_dir(const std::filesystem::pat
         text << in.rdbuf();
         auto log = parse_nccl_tests_log(text.str(), file.filename().string());
         if (!log) {
-            skipped.push_back(log.error().message);
+            const bool topo =
+                text.str().find("GPU0") != std::string::npos && text.str().find(" X ") != std::string::npos;
+            skipped.push_back(
+                log.error().message +
+                (topo ? " (it looks like `nvidia-smi topo -m` output: give it with --topology-file)" : ""));
             continue;
         }
         logs.push_back(std::move(*log));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "core/target.hpp"
 
 namespace ncclsweep::nccl {
 
@@ -31,9 +32,19 @@ struct NcclTestsLog {
 /// Parses one log; bad input when it is not nccl-tests output of a supported collective.
 Result<NcclTestsLog> parse_nccl_tests_log(std::string_view text, const std::string& source);
 
-/// The calibration text for these logs: one table per setting, collective and rank count.
+/// The calibration text for these logs: one table per setting, collective and rank count, after
+/// `topology_block` (the machine they were measured on, from topology_block(); may be empty).
 /// Two logs with the same setting, collective and rank count are refused (keep one).
-Result<std::string> calibration_text(const std::vector<NcclTestsLog>& logs);
+Result<std::string> calibration_text(const std::vector<NcclTestsLog>& logs,
+                                     std::string_view topology_block = {});
+
+/// The `topology` block of a calibration (engine/sim/calibration.hpp): the machine's
+/// `nvidia-smi topo -m` output in `file`, each line behind "| ", after the engine's own reader
+/// accepted it (`engine --validate --topology-file FILE`, run on `target`; one reader for the
+/// format, tpverify's). bad_input with the engine's "FILE:LINE: ..." when it refuses the file or
+/// the file cannot be read; infrastructure error when the engine cannot be asked.
+Result<std::string> topology_block(Target& target, const std::string& engine,
+                                   const std::filesystem::path& file);
 
 /// Reads every regular file of `dir` (sorted by name) that is nccl-tests output of
 /// all_reduce_perf or all_gather_perf; `skipped` gets "FILE: why" for the others.

@@ -141,7 +141,8 @@ std::vector<std::string> inert_settings(const Spec& spec, const Experiment& expe
     return out;
 }
 
-Result<PlanSummary> check_plan(const Spec& spec, const PlanOptions& options) {
+Result<PlanSummary> check_plan(const Spec& spec, const PlanOptions& options,
+                               const std::function<void(const Experiment&)>& each) {
     auto planner = Planner::create(spec, options);
     if (!planner) return planner.error();
     PlanSummary summary;
@@ -187,6 +188,7 @@ Result<PlanSummary> check_plan(const Spec& spec, const PlanOptions& options) {
             summary.warnings[it->second].experiments.add(experiment.id);
             if (at != std::string::npos) sizes[it->second].insert(*context.max_message_bytes);
         }
+        if (each) each(experiment);
     }
     for (std::size_t i = 0; i < summary.warnings.size(); ++i) {
         std::string& message = summary.warnings[i].message;

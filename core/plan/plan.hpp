@@ -2,6 +2,7 @@
 // Whole-plan checks: load + override + validate a spec, then walk every experiment once
 // through nccl::check_environment, stopping at the first error and grouping warnings.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -69,7 +70,11 @@ struct PlanSummary {
 [[nodiscard]] std::vector<std::string> inert_settings(const Spec& spec, const Experiment& experiment);
 
 /// Walks every experiment once: counts them, stops (bad_input, located) at the first NCCL error
-/// of any experiment, and groups the warnings by code and message.
-[[nodiscard]] Result<PlanSummary> check_plan(const Spec& spec, const PlanOptions& options);
+/// of any experiment, and groups the warnings by code and message. `each`, when given, sees
+/// every experiment that passed its check, in order, as the walk reaches it: a caller that
+/// needs more from the plan (run's experiments, the engine's distinct command lines) takes it
+/// from this one walk instead of expanding the plan again.
+[[nodiscard]] Result<PlanSummary> check_plan(const Spec& spec, const PlanOptions& options,
+                                             const std::function<void(const Experiment&)>& each = {});
 
 }  // namespace ncclsweep::inline plan

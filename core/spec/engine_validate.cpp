@@ -42,15 +42,23 @@ std::string point_text(const EngineRun& run) {
 
 }  // namespace
 
+void EngineRunSet::add(const Experiment& experiment) {
+    if (experiment.argv.empty() || experiment.shell) return;
+    // Most points of a big plan repeat a command line (env axes do not change it): look it up
+    // as one reused string, and copy the args only for a new one.
+    m_key.clear();
+    for (auto arg = experiment.argv.begin() + 1; arg != experiment.argv.end(); ++arg)
+        m_key.append(*arg).push_back('\0');
+    if (m_seen.count(m_key)) return;
+    m_seen.insert(m_key);
+    m_runs.push_back(
+        {experiment.id, experiment.workload, {experiment.argv.begin() + 1, experiment.argv.end()}});
+}
+
 std::vector<EngineRun> distinct_engine_runs(const std::vector<Experiment>& experiments) {
-    std::vector<EngineRun> runs;
-    std::set<std::vector<std::string>> seen;
-    for (const Experiment& e : experiments) {
-        if (e.argv.empty() || e.shell) continue;
-        std::vector<std::string> args(e.argv.begin() + 1, e.argv.end());
-        if (seen.insert(args).second) runs.push_back({e.id, e.workload, std::move(args)});
-    }
-    return runs;
+    EngineRunSet set;
+    for (const Experiment& e : experiments) set.add(e);
+    return set.runs();
 }
 
 Result<void> judge_engine_runs(const Spec& spec, const std::vector<EngineRun>& runs,
@@ -99,9 +107,8 @@ Result<void> judge_engine_runs(const Spec& spec, const std::vector<EngineRun>& r
     return success();
 }
 
-Result<void> validate_engine_runs(const Spec& spec, const std::vector<Experiment>& experiments,
-                                  Target& target, const std::string& engine_path) {
-    const std::vector<EngineRun> runs = distinct_engine_runs(experiments);
+Result<void> validate_engine_runs(const Spec& spec, const std::vector<EngineRun>& runs, Target& target,
+                                  const std::string& engine_path) {
     for (std::size_t start = 0; start < runs.size(); start += k_batch) {
         const std::size_t end = std::min(runs.size(), start + k_batch);
         std::vector<std::string> argv = {engine_path, "--validate"};

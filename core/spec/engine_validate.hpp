@@ -4,6 +4,7 @@
 // over 3 ranks, or `topology` with `backend: cuda`. Checked before anything runs.
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "core/experiment.hpp"
@@ -20,6 +21,22 @@ struct EngineRun {
     std::vector<std::string> args;     ///< its argv without the program
 };
 
+/// The distinct engine command lines of a plan, gathered one experiment at a time while the plan
+/// is walked (so the plan need not be held in memory to ask the engine about it).
+class EngineRunSet {
+public:
+    /// Keeps `experiment`'s command line when no experiment before it had the same one (shell
+    /// commands and empty argv are not engine runs).
+    void add(const Experiment& experiment);
+    /// The distinct command lines so far, in plan order.
+    [[nodiscard]] const std::vector<EngineRun>& runs() const { return m_runs; }
+
+private:
+    std::vector<EngineRun> m_runs;
+    std::unordered_set<std::string> m_seen;  ///< each run's args, joined with '\0'
+    std::string m_key;                       ///< scratch: the args of the experiment being added
+};
+
 /// The distinct engine command lines of `experiments`, in plan order.
 [[nodiscard]] std::vector<EngineRun> distinct_engine_runs(const std::vector<Experiment>& experiments);
 
@@ -31,10 +48,10 @@ struct EngineRun {
 [[nodiscard]] Result<void> judge_engine_runs(const Spec& spec, const std::vector<EngineRun>& runs,
                                              std::string_view verdicts, std::string_view engine);
 
-/// Runs `engine_path --validate` on `target` over every distinct command line of `experiments`
-/// (batches of 64) and judges the verdicts. An infrastructure error when the engine cannot say
+/// Runs `engine_path --validate` on `target` over the distinct command lines `runs` (batches of
+/// 64) and judges the verdicts. An infrastructure error when the engine cannot say
 /// (it predates --validate, or cannot run): callers decide whether that stops them.
-[[nodiscard]] Result<void> validate_engine_runs(const Spec& spec, const std::vector<Experiment>& experiments,
+[[nodiscard]] Result<void> validate_engine_runs(const Spec& spec, const std::vector<EngineRun>& runs,
                                                 Target& target, const std::string& engine_path);
 
 }  // namespace ncclsweep::inline spec

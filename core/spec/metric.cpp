@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 namespace ncclsweep::inline spec {
 namespace {
@@ -78,6 +79,32 @@ Result<std::vector<MetricDefinition>> metrics_from_json(std::string_view text) {
         out.push_back(std::move(m));
     }
     return out;
+}
+
+Result<MetricChoice> parse_metric_choice(std::string_view text) {
+    MetricChoice choice;
+    std::string_view name = text;
+    std::optional<stats::Direction> direction;
+    if (const auto colon = text.rfind(':'); colon != std::string_view::npos) {
+        name = text.substr(0, colon);
+        const std::string_view suffix = text.substr(colon + 1);
+        if (suffix == "higher")
+            direction = stats::Direction::higher_is_better;
+        else if (suffix == "lower")
+            direction = stats::Direction::lower_is_better;
+        else
+            return Error::bad_input(
+                fmt::format("metric '{}': unknown direction '{}'; write NAME, NAME:higher or "
+                            "NAME:lower (e.g. verify_us_p50:lower)",
+                            text, suffix));
+    }
+    if (name.empty())
+        return Error::bad_input(
+            fmt::format("metric '{}' has no name; write e.g. tok_s or verify_us_p50:lower", text));
+    choice.name = std::string(name);
+    choice.direction = direction.value_or(default_direction(name));
+    choice.direction_given = direction.has_value();
+    return choice;
 }
 
 }  // namespace ncclsweep::inline spec

@@ -36,6 +36,18 @@ struct MetricDefinition {
 /// "higher" or "lower".
 [[nodiscard]] std::string_view better_word(stats::Direction direction);
 
+/// A metric chosen on the command line (--metric), with the direction that makes it better.
+struct MetricChoice {
+    std::string name;  ///< e.g. "tok_s"
+    stats::Direction direction = stats::Direction::higher_is_better;
+    bool direction_given = false;  ///< NAME:higher / NAME:lower was written
+    friend bool operator==(const MetricChoice&, const MetricChoice&) = default;
+};
+
+/// Parses "tok_s", "verify_us_p50:lower" or "goodput:higher"; without a suffix the direction
+/// comes from default_direction(). bad_input for an empty name or an unknown suffix.
+[[nodiscard]] Result<MetricChoice> parse_metric_choice(std::string_view text);
+
 /// Definitions as JSON text ([{"name":..,"unit":..,"better":"higher"}], the stored form).
 [[nodiscard]] std::string metrics_to_json(const std::vector<MetricDefinition>& metrics);
 

@@ -52,6 +52,17 @@ std::string_view better_word_for(const std::string& metric, const MetricDefiniti
     return "better";
 }
 
+/// "  [times: relative, what-if]": what the collective times rest on (tpverify's sim says), and
+/// whether the point needs a server change (it ran the fused kernel: `fused_us`).
+std::string times_suffix(const ExperimentReport& report) {
+    const bool what_if = std::any_of(report.samples.begin(), report.samples.end(),
+                                     [](const SampleValue& s) { return s.metric == "fused_us"; });
+    if (report.collective_times.empty() && !what_if) return {};
+    std::string text = report.collective_times.empty() ? std::string() : "times: " + report.collective_times;
+    if (what_if) text += std::string(text.empty() ? "" : ", ") + "what-if";
+    return "  [" + text + "]";
+}
+
 void print_row(std::FILE* out, const std::vector<std::size_t>& widths, const std::vector<std::string>& cells,
                int columns) {
     std::string line;
@@ -127,7 +138,8 @@ void ProgressPrinter::print_summary(std::FILE* out, const std::string& metric_na
     for (std::size_t i = 0; i < ok.size(); ++i) {
         const stats::Summary& s = summaries[i];
         rows.push_back({std::to_string(ok[i]->first.id), "ok", s.n ? number(s.median) : "-",
-                        spread_cell(s, footnote), std::to_string(s.n), describe_params(ok[i]->first)});
+                        spread_cell(s, footnote), std::to_string(s.n),
+                        describe_params(ok[i]->first) + times_suffix(ok[i]->second)});
     }
     for (const Entry* entry : failed)
         rows.push_back({std::to_string(entry->first.id),

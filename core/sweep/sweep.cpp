@@ -60,7 +60,6 @@ Command command_for(const std::vector<std::string>& argv, const Experiment& expe
 }  // namespace detail
 
 namespace {
-using Clock = std::chrono::steady_clock;
 using detail::Batched;
 
 enum class RepeatEnd { ok, failed, timed_out, lost, interrupted };
@@ -88,26 +87,27 @@ Result<std::vector<std::string>> client_argv(const SweepRunOptions& options, con
 RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std::string& dir, int repeat,
                          const std::vector<std::string>& client_args, const SweepRunOptions& options,
                          const std::atomic<bool>& stop, Batched batched) {
+    const Clock& clock = clock_or_steady(options.clock);
     RepeatOutcome outcome;
-    auto start_time = Clock::now();
+    auto start_time = clock.now();
     auto finish = [&](RepeatEnd end) {
         outcome.end = end;
-        outcome.seconds = std::chrono::duration<double>(Clock::now() - start_time).count();
+        outcome.seconds = std::chrono::duration<double>(clock.now() - start_time).count();
         return std::move(outcome);
     };
     auto process = target.start(detail::command_for(experiment.argv, experiment, dir, options.delivery,
                                                     repeat, batched, options.extra_env));
     // A batch target returns once the task runs: the time it waited in the queue is not the
     // experiment's (its timeouts start now).
-    start_time = Clock::now();
+    start_time = clock.now();
     if (!process) {
         if (stop.load()) return finish(RepeatEnd::interrupted);
         outcome.lost_reason = process.error().message;
         if (process.error().kind == ErrorKind::infrastructure) return finish(RepeatEnd::lost);
         // The command itself cannot start (not found, bad argv): a failure of this experiment.
         outcome.watcher = std::make_unique<Watcher>(options.catalog, options.watcher, start_time);
-        outcome.watcher->feed(OutputLine{Stream::err, process.error().message, Clock::now(), false});
-        outcome.watcher->on_exit(ExitInfo{127, 0}, Clock::now());
+        outcome.watcher->feed(OutputLine{Stream::err, process.error().message, clock.now(), false});
+        outcome.watcher->on_exit(ExitInfo{127, 0}, clock.now());
         outcome.exit = ExitInfo{127, 0};  // recorded like a shell's "command not found"
         return finish(RepeatEnd::failed);
     }
@@ -121,18 +121,19 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
     std::optional<ExitInfo> client_exit;
     SuperviseOptions supervise_options;
     supervise_options.kill_grace = options.kill_grace;
+    supervise_options.clock = &clock;
     // A server without a client ends by `stop_after` (docs/spec.md "workload"): once every metric
     // matched N times, or N seconds after it became ready.
     const StopAfter& stop_after = options.workload.stop_after;
     if (client_args.empty() &&
         (stop_after.kind == StopAfter::Kind::matches || stop_after.kind == StopAfter::Kind::seconds)) {
-        std::optional<Clock::time_point> ready_at;
-        supervise_options.stop_when = [&watcher, &options, &stop_after, ready_at]() mutable {
+        std::optional<Clock::TimePoint> ready_at;
+        supervise_options.stop_when = [&watcher, &options, &stop_after, &clock, ready_at]() mutable {
             if (watcher.state() != WatchState::ready && watcher.state() != WatchState::measuring)
                 return false;
             if (stop_after.kind == StopAfter::Kind::seconds) {
-                if (!ready_at) ready_at = Clock::now();
-                return std::chrono::duration<double>(Clock::now() - *ready_at).count() >= stop_after.seconds;
+                if (!ready_at) ready_at = clock.now();
+                return std::chrono::duration<double>(clock.now() - *ready_at).count() >= stop_after.seconds;
             }
             for (const auto& [name, regex] : options.workload.metrics) {
                 auto found = watcher.metrics().find(name);
@@ -151,21 +152,21 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
                                                                 options.delivery, repeat, Batched::no, {}));
                 if (!started) {
                     watcher.feed(
-                        OutputLine{Stream::err, "client: " + started.error().message, Clock::now(), false});
+                        OutputLine{Stream::err, "client: " + started.error().message, clock.now(), false});
                     client_done = true;
                     client_exit = ExitInfo{127, 0};
                     return true;
                 }
                 client = std::move(*started);
                 if (auto group = client->process_group()) outcome.process_groups.push_back(*group);
-                watcher.mark_measuring(Clock::now());
+                watcher.mark_measuring(clock.now());
             }
             if (client) {
                 OutputLine line;
                 for (int i = 0; i < 64; ++i) {
                     PollState state = client->poll(std::chrono::milliseconds(0), line);
                     if (state == PollState::line) {
-                        watcher.feed(line, Clock::now());
+                        watcher.feed(line, clock.now());
                         continue;
                     }
                     if (state == PollState::exited || state == PollState::lost) {
@@ -194,7 +195,7 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
                     Stream::err,
                     fmt::format("client exited with status {}{}", client_exit->exit_code,
                                 client_exit->signal ? fmt::format(" (signal {})", client_exit->signal) : ""),
-                    Clock::now(), false});
+                    clock.now(), false});
                 return finish(RepeatEnd::failed);
             }
             break;
@@ -233,6 +234,16 @@ std::string_view to_string(RunStatus status) {
             return "dropped";
     }
     return "?";
+}
+
+std::string weaker_collective_times(const std::string& a, const std::string& b) {
+    static const std::vector<std::string> k_order = {"calibrated", "relative", "modelled"};
+    const auto rank = [](const std::string& label) {
+        const auto at = std::find(k_order.begin(), k_order.end(), label);
+        return at == k_order.end() ? (label.empty() ? -1 : static_cast<int>(k_order.size()))
+                                   : static_cast<int>(at - k_order.begin());
+    };
+    return rank(b) > rank(a) ? b : a;
 }
 
 std::optional<double> ExperimentReport::median(const std::string& name) const {

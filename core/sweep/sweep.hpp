@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.hpp"
 #include "core/experiment.hpp"
 #include "core/result.hpp"
 #include "core/search/search.hpp"
@@ -43,6 +44,9 @@ struct ExperimentReport {
     std::string diagnosis;                   ///< matching line + context, or last lines; pruned/dropped: why
     std::optional<double> detected_after_s;  ///< start -> fatal line / timeout
     std::string effective_nccl;              ///< what NCCL reported it used
+    /// What the engine's collective times rest on, from tpverify's result event: "calibrated",
+    /// "relative" or "modelled" (the weakest over the repeats; "" when the engine does not say).
+    std::string collective_times;
     std::optional<double> init_s, capture_s, ready_s, measure_s, total_s;
     std::optional<int> exit_code, exit_signal;
     std::vector<SampleValue> samples;
@@ -51,6 +55,10 @@ struct ExperimentReport {
     /// The median of metric `name` over the repeats (empty if absent).
     [[nodiscard]] std::optional<double> median(const std::string& name) const;
 };
+
+/// The weaker of two `collective_times` labels: calibrated < relative < modelled < anything else;
+/// "" counts as no label.
+[[nodiscard]] std::string weaker_collective_times(const std::string& a, const std::string& b);
 
 /// Receives outcomes as they happen; an error stops the sweep (infrastructure).
 class ResultSink {
@@ -103,6 +111,9 @@ struct SweepRunOptions {
     /// Scheduler tasks an earlier run of this sweep gave its experiments (a resume), by
     /// experiment id, as ResultSink::experiment_scheduled wrote them.
     std::map<int, std::string> previous_tasks;
+    /// The time the watcher and the recorded durations read; nullptr = the steady clock. Unit
+    /// tests hand in a tests/support/manual_clock.hpp clock shared with their FakeTarget.
+    const Clock* clock = nullptr;
 };
 
 /// What a run of the loop did.

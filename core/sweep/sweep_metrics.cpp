@@ -50,6 +50,8 @@ void fill_from_watcher(ExperimentReport& report, const Watcher& watcher, int rep
         report.measure_s = since(t.ready, t.end);
     }
     if (report.effective_nccl.empty()) report.effective_nccl = watcher.effective_nccl().summary();
+    if (auto label = watcher.result_text().find("collective_times"); label != watcher.result_text().end())
+        report.collective_times = weaker_collective_times(report.collective_times, label->second);
     for (const auto& warning : watcher.warnings())
         if (report.warnings.size() < 20) report.warnings.emplace_back(warning.rule, warning.line);
 }

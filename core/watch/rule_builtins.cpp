@@ -119,7 +119,15 @@ std::vector<Rule> build() {
     r.push_back(fatal("nccl_error", R"(NCCL error)", "nccl",
                       "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote "
                       "process exited or there was a network error, NCCL version 2.21.5"));
-    // Generic CUDA (a more specific line in the next moments refines the class).
+    // Generic CUDA (a more specific line in the next moments refines the class). A kernel's
+    // assert prints one line per failing thread at the next synchronisation; the program's own
+    // error (e.g. torch.AcceleratorError: CUDA error: device-side assert triggered) follows.
+    r.push_back(fatal(
+        "cuda_device_assert",
+        R"(block: \[[0-9]+,[0-9]+,[0-9]+\], thread: \[[0-9]+,[0-9]+,[0-9]+\] Assertion .* failed)", "cuda",
+        "/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:111: operator(): block: [0,0,0], thread: "
+        "[2,0,0] Assertion `-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed.",
+        true));
     r.push_back(fatal("cuda_error", R"(CUDA error:)", "cuda",
                       "RuntimeError: CUDA error: unspecified launch failure", true));
     r.push_back(fatal("torch_accelerator_error", R"(torch\.AcceleratorError)", "cuda",

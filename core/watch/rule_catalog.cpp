@@ -72,6 +72,22 @@ Result<std::shared_ptr<const RuleCatalog>> RuleCatalog::compile(std::vector<Rule
         return Error::internal(
             "the watcher's rule set could not be compiled (RE2 ran out of memory); use fewer or "
             "simpler user rules");
+    std::vector<std::string> patterns;
+    std::vector<const RE2*> regexes;
+    for (std::size_t i = 0; i < rules.size(); ++i) {
+        patterns.push_back(rules[i].pattern);
+        regexes.push_back(catalog->m_regexes[i].get());
+    }
+    catalog->m_prefilter = RulePrefilter::build(patterns, regexes);
+    for (std::size_t i = 0; i < rules.size(); ++i) {
+        const Rule& rule = rules[i];
+        const RE2& regex = *catalog->m_regexes[i];
+        const bool groups = rule.extract == Extract::single_group ? regex.NumberOfCapturingGroups() >= 1
+                                                                  : rule.extract == Extract::named_groups &&
+                                                                        !regex.NamedCapturingGroups().empty();
+        catalog->m_extracted_alone.push_back(rule.severity == Severity::progress &&
+                                             rule.effect == PhaseEffect::none && groups);
+    }
     catalog->m_rules = std::move(rules);
     return std::shared_ptr<const RuleCatalog>(std::move(catalog));
 }
@@ -83,6 +99,18 @@ Result<std::shared_ptr<const RuleCatalog>> RuleCatalog::with_user_rules(const st
 }
 
 void RuleCatalog::match(std::string_view line, std::vector<int>& hits) const {
+    if (m_prefilter && m_prefilter->match(line, hits)) return;
+    match_with_set(line, hits);
+}
+
+void RuleCatalog::candidates(std::string_view line, std::vector<int>& hits,
+                             std::vector<std::size_t>& starts) const {
+    if (m_prefilter && m_prefilter->match(line, hits, &m_extracted_alone, &starts)) return;
+    match_with_set(line, hits);
+    starts.assign(hits.size(), std::string_view::npos);
+}
+
+void RuleCatalog::match_with_set(std::string_view line, std::vector<int>& hits) const {
     hits.clear();
     const re2::StringPiece text(line.data(), line.size());
     RE2::Set::ErrorInfo info{};

@@ -1,8 +1,9 @@
 #pragma once
 // Watcher rules: the built-in catalog (docs/watcher.md), user rules from YAML or the spec,
-// and the compiled form the watcher matches lines against. All rules are compiled into one
-// RE2::Set for a first pass that rejects the ~99% of lines that match nothing; only set hits
-// run their own RE2 (for named groups). RE2 runs in linear time, so no line can hang it.
+// and the compiled form the watcher matches lines against. A literal prefilter
+// (core/watch/rule_prefilter.hpp) finds the few rules a line can match from the literals their
+// regexes need, and only those run their own RE2; all rules are also compiled into one RE2::Set,
+// the reference answer and the fallback. RE2 runs in linear time, so no line can hang it.
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "core/result.hpp"
 #include "core/spec/spec.hpp"
+#include "core/watch/rule_prefilter.hpp"
 
 namespace re2 {
 class RE2;
@@ -95,7 +97,27 @@ public:
         const std::vector<Rule>& user);
 
     /// Indexes of the rules matching `line`, ascending (= priority order); `hits` is reused.
+    /// Through the literal prefilter when there is one, else the RE2::Set: the same answer.
     void match(std::string_view line, std::vector<int>& hits) const;
+    /// match() for a caller that reads each hit's data anyway: a rule whose only use is its
+    /// capture groups (a progress rule with no phase effect whose groups become metrics,
+    /// `extracted_alone()`) may also be returned when its literals are in the line but its
+    /// regex does not match — the caller's own submatch run then finds nothing. Saves running
+    /// such a regex twice on every metric line.
+    /// starts[i] is where the literal every match of rule hits[i] begins with first occurs in
+    /// the line, or npos when that is not known (RulePrefilter::literal_start()): a submatch search may
+    /// start there instead of reading the whole line.
+    void candidates(std::string_view line, std::vector<int>& hits, std::vector<std::size_t>& starts) const;
+    /// True for a rule that candidates() may return unconfirmed (see there).
+    [[nodiscard]] bool extracted_alone(int index) const {
+        return m_extracted_alone[static_cast<std::size_t>(index)];
+    }
+    /// The same as match(), always through the RE2::Set of all rules (the reference the
+    /// prefilter is tested against).
+    void match_with_set(std::string_view line, std::vector<int>& hits) const;
+    /// The literal prefilter, or nullptr when the rules could not have one (match() then uses
+    /// the set).
+    [[nodiscard]] const RulePrefilter* prefilter() const { return m_prefilter.get(); }
     /// Rule `index`.
     [[nodiscard]] const Rule& rule(int index) const { return m_rules[static_cast<std::size_t>(index)]; }
     /// Compiled regex of rule `index` (for submatches).
@@ -115,6 +137,8 @@ private:
     std::vector<Rule> m_rules;
     std::vector<std::unique_ptr<re2::RE2>> m_regexes;
     std::unique_ptr<Prefilter> m_set;
+    std::unique_ptr<const RulePrefilter> m_prefilter;
+    std::vector<bool> m_extracted_alone;  ///< rule -> candidates() may leave it unconfirmed
 };
 
 /// Text of a Severity ("fatal", ...).

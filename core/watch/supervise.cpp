@@ -1,12 +1,10 @@
 #include "core/watch/supervise.hpp"
 
 namespace ncclsweep::inline watch {
-namespace {
-using Clock = std::chrono::steady_clock;
-}
 
 Supervision supervise(Process& process, Watcher& watcher, const SuperviseOptions& options,
                       const std::atomic<bool>* stop) {
+    const Clock& clock = clock_or_steady(options.clock);
     Supervision result;
     bool killed = false;
     Ending ending = Ending::natural;
@@ -14,10 +12,13 @@ Supervision supervise(Process& process, Watcher& watcher, const SuperviseOptions
         if (killed) return;
         killed = true;
         ending = why;
-        if (why == Ending::stopped) watcher.expect_shutdown(Clock::now());
+        if (why == Ending::stopped) watcher.expect_shutdown(clock.now());
         process.kill(options.kill_grace);
     };
     OutputLine line;
+    // Lines read in one chunk share their `when`: the clock is read once per chunk, and each of
+    // its lines is judged at that time (under a millisecond early for the chunk's last lines).
+    Clock::TimePoint chunk_read{}, judged{};
     for (;;) {
         if (stop && stop->load() && !killed) {
             result.end = SupervisionEnd::interrupted;
@@ -33,19 +34,24 @@ Supervision supervise(Process& process, Watcher& watcher, const SuperviseOptions
         PollState state = process.poll(settling ? options.settle_quiet : options.poll_interval, line);
         switch (state) {
             case PollState::line: {
-                watcher.feed(line, Clock::now());
+                if (line.when != chunk_read) {
+                    chunk_read = line.when;
+                    judged = clock.now();
+                }
+                watcher.feed(line, judged);
                 if (options.on_line) options.on_line(line);
                 break;
             }
             case PollState::timeout: {
-                const auto now = Clock::now();
+                const auto now = clock.now();
                 watcher.tick(now);
+                if (options.on_idle) options.on_idle(now);
                 if (settling && watcher.settle_may_end_when_quiet()) watcher.end_settle(now);
                 break;
             }
             case PollState::exited:
                 result.exit = process.exit_info();
-                watcher.on_exit(result.exit.value_or(ExitInfo{}), Clock::now(), ending);
+                watcher.on_exit(result.exit.value_or(ExitInfo{}), clock.now(), ending);
                 return result;
             case PollState::lost:
                 result.end = SupervisionEnd::lost;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "core/clock.hpp"
 #include "core/target.hpp"
 #include "core/watch/watcher.hpp"
 
@@ -32,8 +33,14 @@ struct SuperviseOptions {
     std::chrono::milliseconds settle_quiet{30};
     /// Called for every line after the watcher saw it (e.g. to echo it); may be empty.
     std::function<void(const OutputLine&)> on_line;
+    /// Called with the time when a poll returned no line within its wait (the output is quiet
+    /// for now: e.g. to write an echo gathered in large pieces); may be empty.
+    std::function<void(std::chrono::steady_clock::time_point)> on_idle;
     /// Checked after every poll; returning true stops the process on purpose (Ending::stopped).
     std::function<bool()> stop_when;
+    /// The time the watcher is told (line arrivals, ticks, the exit); nullptr = the steady clock.
+    /// The process's poll does the waiting: a test's process waits on the test's clock.
+    const Clock* clock = nullptr;
 };
 
 /// What supervise() saw.

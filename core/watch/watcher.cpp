@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <csignal>
 
 namespace ncclsweep::inline watch {
@@ -42,6 +43,20 @@ bool ends_traceback(std::string_view text) {
            !text.starts_with("The above exception");
 }
 
+/// The line reads like a Python exception line: a dotted name, then a colon or nothing
+/// (`torch.AcceleratorError: CUDA error: ...`, `KeyboardInterrupt`), after a logger's prefix.
+bool names_exception(std::string_view text) {
+    text = log_body(text);
+    const auto word = [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.';
+    };
+    if (text.empty() || std::isdigit(static_cast<unsigned char>(text.front())) != 0 || !word(text.front()))
+        return false;
+    std::size_t end = 0;
+    while (end < text.size() && word(text[end])) ++end;
+    return end == text.size() || text[end] == ':';
+}
+
 std::string signal_name(int signal) {
     switch (signal) {
         case SIGSEGV:
@@ -69,6 +84,7 @@ std::string signal_name(int signal) {
 
 Watcher::Watcher(std::shared_ptr<const RuleCatalog> catalog, WatcherOptions options, TimePoint start)
     : m_catalog(std::move(catalog)),
+      m_traceback_rule(m_catalog->find("python_traceback")),
       m_options(options),
       m_start(start),
       m_last_output(start),
@@ -84,9 +100,20 @@ Verdict Watcher::feed(const OutputLine& line, TimePoint now) {
     if (m_settling && seconds_passed(line.when, m_trigger_at, m_options.context_after_seconds))
         close_settle(line.when);
     const bool settle_line = m_settling;
-    m_catalog->match(text, m_hits);
+    // The line that ends a traceback read in the window names the exception that ended it.
+    m_exception_line = settle_line && m_tb_open && ends_traceback(text) && names_exception(text);
+    m_catalog->candidates(text, m_hits, m_starts);  // a metric rule's own extraction confirms it
     bool fatal_taken = false;
-    for (int index : m_hits) apply(index, line, now, fatal_taken);
+    for (std::size_t i = 0; i < m_hits.size(); ++i) apply(m_hits[i], m_starts[i], line, now, fatal_taken);
+    if (m_exception_line && !fatal_taken && m_state == WatchState::failed && m_settling &&
+        m_traceback_rule >= 0)
+        // No rule names it (`ValueError: ...`): still the cause, in class python, over the
+        // header and the generic lines before it.
+        consider(m_catalog->rule(m_traceback_rule), "python",
+                 fmt::format("the traceback ends in an exception no rule names, at {:.3f} s",
+                             since_start(line.when)),
+                 text, line.when, k_rank_unnamed_exception);
+    m_exception_line = false;
     if (settle_line) {
         collect_after(text);
         if (++m_settle_lines >= m_options.settle_max_lines) close_settle(now);
@@ -95,7 +122,7 @@ Verdict Watcher::feed(const OutputLine& line, TimePoint now) {
     return verdict();
 }
 
-void Watcher::apply(int index, const OutputLine& line, TimePoint now, bool& fatal_taken) {
+void Watcher::apply(int index, std::size_t start, const OutputLine& line, TimePoint now, bool& fatal_taken) {
     const Rule& rule = m_catalog->rule(index);
     const std::string_view text = line.text;
     if (m_options.nccl_debug_requested && rule.severity != Severity::info &&
@@ -123,21 +150,21 @@ void Watcher::apply(int index, const OutputLine& line, TimePoint now, bool& fata
         }
         case Severity::warning:
             warn(rule.name, text, line.when);
-            extract(index, text, line.when);
+            extract(index, start, text, line.when);
             return;
         case Severity::progress:
             if (rule.extract == Extract::json_event)
                 json_event(text, line.when);
             else {
                 effect(rule.effect, line.when);
-                extract(index, text, line.when);
+                extract(index, start, text, line.when);
             }
             return;
         case Severity::info:
             if (rule.extract == Extract::nccl_effective) {
                 if (m_options.record_effective_nccl) m_effective.add_line(text);
             } else {
-                extract(index, text, line.when);
+                extract(index, start, text, line.when);
             }
             return;
     }
@@ -171,10 +198,13 @@ void Watcher::fail(const Rule& rule, std::string failure_class, std::string deta
 int Watcher::cause_rank(const Rule& rule, std::string_view text) const {
     // A source line quoted inside a traceback ("    raise Exception(...)") names no cause.
     const std::string_view body = log_body(text);
-    if (rule.generic || body.starts_with(' ') || body.starts_with('\t')) return 0;
+    if (body.starts_with(' ') || body.starts_with('\t')) return 0;
+    // The exception line ending a traceback decides over the generic lines before it (the
+    // header, "Scheduler hit an exception", a device assert), whatever wrote them when.
+    if (rule.generic) return m_exception_line ? k_rank_generic_exception : 0;
     // NCCL's own WARN names the algorithm, token or call; the exceptions built on it do not.
-    if (text.find("NCCL WARN") != std::string_view::npos) return 2;
-    return 1;
+    if (text.find("NCCL WARN") != std::string_view::npos) return k_rank_nccl_warn;
+    return k_rank_specific;
 }
 
 std::string Watcher::resolve_class(const std::string& raw) const {
@@ -186,9 +216,9 @@ std::string Watcher::resolve_class(const std::string& raw) const {
 }
 
 void Watcher::consider(const Rule& rule, std::string failure_class, std::string detail, std::string_view text,
-                       TimePoint when) {
+                       TimePoint when, int rank) {
     if (failure_class == "graph_capture") m_capture_evidence = true;
-    const int rank = cause_rank(rule, text);
+    if (rank < 0) rank = cause_rank(rule, text);
     if (rank > m_cause_rank) {
         m_cause_rank = rank;
         m_cause_class = std::move(failure_class);

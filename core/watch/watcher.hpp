@@ -157,6 +157,9 @@ public:
     [[nodiscard]] std::optional<double> settle_latency() const { return m_settle_s; }
     /// Metric name -> values in arrival order (result-event fields, named groups, workload metrics).
     [[nodiscard]] const std::map<std::string, std::vector<double>>& metrics() const { return m_metrics; }
+    /// The text fields of a tpverify `result` event ("collective_times": "calibrated", ...), at
+    /// most 64 of them, each cut to max_line_chars.
+    [[nodiscard]] const std::map<std::string, std::string>& result_text() const { return m_result_text; }
     /// Distinct warnings, at most k_max_warnings.
     [[nodiscard]] const std::vector<WarningNote>& warnings() const { return m_warnings; }
     /// All warning lines seen, including repeats and those not kept.
@@ -171,7 +174,7 @@ public:
     [[nodiscard]] std::size_t line_count() const { return m_lines; }
 
 private:
-    void apply(int index, const OutputLine& line, TimePoint now, bool& fatal_taken);
+    void apply(int index, std::size_t start, const OutputLine& line, TimePoint now, bool& fatal_taken);
     void fail(const Rule& rule, std::string failure_class, std::string detail, const OutputLine& line,
               TimePoint now);
     void time_out(TimeoutKind kind, TimePoint now);
@@ -180,12 +183,14 @@ private:
     void effect(PhaseEffect effect, TimePoint when);
     void json_event(std::string_view text, TimePoint when);
     void add_metric(const std::string& name, double value, TimePoint when);
-    void extract(int index, std::string_view text, TimePoint when);
+    void extract(int index, std::size_t start, std::string_view text, TimePoint when);
     [[nodiscard]] std::string tpverify_class_of(int index, std::string_view text, std::string& detail) const;
     [[nodiscard]] std::string describe(const Rule& rule, TimePoint when) const;
     void collect_after(std::string_view text);
+    /// A fatal line read while the diagnosis is open: it becomes the cause when its rank
+    /// (cause_rank(), unless given) is above the cause's so far.
     void consider(const Rule& rule, std::string failure_class, std::string detail, std::string_view text,
-                  TimePoint when);
+                  TimePoint when, int rank = -1);
     void close_settle(TimePoint at);
     [[nodiscard]] int cause_rank(const Rule& rule, std::string_view text) const;
     [[nodiscard]] std::string resolve_class(const std::string& raw) const;
@@ -194,7 +199,14 @@ private:
     [[nodiscard]] double since_start(TimePoint t) const;
     [[nodiscard]] bool terminal() const;
 
+    /// Ranks of a cause (docs/watcher.md, "Class, phase and cause"): a higher one replaces it.
+    static constexpr int k_rank_unnamed_exception = 1;  ///< an exception line no rule names
+    static constexpr int k_rank_generic_exception = 2;  ///< an exception line a generic rule names
+    static constexpr int k_rank_specific = 3;           ///< a specific rule's line
+    static constexpr int k_rank_nccl_warn = 4;          ///< a specific rule's NCCL WARN line
+
     std::shared_ptr<const RuleCatalog> m_catalog;
+    int m_traceback_rule = -1;  ///< python_traceback: the rule of an exception line no rule names
     WatcherOptions m_options;
     TimePoint m_start, m_last_output, m_last_progress, m_state_since, m_trigger_at;
     WatchState m_state = WatchState::initializing;
@@ -203,13 +215,16 @@ private:
     bool m_kill = false, m_exited = false, m_shutdown = false, m_got_result = false;
     bool m_after_open = false, m_settling = false, m_tb_open = false, m_tb_closed = false,
          m_capture_evidence = false;
+    bool m_exception_line = false;  ///< the line being fed ends a traceback read in the window
     int m_cause_rank = -1;
     std::string m_cause_class;  ///< class of the rule behind the cause, before the capture override
     std::size_t m_after_lines = 0, m_settle_lines = 0, m_lines = 0, m_metric_values = 0, m_warning_count = 0;
     std::vector<std::string> m_ring;  ///< last lines, circular
     std::size_t m_ring_next = 0, m_ring_count = 0;
-    std::vector<int> m_hits;  ///< reused match buffer
+    std::vector<int> m_hits;            ///< reused match buffer
+    std::vector<std::size_t> m_starts;  ///< where each hit's literal start is (RuleCatalog::candidates)
     std::map<std::string, std::vector<double>> m_metrics;
+    std::map<std::string, std::string> m_result_text;
     std::vector<WarningNote> m_warnings;
     nccl::EffectiveNccl m_effective;
     PhaseTimes m_times;

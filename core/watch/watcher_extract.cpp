@@ -35,6 +35,19 @@ bool contains_nocase(std::string_view haystack, std::string_view needle) {
     return it != haystack.end();
 }
 
+/// Rule `index`'s regex on `text` with `count` submatches (0 = the whole match), as RE2 finds
+/// them searching the whole line. `start` is where the literal every match begins with first
+/// occurs (npos when unknown): no match starts before it, so the search starts there, anchored
+/// first (a third of the time of a search of the whole line).
+bool submatch(const RuleCatalog& catalog, int index, std::size_t start, std::string_view text,
+              re2::StringPiece* groups, int count) {
+    const re2::RE2& regex = catalog.regex(index);
+    const re2::StringPiece line(text.data(), text.size());
+    if (start >= text.size()) return regex.Match(line, 0, text.size(), re2::RE2::UNANCHORED, groups, count);
+    return regex.Match(line, start, text.size(), re2::RE2::ANCHOR_START, groups, count) ||
+           regex.Match(line, start + 1, text.size(), re2::RE2::UNANCHORED, groups, count);
+}
+
 std::string_view group(const re2::RE2& regex, const std::array<re2::StringPiece, k_max_groups + 1>& groups,
                        const std::string& name) {
     const auto& names = regex.NamedCapturingGroups();
@@ -79,16 +92,14 @@ std::string tpverify_failure_class(std::string_view phase, std::string_view api,
     return "engine";
 }
 
-void Watcher::extract(int index, std::string_view text, TimePoint when) {
+void Watcher::extract(int index, std::size_t start, std::string_view text, TimePoint when) {
     const Rule& rule = m_catalog->rule(index);
     const re2::RE2& regex = m_catalog->regex(index);
     const int count = std::min(regex.NumberOfCapturingGroups(), k_max_groups);
     if (count <= 0 || (rule.extract != Extract::single_group && regex.NamedCapturingGroups().empty())) return;
     if (m_state == WatchState::failed || m_state == WatchState::timed_out) return;
     std::array<re2::StringPiece, k_max_groups + 1> groups;
-    if (!regex.Match(re2::StringPiece(text.data(), text.size()), 0, text.size(), re2::RE2::UNANCHORED,
-                     groups.data(), count + 1))
-        return;
+    if (!submatch(*m_catalog, index, start, text, groups.data(), count + 1)) return;
     if (rule.extract == Extract::single_group) {
         if (auto value = to_number({groups[1].data(), groups[1].size()}))
             add_metric(rule.metric, *value, when);
@@ -145,6 +156,9 @@ void Watcher::json_event(std::string_view text, TimePoint when) {
         std::vector<std::pair<std::string, double>> numbers;
         numeric_fields(json, "", 1, numbers);
         for (const auto& [name, value] : numbers) add_metric(name, value, when);
+        for (const auto& [name, value] : json.items())
+            if (value.is_string() && name != "event" && m_result_text.size() < 64)
+                m_result_text[name] = value.get<std::string>().substr(0, m_options.max_line_chars);
         effect(PhaseEffect::done, when);
     }
 }

@@ -1,6 +1,8 @@
 // Decode attention: two strided-batched cuBLAS GEMMs around a row softmax.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 #include "engine/cuda/attention.cuh"
 #include "engine/cuda/kernels.cuh"
@@ -49,6 +51,7 @@ AttentionSet::~AttentionSet() {
 Status AttentionSet::allocate(const std::vector<const PassPlan*>& plans, cudaStream_t stream) {
     std::uint64_t q = 1, scores = 1, out = 1;
     std::map<std::string, std::uint64_t> cache_elems;
+    std::map<std::string, std::pair<int, int>> cache_shape;  // rows, row width
     for (const PassPlan* plan : plans)
         for (const Step& s : plan->steps) {
             if (s.kind != Step::Kind::attention) continue;
@@ -58,12 +61,32 @@ Status AttentionSet::allocate(const std::vector<const PassPlan*>& plans, cudaStr
             out = std::max(out, query_rows(a) * a.v_dim);
             std::uint64_t elems = std::uint64_t(a.kv_heads) * std::max(a.context, 1) * a.row_dim;
             cache_elems[s.label] = std::max(cache_elems[s.label], elems);
+            auto& shape = cache_shape[s.label];
+            shape = {std::max(shape.first, std::max(a.context, 1)), a.row_dim};
         }
     auto alloc = [&](void*& p, std::uint64_t bytes) -> Status {
         TPV_CUDA("init", cudaMalloc(&p, bytes));
         m_allocations.push_back(p);
         return {};
     };
+    m_fused = fused_attention_chosen();
+    int device = 0;
+    TPV_CUDA("init", cudaGetDevice(&device));
+    TPV_CUDA("init", cudaDeviceGetAttribute(&m_sms, cudaDevAttrMultiProcessorCount, device));
+    std::uint64_t mla_floats = 0;
+    for (const PassPlan* plan : plans)
+        for (const Step& s : plan->steps)
+            if (s.kind == Step::Kind::attention && mla_shape(s.attention) && s.attention.context > 0) {
+                const int r = s.attention.rows * s.attention.heads;
+                mla_floats = std::max<std::uint64_t>(
+                    mla_floats, mla_workspace_floats(r, mla_splits(r, s.attention.context, m_sms)));
+            }
+    if (m_fused && mla_floats > 0) {
+        void* w = nullptr;
+        TPV_TRY(alloc(w, mla_floats * sizeof(float)));
+        m_mla_workspace = static_cast<float*>(w);
+        TPV_CUDA("init", mla_setup());
+    }
     void *vq = nullptr, *vs = nullptr, *vp = nullptr, *vo = nullptr;
     TPV_TRY(alloc(vq, q * sizeof(bf16)));
     TPV_TRY(alloc(vs, scores * sizeof(float)));
@@ -78,7 +101,7 @@ Status AttentionSet::allocate(const std::vector<const PassPlan*>& plans, cudaStr
     for (const auto& [label, elems] : cache_elems) {
         void* p = nullptr;
         TPV_TRY(alloc(p, elems * sizeof(bf16)));
-        m_caches[label] = static_cast<bf16*>(p);
+        m_caches[label] = {static_cast<bf16*>(p), cache_shape[label].first, cache_shape[label].second};
         m_cache_bytes += elems * sizeof(bf16);
         TPV_CUDA("init", fill_random(static_cast<bf16*>(p), elems, 1.0f, ++seed, stream));
     }
@@ -91,7 +114,13 @@ Status AttentionSet::run(cublasHandle_t handle, const Step& step, cudaStream_t s
     if (a.context <= 0 || a.rows <= 0) return {};
     auto it = m_caches.find(step.label);
     if (it == m_caches.end()) return Status::fail(phase, "attention", "no KV cache for " + step.label);
-    const bf16* cache = it->second;
+    const bf16* cache = it->second.data;
+    if (m_fused && m_mla_workspace != nullptr && mla_shape(a)) {
+        const int r = a.rows * a.heads;
+        TPV_CUDA(phase, mla_decode(m_q, cache, m_out, r, a.context, mla_splits(r, a.context, m_sms),
+                                   m_mla_workspace, stream));
+        return {};
+    }
     // Per KV head: M = query rows of its heads, N = context, K = qk_dim (column-major views of
     // row-major buffers, as in run_gemm).
     const int group_rows = a.rows * (a.heads / a.kv_heads);
@@ -115,6 +144,30 @@ Status AttentionSet::run(cublasHandle_t handle, const Step& step, cudaStream_t s
                                                  &zero, m_out, CUDA_R_16BF, a.v_dim, o_stride, a.kv_heads,
                                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     return {};
+}
+
+bool fused_attention_chosen() {
+    const char* choice = std::getenv("TPVERIFY_ATTENTION");
+    return choice != nullptr && std::strcmp(choice, "fused") == 0;
+}
+
+bool mla_shape(const Attention& a) {
+    return a.kv_heads == 1 && a.row_dim == 576 && a.qk_dim == 576 && a.v_offset == 0 && a.v_dim == 512;
+}
+
+bf16* AttentionSet::cache(const std::string& label) const {
+    auto it = m_caches.find(label);
+    return it == m_caches.end() ? nullptr : it->second.data;
+}
+
+int AttentionSet::rows(const std::string& label) const {
+    auto it = m_caches.find(label);
+    return it == m_caches.end() ? 0 : it->second.rows;
+}
+
+int AttentionSet::row_width(const std::string& label) const {
+    auto it = m_caches.find(label);
+    return it == m_caches.end() ? 0 : it->second.row_width;
 }
 
 }  // namespace tpverify::cuda

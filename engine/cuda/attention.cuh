@@ -10,6 +10,22 @@
 
 namespace tpverify::cuda {
 
+/// Fused decode attention of absorbed MLA (rows of 576 = 512 latent + 64 rope; V = the first
+/// 512), engine/cuda/mla_decode.cu: softmax(Q K^T / sqrt(576)) V for `rows` query rows over
+/// `context` cached rows, split over the context in `splits` parts (mla_splits) then combined.
+/// `workspace`: mla_workspace_floats(rows, splits) floats. mla_setup() once per device first.
+cudaError_t mla_decode(const bf16* q, const bf16* cache, bf16* out, int rows, int context, int splits,
+                       float* workspace, cudaStream_t s);
+/// Splits for about one block per SM (at least 32 tokens each, at most 256).
+int mla_splits(int rows, int context, int sms);
+std::size_t mla_workspace_floats(int rows, int splits);
+cudaError_t mla_setup();
+/// Whether `a` is absorbed MLA of the fused kernel's shape.
+bool mla_shape(const Attention& a);
+/// TPVERIFY_ATTENTION=fused: MLA through mla_decode. Default (or cublas): two cuBLAS GEMMs and a
+/// softmax, which ran faster on the H200 (docs/benchmarks-gpu.md).
+bool fused_attention_chosen();
+
 /// KV caches (one per attention label: the verify and 1-token passes share a layer's cache),
 /// the query, score and output buffers of every attention step of the plans a rank runs.
 class AttentionSet {
@@ -20,13 +36,26 @@ public:
     ~AttentionSet();
     /// Allocates and fills (small random values) every cache and buffer the plans need.
     Status allocate(const std::vector<const PassPlan*>& plans, cudaStream_t stream);
-    /// Enqueues one attention step: S = Q K^T / sqrt(qk_dim) (fp32), P = softmax(S), O = P V.
+    /// Enqueues one attention step: S = Q K^T / sqrt(qk_dim) (fp32, cuBLAS), P = softmax(S), O = P V
+    /// (cuBLAS); with TPVERIFY_ATTENTION=fused, MLA of the fused kernel's shape through mla_decode.
     Status run(cublasHandle_t handle, const Step& step, cudaStream_t stream, const char* phase) const;
     /// Bytes allocated for KV caches.
     [[nodiscard]] std::uint64_t cache_bytes() const { return m_cache_bytes; }
+    /// The cache of attention label `label` (null when there is none), its rows (tokens) and
+    /// the bf16 per row (of its first KV head).
+    [[nodiscard]] bf16* cache(const std::string& label) const;
+    [[nodiscard]] int rows(const std::string& label) const;
+    [[nodiscard]] int row_width(const std::string& label) const;
 
 private:
-    std::map<std::string, bf16*> m_caches;
+    struct Cache {
+        bf16* data = nullptr;
+        int rows = 0, row_width = 0;
+    };
+    std::map<std::string, Cache> m_caches;
+    bool m_fused = true;
+    int m_sms = 132;
+    float* m_mla_workspace = nullptr;
     std::vector<void*> m_allocations;
     bf16* m_q = nullptr;
     float* m_scores = nullptr;

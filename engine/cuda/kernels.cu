@@ -23,10 +23,15 @@ __global__ void fill_random_kernel(bf16* data, std::uint64_t n, float scale, std
     }
 }
 
-__global__ void fill_pattern_kernel(bf16* data, std::uint64_t n, int rank) {
+__global__ void fill_pattern_kernel(bf16* data, std::uint64_t n, int rank, const unsigned* seed) {
+    const std::uint64_t s = seed != nullptr ? *seed : 0;
     for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n;
          i += std::uint64_t(gridDim.x) * blockDim.x)
-        data[i] = __float2bfloat16(float(int((i * 7 + std::uint64_t(rank) * 3) % 9) - 4) * 0.25f);
+        data[i] = __float2bfloat16(float(int((i * 7 + std::uint64_t(rank) * 3 + s) % 9) - 4) * 0.25f);
+}
+
+__global__ void bump_kernel(unsigned* counter) {
+    *counter += 1;
 }
 
 __global__ void fill_bits_kernel(unsigned short* data, std::uint64_t n, unsigned short bits) {
@@ -241,8 +246,13 @@ cudaError_t fill_random(bf16* data, std::uint64_t n, float scale, std::uint64_t 
     return cudaGetLastError();
 }
 
-cudaError_t fill_pattern(bf16* data, std::uint64_t n, int rank, cudaStream_t s) {
-    fill_pattern_kernel<<<grid_for(n), 256, 0, s>>>(data, n, rank);
+cudaError_t fill_pattern(bf16* data, std::uint64_t n, int rank, cudaStream_t s, const unsigned* seed) {
+    fill_pattern_kernel<<<grid_for(n), 256, 0, s>>>(data, n, rank, seed);
+    return cudaGetLastError();
+}
+
+cudaError_t bump(unsigned* counter, cudaStream_t s) {
+    bump_kernel<<<1, 1, 0, s>>>(counter);
     return cudaGetLastError();
 }
 

@@ -9,8 +9,13 @@ constexpr int k_max_peers = 8;
 
 /// Fills `n` bf16 with uniform values in [-scale, scale] from `seed` (deterministic).
 cudaError_t fill_random(bf16* data, std::uint64_t n, float scale, std::uint64_t seed, cudaStream_t s);
-/// Fills `n` bf16 with value(rank, i) = ((i * 7 + rank * 3) % 9 - 4) * 0.25: exact sums in bf16.
-cudaError_t fill_pattern(bf16* data, std::uint64_t n, int rank, cudaStream_t s);
+/// Fills `n` bf16 with value(rank, i) = ((i * 7 + rank * 3 + seed) % 9 - 4) * 0.25: exact sums in
+/// bf16. `seed` is read on the device when the kernel runs (so a graph replay sees the value of
+/// that moment; null: 0).
+cudaError_t fill_pattern(bf16* data, std::uint64_t n, int rank, cudaStream_t s,
+                         const unsigned* seed = nullptr);
+/// *counter += 1 on the device (a per-call seed that advances with every graph replay).
+cudaError_t bump(unsigned* counter, cudaStream_t s);
 /// Fills `n` 16-bit words with `bits` (e.g. 0x8000, bf16 -0.0, the one-shot "empty" mark).
 cudaError_t fill_bits(bf16* data, std::uint64_t n, unsigned short bits, cudaStream_t s);
 

@@ -139,9 +139,7 @@ Status measure(const Options& o, const PassPlan& plan, sim::Measurement& m) {
         return Status::fail("init", "cudaGetDeviceCount",
                             "--tp " + std::to_string(n) + " needs " + std::to_string(n) + " GPUs but " +
                                 std::to_string(count) + " are visible (CUDA_VISIBLE_DEVICES?)");
-    PassShape shape;
-    shape.context = o.context;
-    shape.int4_experts = o.expert_format == ExpertFormat::int4;
+    const PassShape shape = pass_shape(o, plan.model);
     const PassPlan baseline = build_pass(plan.model, n, 1, shape);
     const PassPlan draft = build_draft_pass(plan.model, n, o.draft_steps, shape);
     std::vector<const PassPlan*> passes = {&plan, &baseline};

@@ -3,12 +3,15 @@
 #include <set>
 #include <utility>
 
+#include "engine/cuda/ops.cuh"
 #include "engine/cuda/rank.cuh"
 
 namespace tpverify::cuda {
 namespace {
 
 constexpr std::uint64_t k_cublas_workspace = 32ull << 20;
+constexpr std::uint64_t k_split_floats = 16ull << 20;  // split-k partial sums (64 MiB)
+constexpr unsigned k_split_counters = 1u << 16;
 
 cudaStreamCaptureMode capture_mode(CaptureMode mode) {
     switch (mode) {
@@ -47,6 +50,8 @@ Status RankEngine::setup(const std::vector<const PassPlan*>& plans, const ncclUn
             if (s.kind == Step::Kind::gemm) {
                 m_max_rows = std::max(m_max_rows, s.gemm.m);
                 scratch = std::max(scratch, std::uint64_t(s.gemm.m) * std::max(s.gemm.n, s.gemm.k));
+            } else if (s.kind == Step::Kind::op && s.op != Op::expert_sum) {
+                scratch = std::max(scratch, std::uint64_t(s.op_rows) * s.op_width * 2);
             } else if (s.kind == Step::Kind::collective) {
                 std::uint64_t elems = s.bytes / 2;
                 if (s.collective == CollectiveKind::all_gather)
@@ -88,15 +93,36 @@ Status RankEngine::setup(const std::vector<const PassPlan*>& plans, const ncclUn
     TPV_TRY(alloc(m_scratch[0], scratch, 1.0f, seed + 6));
     TPV_TRY(alloc(m_scratch[1], scratch, 1.0f, seed + 7));
     TPV_CUDA("init", fill_bits(m_buf.gamma, m_hidden, 0x3f80, m_stream));  // gamma = 1.0
+    for (const Injection& inj : m_options.inject)
+        if (inj.kind == "stale") TPV_TRY(alloc(m_stale, send, 0.0f, 0));
     m_buf.send_elems = send;
     m_buf.gather_elems = gather;
     TPV_TRY(m_attention.allocate(plans, m_stream));
     // What else the rank allocates after the weights (NCCL buffers, expert scratch, graphs).
     constexpr std::uint64_t k_reserve = 4ull << 30;
     TPV_TRY(m_weights.allocate(plans, k_reserve, 42, m_stream));
-    if (m_gemm == GemmPath::automatic)
-        for (const PassPlan* p : plans)
-            TPV_TRY(m_experts.build(*p, m_weights, m_buf.normed, m_hidden, m_stream));
+    TPV_TRY(m_experts.build(plans, m_stream));
+    TPV_CUDA("init", sg::setup(m_device));
+    void* split = nullptr;
+    TPV_CUDA("init", cudaMalloc(&split, k_split_floats * sizeof(float)));
+    m_allocations.push_back(split);
+    m_ws.partial = static_cast<float*>(split);
+    m_ws.partial_floats = k_split_floats;
+    void* counters = nullptr;
+    TPV_CUDA("init", cudaMalloc(&counters, k_split_counters * sizeof(unsigned)));
+    m_allocations.push_back(counters);
+    TPV_CUDA("init", cudaMemsetAsync(counters, 0, k_split_counters * sizeof(unsigned), m_stream));
+    m_ws.counters = static_cast<unsigned*>(counters);
+    m_ws.counter_count = k_split_counters;
+    const std::uint64_t choices = std::uint64_t(m_max_rows) * std::max(plan.model.active_experts, 1);
+    void *ids = nullptr, *weights = nullptr;
+    TPV_CUDA("init", cudaMalloc(&ids, choices * sizeof(int)));
+    m_allocations.push_back(ids);
+    TPV_CUDA("init", cudaMalloc(&weights, choices * sizeof(float)));
+    m_allocations.push_back(weights);
+    TPV_CUDA("init", cudaMemsetAsync(weights, 0, choices * sizeof(float), m_stream));
+    m_topk_ids = static_cast<int*>(ids);
+    m_topk_weights = static_cast<float*>(weights);
     TPV_CUDA("init", cudaStreamSynchronize(m_stream));
     TPV_TRY(m_comm.init(id, m_nranks, m_rank));
     return {};
@@ -141,6 +167,21 @@ RankEngine::Buffers RankEngine::buffers() const {
     return m_buf;
 }
 
+Status RankEngine::collective_call(CollectiveKind kind, const bf16* in, bf16* out, std::uint64_t elems,
+                                   const char* phase) {
+    // --inject stale: the collective reads the previous call's input (a copy made after each
+    // call), so it returns the previous call's result: what only a check on fresh inputs sees.
+    const bf16* source = m_stale != nullptr ? m_stale : in;
+    if (kind == CollectiveKind::all_gather)
+        TPV_NCCL(phase, ncclAllGather(source, out, elems, ncclBfloat16, m_comm.comm(), m_stream));
+    else
+        TPV_NCCL(phase, ncclAllReduce(source, out, elems, ncclBfloat16, ncclSum, m_comm.comm(), m_stream));
+    if (m_stale != nullptr)
+        TPV_CUDA(phase,
+                 cudaMemcpyAsync(m_stale, in, elems * sizeof(bf16), cudaMemcpyDeviceToDevice, m_stream));
+    return {};
+}
+
 Status RankEngine::reduce_norm(int rows, const char* phase, bool allow_fused) {
     std::uint64_t elems = std::uint64_t(rows) * m_hidden;
     bool fuse = fused() && allow_fused;
@@ -151,8 +192,7 @@ Status RankEngine::reduce_norm(int rows, const char* phase, bool allow_fused) {
     }
     const bf16* reduced = m_buf.send;  // fused at N = 1: the all-reduce is the identity
     if (!fuse) {
-        TPV_NCCL(phase, ncclAllReduce(m_buf.send, m_buf.recv, elems, ncclBfloat16, ncclSum, m_comm.comm(),
-                                      m_stream));
+        TPV_TRY(collective_call(CollectiveKind::all_reduce, m_buf.send, m_buf.recv, elems, phase));
         reduced = m_buf.recv;
     }
     TPV_CUDA(phase, add_rmsnorm(reduced, m_buf.residual, m_buf.gamma, m_buf.normed, rows, m_hidden, m_eps,
@@ -162,7 +202,8 @@ Status RankEngine::reduce_norm(int rows, const char* phase, bool allow_fused) {
 
 Status RankEngine::collective(const Step& step, PassKind kind, const char* phase) {
     std::uint64_t elems = step.bytes / 2;
-    if (kind == PassKind::gemm_only || kind == PassKind::attention_only) return {};
+    if (kind == PassKind::gemm_only || kind == PassKind::attention_only || kind == PassKind::ops_only)
+        return {};
     if (kind == PassKind::norm_kernels) {
         // Only the separate residual + RMSNorm kernel (with fusion it is part of the collective).
         std::uint64_t row_bytes = std::uint64_t(m_hidden) * 2;
@@ -176,9 +217,8 @@ Status RankEngine::collective(const Step& step, PassKind kind, const char* phase
     if (step.collective == CollectiveKind::all_gather) {
         if (kind == PassKind::norm_only) return {};
         // Logits: this rank's shard is the last GEMM output (lm_head), gathered from every rank.
-        TPV_NCCL(phase, ncclAllGather(m_scratch[m_last_scratch], m_buf.gather, elems, ncclBfloat16,
-                                      m_comm.comm(), m_stream));
-        return {};
+        return collective_call(CollectiveKind::all_gather, m_scratch[m_last_scratch], m_buf.gather, elems,
+                               phase);
     }
     std::uint64_t row_bytes = std::uint64_t(m_hidden) * 2;
     bool hidden_rows = step.bytes % row_bytes == 0 && step.bytes / row_bytes <= std::uint64_t(m_max_rows);
@@ -186,63 +226,107 @@ Status RankEngine::collective(const Step& step, PassKind kind, const char* phase
     if (norm && (kind != PassKind::comm_only || fused()))
         return reduce_norm(int(step.bytes / row_bytes), phase);
     if (kind == PassKind::norm_only) return {};
-    TPV_NCCL(phase,
-             ncclAllReduce(m_buf.send, m_buf.recv, elems, ncclBfloat16, ncclSum, m_comm.comm(), m_stream));
-    return {};
+    return collective_call(CollectiveKind::all_reduce, m_buf.send, m_buf.recv, elems, phase);
 }
 
 Status RankEngine::enqueue(const PassPlan& plan, PassKind kind, const char* phase) {
-    std::size_t gemm_index = 0;
-    int last_rows = plan.tokens;
-    for (std::size_t i = 0; i < plan.steps.size(); ++i) {
-        const Step& step = plan.steps[i];
-        if (const ExpertGroup* group = m_gemm == GemmPath::automatic ? m_experts.at(plan, i) : nullptr) {
-            // The layer's experts: batched gate_up, batched down, summed into the all-reduce input.
-            if (kind == PassKind::full || kind == PassKind::gemm_only) {
-                TPV_TRY(m_experts.run(m_cublas, *group, m_buf.send, m_send_written, m_stream, phase));
+    m_last_rows = plan.tokens;
+    for (std::size_t i = 0; i < plan.steps.size(); ++i) TPV_TRY(enqueue_step(plan, i, kind, phase));
+    return {};
+}
+
+Status RankEngine::enqueue_step(const PassPlan& plan, std::size_t index, PassKind kind, const char* phase) {
+    const Step& step = plan.steps[index];
+    const bool gemms = kind == PassKind::full || kind == PassKind::gemm_only;
+    const bool ops = kind == PassKind::full || kind == PassKind::ops_only;
+    switch (step.kind) {
+        case Step::Kind::gemm: {
+            if (!gemms) break;
+            const Gemm& g = step.gemm;
+            const bf16* in = g.k == m_hidden ? m_buf.normed : m_scratch[m_last_scratch];
+            bf16* out = m_scratch[m_last_scratch ^ 1];
+            bool accumulate = false;
+            if (g.n == m_hidden) {
+                out = m_buf.send;  // shared (and then routed) experts sum into the all-reduce input
+                accumulate = m_send_written;
                 m_send_written = true;
+            } else {
+                m_last_scratch ^= 1;
             }
-            gemm_index += 2 * std::size_t(group->pairs);
-            i += 2 * std::size_t(group->pairs) - 1;
-            continue;
+            TPV_TRY(run_gemm(m_cublas, m_gemm, m_ws, g, m_weights.weight(plan, index), in, out, accumulate,
+                             m_stream, phase));
+            break;
         }
-        switch (step.kind) {
-            case Step::Kind::gemm: {
-                const Gemm& g = step.gemm;
-                std::size_t index = gemm_index++;
-                if (kind != PassKind::full && kind != PassKind::gemm_only) break;
-                const bf16* in = g.k == m_hidden ? m_buf.normed : m_scratch[m_last_scratch];
-                bf16* out = m_scratch[m_last_scratch ^ 1];
-                bool accumulate = false;
-                if (g.n == m_hidden) {
-                    out = m_buf.send;  // routed + shared experts sum into the all-reduce input
-                    accumulate = m_send_written;
-                    m_send_written = true;
-                } else {
-                    m_last_scratch ^= 1;
-                }
-                TPV_TRY(run_gemm(m_cublas, m_gemm, g, m_weights.weight(plan, index), in, out, accumulate,
-                                 m_stream, phase));
-                break;
-            }
-            case Step::Kind::collective:
-                TPV_TRY(collective(step, kind, phase));
-                m_send_written = false;
-                if (step.collective == CollectiveKind::all_reduce)
-                    last_rows = int(step.bytes / (2ull * m_hidden));
-                break;
-            case Step::Kind::attention:
-                if (kind == PassKind::full || kind == PassKind::attention_only)
-                    TPV_TRY(m_attention.run(m_cublas, step, m_stream, phase));
-                break;
-            case Step::Kind::norm:
-                if (kind != PassKind::full && kind != PassKind::norm_kernels) break;
-                TPV_CUDA(phase, add_rmsnorm(m_buf.recv, m_buf.residual, m_buf.gamma, m_buf.normed,
-                                            std::clamp(last_rows, 1, m_max_rows), m_hidden, m_eps, m_stream));
-                break;
-        }
+        case Step::Kind::experts:
+            if (gemms)
+                TPV_TRY(m_experts.run(m_cublas, m_gemm, m_ws, m_weights, plan, index, m_buf.normed, m_stream,
+                                      phase));
+            break;
+        case Step::Kind::op:
+            if (ops) TPV_TRY(run_op(plan, step, phase));
+            if (step.op == Op::expert_sum && (ops || gemms)) m_send_written = true;
+            break;
+        case Step::Kind::collective:
+            TPV_TRY(collective(step, kind, phase));
+            m_send_written = false;
+            if (step.collective == CollectiveKind::all_reduce)
+                m_last_rows = int(step.bytes / (2ull * m_hidden));
+            break;
+        case Step::Kind::attention:
+            if (kind == PassKind::full || kind == PassKind::attention_only)
+                TPV_TRY(m_attention.run(m_cublas, step, m_stream, phase));
+            break;
+        case Step::Kind::norm:
+            if (kind != PassKind::full && kind != PassKind::norm_kernels) break;
+            TPV_CUDA(phase, add_rmsnorm(m_buf.recv, m_buf.residual, m_buf.gamma, m_buf.normed,
+                                        std::clamp(m_last_rows, 1, m_max_rows), m_hidden, m_eps, m_stream));
+            break;
     }
     return {};
+}
+
+Status RankEngine::run_op(const PassPlan& plan, const Step& step, const char* phase) {
+    bf16* x = m_scratch[m_last_scratch];  // the last GEMM's output: what the op works on
+    const int rows = step.op_rows, width = step.op_width;
+    switch (step.op) {
+        case Op::q_norm:
+        case Op::kv_norm:
+            TPV_CUDA(phase, rmsnorm_rows(x, rows, width, width, m_buf.gamma, m_eps, m_stream));
+            break;
+        case Op::rope:
+            TPV_CUDA(phase, rope(x, rows, width, width, plan.context, m_stream));
+            break;
+        case Op::kv_write: {
+            // The new rows land at the end of the layer's cache (the draft: one cache, its own layer).
+            const std::string label = step.label[0] == 'D'
+                                          ? std::string("D.attention")
+                                          : step.label.substr(0, step.label.find('.') + 1) + "attention";
+            bf16* cache = m_attention.cache(label);
+            if (cache == nullptr) return Status::fail(phase, "kv_write", "no KV cache for " + label);
+            const int row = m_attention.row_width(label);
+            const int at = std::max(0, m_attention.rows(label) - rows);
+            TPV_CUDA(phase, kv_write(x, rows, std::min(width, row), width, cache, row, at, m_stream));
+            break;
+        }
+        case Op::topk:
+            TPV_CUDA(phase,
+                     topk(x, rows, width, plan.model.active_experts, m_topk_ids, m_topk_weights, m_stream));
+            break;
+        case Op::silu_mul:
+            // Routed experts: over the stacked gate_up rows; else the last GEMM's output.
+            TPV_CUDA(phase, silu_mul(step.label.find("experts") != std::string::npos ? m_experts.mid() : x,
+                                     rows, width, 2 * width, m_stream));
+            break;
+        case Op::expert_sum:
+            TPV_TRY(m_experts.sum(plan, index_of(plan, step), m_topk_weights, m_buf.send, m_send_written,
+                                  m_stream, phase));
+            break;
+    }
+    return {};
+}
+
+std::size_t RankEngine::index_of(const PassPlan& plan, const Step& step) {
+    return std::size_t(&step - plan.steps.data());
 }
 
 Status RankEngine::warm_collectives(const PassPlan& plan) {

@@ -6,8 +6,8 @@
 
 #include "engine/cuda/attention.cuh"
 #include "engine/cuda/comm.cuh"
+#include "engine/cuda/experts.cuh"
 #include "engine/cuda/gemm.cuh"
-#include "engine/cuda/moe.cuh"
 #include "engine/options.hpp"
 
 namespace tpverify::cuda {
@@ -15,8 +15,9 @@ namespace tpverify::cuda {
 /// What a pass enqueues: the whole pass; only its collectives (comm-only timing: with fusion the
 /// fused kernel is the collective); only the all-reduce + residual + RMSNorm steps (fused or
 /// NCCL + norm kernel, for comparing the two); or one part of the pass for `parts_us`: only
-/// the GEMMs, only the attention, only the separate residual + RMSNorm kernels.
-enum class PassKind { full, comm_only, norm_only, gemm_only, attention_only, norm_kernels };
+/// the GEMMs (experts launches included), only the attention, only the separate residual +
+/// RMSNorm kernels, only the small kernels (ops).
+enum class PassKind { full, comm_only, norm_only, gemm_only, attention_only, norm_kernels, ops_only };
 
 /// Where this rank's threads meet (one process, one thread per GPU); null in --rank mode.
 struct LocalPeers {
@@ -49,6 +50,9 @@ public:
     Status warm_collectives(const PassPlan& plan);
     /// Enqueues one pass on the stream (eager, or being captured).
     Status enqueue(const PassPlan& plan, PassKind kind, const char* phase);
+    /// Enqueues step `index` of `plan` as part of a pass of kind `kind` (what enqueue() does per
+    /// step; --measure-kernels times steps one kind at a time with it).
+    Status enqueue_step(const PassPlan& plan, std::size_t index, PassKind kind, const char* phase);
     /// Captures one pass into a graph (mode from --capture-mode); capture seconds in `seconds`.
     Status capture(const PassPlan& plan, PassKind kind, cudaGraphExec_t& exec, double& seconds);
     /// Runs one pass (graph replay when `exec`, else eager) between two events; its time in µs.
@@ -66,6 +70,9 @@ public:
     [[nodiscard]] int device() const { return m_device; }
     [[nodiscard]] int hidden() const { return m_hidden; }
     [[nodiscard]] int max_rows() const { return m_max_rows; }
+    [[nodiscard]] cublasHandle_t cublas() const { return m_cublas; }
+    [[nodiscard]] GemmPath gemm_path() const { return m_gemm; }
+    [[nodiscard]] const sg::Workspace& workspace() const { return m_ws; }
     /// Buffers exposed to the --check code.
     struct Buffers {
         bf16 *send, *recv, *residual, *normed, *gamma, *gather;
@@ -75,6 +82,10 @@ public:
     /// The all-reduce of `rows` hidden rows + residual + RMSNorm: fused when fusion is on and
     /// `allow_fused`, else NCCL all-reduce then the norm kernel.
     Status reduce_norm(int rows, const char* phase, bool allow_fused = true);
+    /// One collective of `elems` bf16 (sum for the all-reduce) on the stream, as the pass runs
+    /// it (with --inject stale, on the previous call's input).
+    Status collective_call(CollectiveKind kind, const bf16* in, bf16* out, std::uint64_t elems,
+                           const char* phase);
     /// Runs `work` once on the stream: captured into a graph and replayed with --graph on,
     /// eagerly otherwise; waits for it.
     template <typename Work>
@@ -84,6 +95,8 @@ private:
     Status begin_capture(const char* phase);
     Status end_capture_and_run(const char* phase);
     Status collective(const Step& step, PassKind kind, const char* phase);
+    Status run_op(const PassPlan& plan, const Step& step, const char* phase);
+    static std::size_t index_of(const PassPlan& plan, const Step& step);
 
     const Options& m_options;
     int m_rank, m_nranks, m_device;
@@ -97,13 +110,18 @@ private:
     void* m_cublas_workspace = nullptr;
     cudaEvent_t m_begin = nullptr, m_end = nullptr;
     WeightPool m_weights;
-    ExpertBatches m_experts;  ///< GemmPath::automatic: experts as batched GEMMs
+    ExpertSet m_experts;
+    sg::Workspace m_ws;         ///< split-k scratch of the streaming GEMMs
+    int* m_topk_ids = nullptr;  ///< the router's top-k of the current layer (device)
+    float* m_topk_weights = nullptr;
     AttentionSet m_attention;
     RankComm m_comm;
     std::vector<void*> m_allocations;
     Buffers m_buf{};
     bf16* m_scratch[2] = {};
+    bf16* m_stale = nullptr;  ///< --inject stale: the previous call's collective input
     int m_last_scratch = 0;
+    int m_last_rows = 1;  ///< rows of the last all-reduce (the next norm step's rows)
     bool m_send_written = false;
 };
 

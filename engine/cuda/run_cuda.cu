@@ -1,4 +1,6 @@
 // run_cuda: ranks as threads (or one rank per process), a watchdog for hangs, and the report.
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -7,6 +9,7 @@
 #include "engine/cuda/worker.cuh"
 #include "engine/run/backend.hpp"
 #include "engine/run/cuda_module.hpp"
+#include "engine/run/server_env.hpp"
 #include "engine/run/start_event.hpp"
 #include "engine/stats.hpp"
 
@@ -20,6 +23,13 @@ std::string nccl_version_text() {
     int v = 0;
     if (ncclGetVersion(&v) != ncclSuccess) return "unknown";
     return std::to_string(v / 10000) + "." + std::to_string(v % 10000 / 100) + "." + std::to_string(v % 100);
+}
+
+// The file of the NCCL library this process runs (its ncclGetVersion), "" when unknown.
+std::string libnccl_path() {
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(&ncclGetVersion), &info) == 0 || info.dli_fname == nullptr) return {};
+    return info.dli_fname;
 }
 
 int fail(Reporter& reporter, const cuda::Status& st) {
@@ -97,7 +107,13 @@ JsonLine start_fields(const cuda::SharedRun& run, const PassPlan& plan) {
     facts.process_model = run.in_process ? ProcessModel::threads : ProcessModel::processes;
     facts.tp = run.nranks;
     facts.draft_steps = run.draft != nullptr ? o.draft_steps : 0;
+    facts.draft_all_reduces = run.draft != nullptr ? run.draft->all_reduce_count() : 0;
+    facts.draft_all_gathers = run.draft != nullptr ? run.draft->all_gather_count() : 0;
     facts.fusion_fallback = run.fusion_fallback;
+    const std::vector<EnvSetting> env = process_server_environment(o.server, false);
+    facts.nccl_env = env_json(env);
+    facts.nccl_env_from_caller = caller_names_json(env);
+    facts.libnccl = libnccl_path();
     JsonLine f = start_event_fields(o, plan, facts);
     f.add_raw("devices", devices)
         .add("gemm", cuda::gemm_path_name(run.gemm))
@@ -145,6 +161,7 @@ int report(cuda::SharedRun& run, const PassPlan& plan) {
         .add("attention", median(s.attention_us))
         .add("comm", r.comm_pass_us)
         .add("norm", median(s.norm_kernels_us))
+        .add("ops", median(s.ops_us))
         .add("draft", draft_us);
     JsonLine extra;
     extra.add_raw("parts_us", parts.str());
@@ -165,6 +182,11 @@ int report(cuda::SharedRun& run, const PassPlan& plan) {
     if (o.check)
         extra.add("check_elements", static_cast<std::int64_t>(s.check.checked))
             .add("check_replays", s.check_replays)
+            .add("check_graph_replays", s.check.graph_replays)
+            .add("check_gemm_outputs", static_cast<std::int64_t>(s.check.gemm_checked))
+            .add("check_gemm_max_err", s.check.gemm_max_rel_err)
+            .add("check_attention_outputs", static_cast<std::int64_t>(s.check.attention_checked))
+            .add("check_attention_max_err", s.check.attention_max_rel_err)
             .add("fused_max_err", s.check.fused_max_err);
     run.reporter->result(r, std::move(extra));
     return static_cast<int>(Exit::ok);
@@ -172,7 +194,13 @@ int report(cuda::SharedRun& run, const PassPlan& plan) {
 
 }  // namespace
 
+namespace cuda {
+int measure_kernels(const Options& options, const PassPlan& plan, Reporter& reporter,
+                    const std::string& command);
+}
+
 static int run_backend(const Options& options, const PassPlan& plan, Reporter& reporter) {
+    if (options.measure_kernels) return cuda::measure_kernels(options, plan, reporter, options.command_line);
     cuda::SharedRun run;
     run.t_start = now_s();
     run.options = &options;
@@ -221,10 +249,7 @@ static int run_backend(const Options& options, const PassPlan& plan, Reporter& r
         }
         for (int r = 0; r < options.tp; ++r) run.ranks.push_back(r), run.devices.push_back(r);
     }
-    PassShape shape;
-    shape.context = options.context;
-    shape.int4_experts = options.expert_format == ExpertFormat::int4;
-    shape.router_seed = options.seed.value_or(1);
+    const PassShape shape = pass_shape(options, plan.model);
     PassPlan baseline = build_pass(plan.model, plan.tp, 1, shape);
     run.baseline = &baseline;
     PassPlan draft = build_draft_pass(plan.model, plan.tp, options.draft_steps, shape);

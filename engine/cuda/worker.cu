@@ -31,7 +31,10 @@ public:
                 TPV_TRY(m_engine.warm_collectives(*m_run.plan));
             }
             enter("check");
-            TPV_TRY(run_check(m_engine, *m_run.plan, m_slot.check));
+            TPV_TRY(m_check.prepare(m_engine, *m_run.plan));
+            TPV_TRY(check_once());
+            TPV_TRY(check_stream_gemms(m_engine, *m_run.plan, m_slot.check));
+            TPV_TRY(check_attention(m_engine, *m_run.plan, m_slot.check));
             // All ranks stop together when any rank saw a wrong element (reported by the caller).
             bool bad = false;
             TPV_TRY(agree_check(bad));
@@ -52,6 +55,7 @@ public:
         TPV_TRY(measure(*m_run.plan, PassKind::gemm_only, parts, m_slot.gemm_us));
         TPV_TRY(measure(*m_run.plan, PassKind::attention_only, parts, m_slot.attention_us));
         TPV_TRY(measure(*m_run.plan, PassKind::norm_kernels, parts, m_slot.norm_kernels_us));
+        TPV_TRY(measure(*m_run.plan, PassKind::ops_only, parts, m_slot.ops_us));
         if (m_run.draft != nullptr) TPV_TRY(measure(*m_run.draft, PassKind::full, parts, m_slot.draft_us));
         return {};
     }
@@ -63,6 +67,19 @@ private:
     }
     void progress() { m_slot.stamp.store(now_s()); }
     bool reporting() const { return m_run.ranks[m_local] == 0; }
+
+    // Every rank past this point (a synchronize, then an all-reduce of a flag).
+    Status barrier(const char* phase) {
+        TPV_CUDA(phase, cudaStreamSynchronize(m_engine.stream()));
+        int flag = 0;
+        return m_engine.comm().agree_max(flag, m_engine.stream(), phase);
+    }
+
+    // One check of the collectives (a replay of the check's graph) and of the fused norm.
+    Status check_once() {
+        TPV_TRY(m_check.run(m_engine, m_options, m_slot.check));
+        return check_fused_norm(m_engine, *m_run.plan, unsigned(m_slot.check.graph_replays), m_slot.check);
+    }
 
     // Every rank learns whether any rank's --check found wrong elements (an all-reduce).
     Status agree_check(bool& bad) {
@@ -115,7 +132,16 @@ private:
     Status prepare(const PassPlan& plan, PassKind kind, cudaGraphExec_t& exec, double& capture_s) {
         exec = nullptr;
         if (!m_options.graph) return {};
-        if (m_options.warmup_before_capture) {
+        if (m_options.warmup_before_capture && m_options.server == Server::sglang) {
+            // SGLang's CUDA-graph runner: twice a synchronize, a barrier of the ranks and one eager
+            // run of the forward; then the capture.
+            enter("warmup");
+            for (int i = 0; i < 2; ++i) {
+                TPV_TRY(barrier("warmup"));
+                TPV_TRY(m_engine.enqueue(plan, kind, "warmup"));
+            }
+            TPV_TRY(barrier("warmup"));
+        } else if (m_options.warmup_before_capture) {
             enter("warmup");
             TPV_TRY(m_engine.warm_collectives(plan));
         }
@@ -172,7 +198,7 @@ private:
                 // A sample of the timed replays: the check's collectives run again and are
                 // compared, between replays, on every rank at the same replay.
                 enter("check");
-                st = run_check(m_engine, plan, m_slot.check);
+                st = check_once();
                 if (st.ok) st = agree_check(bad);
                 ++m_slot.check_replays;
                 enter("replay");
@@ -206,6 +232,7 @@ private:
     RankSlot& m_slot;
     const Options& m_options;
     RankEngine m_engine;
+    CollectiveCheck m_check;
 };
 
 }  // namespace

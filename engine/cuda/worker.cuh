@@ -45,7 +45,7 @@ struct RankSlot {
     std::atomic<RankComm*> comm{nullptr};  ///< for abort / async-error polling
     Status status;
     std::vector<double> verify_us, baseline_us, comm_us, norm_us;
-    std::vector<double> gemm_us, attention_us, norm_kernels_us, draft_us;  ///< parts_us
+    std::vector<double> gemm_us, attention_us, norm_kernels_us, ops_us, draft_us;  ///< parts_us
     int check_replays = 0;  ///< timed replays followed by a --check
     std::uint64_t weight_arena_bytes = 0;
     double init_s = 0, capture_s = 0, copy_gbps = 0;

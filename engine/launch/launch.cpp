@@ -35,6 +35,84 @@ void close_fd(int& fd) {
     fd = -1;
 }
 
+/// The ranks' output pipes, relayed to the launcher's outputs one whole line at a time.
+class Relay {
+public:
+    ~Relay() {
+        for (Stream& s : m_streams) close_fd(s.fd);
+    }
+    void add(int fd, int rank, int dest, bool prefix) { m_streams.push_back({fd, dest, prefix, rank, {}}); }
+    /// Waits up to `timeout_ms` for output and forwards every complete line. False once every
+    /// pipe has reached its end.
+    bool pump(int timeout_ms) {
+        std::vector<pollfd> fds;
+        std::vector<Stream*> which;
+        for (Stream& s : m_streams)
+            if (s.fd >= 0) fds.push_back({s.fd, POLLIN, 0}), which.push_back(&s);
+        if (fds.empty()) {
+            if (timeout_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
+            return false;
+        }
+        int ready = ::poll(fds.data(), fds.size(), timeout_ms);
+        if (ready <= 0) return true;
+        char buf[65536];
+        for (std::size_t i = 0; i < fds.size(); ++i) {
+            if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+            Stream& s = *which[i];
+            const ssize_t n = ::read(s.fd, buf, sizeof buf);
+            if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+            if (n <= 0) {  // end of file: the rank (and whatever held its pipe) is gone
+                finish(s);
+                close_fd(s.fd);
+                continue;
+            }
+            s.pending.append(buf, std::size_t(n));
+            forward_lines(s);
+        }
+        return true;
+    }
+    /// Relays what is left until every pipe ends, for at most `seconds`; then the partial lines.
+    void drain(double seconds) {
+        const double until = now_s() + seconds;
+        while (now_s() < until && pump(20)) {
+        }
+        for (Stream& s : m_streams) finish(s);
+    }
+
+private:
+    struct Stream {
+        int fd, dest;
+        bool prefix;
+        int rank;
+        std::string pending;
+    };
+    static constexpr std::size_t k_longest_line = 1 << 20;  // longer runs are cut into lines
+    void emit(const Stream& s, const char* data, std::size_t len) {
+        std::string line;
+        if (s.prefix) line = "[rank " + std::to_string(s.rank) + "] ";
+        line.append(data, len);
+        line += '\n';
+        // One write per line: a line never mixes with another (a pipe keeps writes of at most
+        // PIPE_BUF whole; the launcher writes one line at a time in any case).
+        (void)write_all(s.dest, line.data(), line.size());
+    }
+    void forward_lines(Stream& s) {
+        std::size_t start = 0;
+        for (std::size_t nl; (nl = s.pending.find('\n', start)) != std::string::npos; start = nl + 1)
+            emit(s, s.pending.data() + start, nl - start);
+        s.pending.erase(0, start);
+        if (s.pending.size() > k_longest_line) {
+            emit(s, s.pending.data(), s.pending.size());
+            s.pending.clear();
+        }
+    }
+    void finish(Stream& s) {
+        if (!s.pending.empty()) emit(s, s.pending.data(), s.pending.size());
+        s.pending.clear();
+    }
+    std::vector<Stream> m_streams;
+};
+
 std::string status_text(int status) {
     if (WIFEXITED(status)) return "exit status " + std::to_string(WEXITSTATUS(status));
     if (WIFSIGNALED(status)) {
@@ -139,13 +217,21 @@ std::string self_exe(const char* argv0) {
 LaunchOutcome launch_ranks(const LaunchSpec& spec) {
     LaunchOutcome out;
     std::vector<Rank> ranks(static_cast<std::size_t>(spec.nranks));
+    Relay relay;
     // A rank that died makes writes to its pipe fail with EPIPE, not kill the launcher.
     ::signal(SIGPIPE, SIG_IGN);
     const pid_t launcher = ::getpid();
+    const bool caller_debug_file = std::getenv("NCCL_DEBUG_FILE") != nullptr;
     for (int r = 0; r < spec.nranks; ++r) {
         int fds[2] = {-1, -1};
-        if (::pipe2(fds, O_CLOEXEC) != 0) {
+        // Output pipes: stdout, stderr, NCCL's debug file (read ends stay in the launcher).
+        int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, nccl_pipe[2] = {-1, -1};
+        if (::pipe2(fds, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0 ||
+            ::pipe2(err_pipe, O_CLOEXEC) != 0 || ::pipe2(nccl_pipe, O_CLOEXEC) != 0) {
             out = {1, -1, std::string("pipe2 failed: ") + std::strerror(errno)};
+            for (int fd : {fds[0], fds[1], out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], nccl_pipe[0],
+                           nccl_pipe[1]})
+                if (fd >= 0) ::close(fd);
             kill_all(ranks);
             return out;
         }
@@ -161,11 +247,15 @@ LaunchOutcome launch_ranks(const LaunchSpec& spec) {
         for (std::string& a : args) argv.push_back(a.data());
         argv.push_back(nullptr);
         std::string env_entry = std::string(k_bootstrap_env) + "=" + env_fds;
+        std::string relayed = std::string(k_relayed_env) + "=1";
+        std::string debug_file = "NCCL_DEBUG_FILE=/dev/fd/" + std::to_string(nccl_pipe[1]);
         std::vector<char*> envp;
         const std::size_t prefix = std::strlen(k_bootstrap_env) + 1;
         for (char** e = environ; *e != nullptr; ++e)
             if (std::strncmp(*e, env_entry.c_str(), prefix) != 0) envp.push_back(*e);
         envp.push_back(env_entry.data());
+        envp.push_back(relayed.data());
+        if (!caller_debug_file) envp.push_back(debug_file.data());
         envp.push_back(nullptr);
         pid_t pid = ::fork();
         if (pid < 0) {
@@ -179,12 +269,21 @@ LaunchOutcome launch_ranks(const LaunchSpec& spec) {
             ::prctl(PR_SET_PDEATHSIG, SIGKILL);
             if (::getppid() != launcher) ::_exit(127);  // the launcher died before prctl
             ::fcntl(child_end, F_SETFD, 0);             // keep this rank's own end across exec
+            ::fcntl(nccl_pipe[1], F_SETFD, 0);          // NCCL_DEBUG_FILE=/dev/fd/N
+            ::dup2(out_pipe[1], 1);
+            ::dup2(err_pipe[1], 2);
             ::execve(argv[0], argv.data(), envp.data());
             const char msg[] = "tpverify: launch: execve of a rank process failed\n";
             (void)!::write(2, msg, sizeof msg - 1);
             ::_exit(127);
         }
         ::close(child_end);
+        ::close(out_pipe[1]);
+        ::close(err_pipe[1]);
+        ::close(nccl_pipe[1]);
+        relay.add(out_pipe[0], r, spec.out_fd, r != 0);  // rank 0's stdout: the event stream, as is
+        relay.add(err_pipe[0], r, spec.err_fd, true);
+        relay.add(nccl_pipe[0], r, spec.out_fd, true);  // where NCCL itself writes: stdout
         Rank& rank = ranks[static_cast<std::size_t>(r)];
         rank.pid = pid;
         rank.running = true;
@@ -197,6 +296,7 @@ LaunchOutcome launch_ranks(const LaunchSpec& spec) {
     const double deadline = now_s() + spec.bootstrap_timeout_s;
     for (;;) {
         if (reap(ranks, out)) break;
+        relay.pump(0);
         err = read_exact(ranks[0].id_out, id, sizeof id, 0.05);
         if (err.empty()) break;
         if (err.rfind("timed out", 0) != 0 || now_s() > deadline) {
@@ -220,20 +320,27 @@ LaunchOutcome launch_ranks(const LaunchSpec& spec) {
         }
     }
     for (Rank& r : ranks) close_fd(r.id_in);
+    // What the ranks wrote comes out whatever happened (a killed rank's pipe still holds it).
+    constexpr double k_drain_s = 2.0;
     if (out.exit_status != 0 || out.failed_rank >= 0) {
         kill_all(ranks);
+        relay.drain(k_drain_s);
         return out;
     }
-    // Wait: the first failure ends all ranks at once.
+    // Wait, relaying output: the first failure ends all ranks at once.
     for (;;) {
         if (reap(ranks, out)) {
             kill_all(ranks);
+            relay.drain(k_drain_s);
             return out;
         }
         bool any = false;
         for (const Rank& r : ranks) any = any || r.running;
-        if (!any) return out;
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        if (!any) {
+            relay.drain(k_drain_s);
+            return out;
+        }
+        relay.pump(10);
     }
 }
 

@@ -33,7 +33,14 @@ struct LaunchSpec {
     std::vector<std::string> args;
     int nranks = 1;
     double bootstrap_timeout_s = 120;  ///< rank 0 must hand over the id within this
+    /// Where the ranks' output goes, line by line: their stdout and NCCL debug output to
+    /// `out_fd`, their stderr to `err_fd`.
+    int out_fd = 1, err_fd = 2;
 };
+
+/// Environment variable a rank process reads to know the launcher relays its output (it then
+/// line-buffers its stdout).
+inline constexpr const char* k_relayed_env = "TPVERIFY_RELAYED";
 
 /// How the ranks ended.
 struct LaunchOutcome {
@@ -42,10 +49,14 @@ struct LaunchOutcome {
     std::string message;   ///< for stderr when something failed
 };
 
-/// Starts the ranks, relays rank 0's unique id to the others, and waits. Every rank inherits
-/// stdout and stderr (only rank 0 reports events). The first rank to exit with a non-zero
-/// status or a signal ends all the others (SIGKILL) at once; its status is the outcome.
-/// Ranks also get SIGKILL if the launcher dies (PR_SET_PDEATHSIG).
+/// Starts the ranks, relays rank 0's unique id to the others, and waits. Each rank's stdout,
+/// stderr and NCCL debug output (NCCL_DEBUG_FILE=/dev/fd/N, a pipe, unless the caller set
+/// NCCL_DEBUG_FILE; NCCL writes it line-buffered) come to the launcher through pipes and leave
+/// it whole lines at a time, so lines of different ranks never mix: rank 0's stdout as it is
+/// (the event stream), everything else prefixed "[rank R] ". What a rank wrote before it died,
+/// even by SIGKILL, is in its pipe and is relayed; a last line without a newline gets one. The
+/// first rank to exit with a non-zero status or a signal ends all the others (SIGKILL) at once;
+/// its status is the outcome. Ranks also get SIGKILL if the launcher dies (PR_SET_PDEATHSIG).
 LaunchOutcome launch_ranks(const LaunchSpec& spec);
 
 /// This program's own executable path (/proc/self/exe), or `argv0` where that is unreadable.

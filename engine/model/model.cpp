@@ -2,6 +2,7 @@
 #include "engine/model/model.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <numeric>
 
@@ -41,7 +42,12 @@ ModelShape llama_70b() {
     m.mla = false;
     m.vocab = 128256;
     m.rms_eps = 1e-5;
+    // Its EAGLE-3 draft (assumed, as EAGLE-3 drafts for Llama-3.3-70B are built): GQA like the
+    // target, a 32000-token draft vocabulary.
+    m.draft_heads = 64;
+    m.draft_kv_heads = 8;
     m.draft_intermediate = 28672;
+    m.draft_vocab = 32000;
     return m;
 }
 
@@ -78,10 +84,10 @@ std::uint64_t splitmix(std::uint64_t x) {
     return x ^ (x >> 31);
 }
 
-/// The router of one MoE layer: tokens routed to each chosen expert (id -> count), every token
-/// picking `active` distinct experts of `experts` (a seeded partial Fisher-Yates shuffle).
-std::map<int, int> route_layer(int experts, int active, int tokens, unsigned seed, int layer) {
-    std::map<int, int> counts;
+/// The router of one MoE layer: the `active` distinct experts of `experts` each token picks (a
+/// seeded partial Fisher-Yates shuffle), token-major.
+std::vector<int> route_layer(int experts, int active, int tokens, unsigned seed, int layer) {
+    std::vector<int> choices;
     std::vector<int> ids(static_cast<std::size_t>(experts));
     for (int t = 0; t < tokens; ++t) {
         std::iota(ids.begin(), ids.end(), 0);
@@ -91,10 +97,49 @@ std::map<int, int> route_layer(int experts, int active, int tokens, unsigned see
             state = splitmix(state);
             int j = i + static_cast<int>(state % std::uint64_t(experts - i));
             std::swap(ids[i], ids[j]);
-            ++counts[ids[i]];
+            choices.push_back(ids[i]);
         }
     }
-    return counts;
+    return choices;
+}
+
+/// The experts step of a layer from the router's choices: experts ordered by tokens (busiest
+/// first, then by id), and for each choice its row in the stacked outputs.
+Experts experts_of(const std::vector<int>& choices, int tokens, int active) {
+    std::map<int, int> counts;
+    for (int id : choices) ++counts[id];
+    std::vector<std::pair<int, int>> order(counts.begin(), counts.end());
+    std::stable_sort(order.begin(), order.end(), [](auto& a, auto& b) { return a.second > b.second; });
+    Experts e;
+    std::map<int, int> first_row, used;
+    int row = 0;
+    for (const auto& [id, count] : order) {
+        e.rows.push_back(count);
+        first_row[id] = row;
+        row += count;
+    }
+    for (int t = 0; t < tokens; ++t)
+        for (int j = 0; j < active; ++j) {
+            const int id = choices[std::size_t(t) * active + j];
+            e.slots.push_back(first_row[id] + used[id]++);
+        }
+    return e;
+}
+
+void add_op(PassPlan& plan, Op op, int rows, int width, std::uint64_t bytes, std::string label) {
+    Step s;
+    s.kind = Step::Kind::op;
+    s.op = op;
+    s.op_rows = rows;
+    s.op_width = width;
+    s.bytes = bytes;
+    s.label = std::move(label);
+    plan.steps.push_back(std::move(s));
+}
+
+/// bf16 bytes of `rows` x `width`.
+std::uint64_t act(int rows, int width) {
+    return std::uint64_t(rows) * std::uint64_t(width) * 2;
 }
 
 /// Attention geometry per rank: MLA (absorbed, one latent row shared by all heads) or GQA.
@@ -132,6 +177,28 @@ void add_collective(PassPlan& plan, CollectiveKind kind, std::uint64_t bytes, bo
 }
 
 }  // namespace
+
+namespace {
+/// INT4 experts run on the weight-streaming kernel: k and n multiples of 64 and 16.
+bool int4_shapes_fit(const ModelShape& m, const Options& options) {
+    const int ranks = std::max(options.nranks > 0 ? options.nranks : options.tp, 1);
+    return m.hidden % 64 == 0 && m.moe_intermediate % ranks == 0 && (m.moe_intermediate / ranks) % 64 == 0;
+}
+}  // namespace
+
+bool int4_experts(const Options& options, const ModelShape& model) {
+    if (options.expert_format) return *options.expert_format == ExpertFormat::int4;
+    return model.name == "kimi-k2.5" && model.experts > 0 && int4_shapes_fit(model, options);
+}
+
+PassShape pass_shape(const Options& options, const ModelShape& model) {
+    PassShape shape;
+    shape.context = options.context;
+    shape.int4_experts = int4_experts(options, model);
+    shape.router_seed = options.seed.value_or(1);
+    shape.draft_extend_tokens = std::max(1, static_cast<int>(std::lround(options.accept_len)));
+    return shape;
+}
 
 bool find_preset(const std::string& name, ModelShape& out) {
     if (name == "kimi-k2.5")
@@ -186,8 +253,8 @@ bool resolve_model(const Options& options, ModelShape& out, std::string& error) 
         return false;
     }
     if (has_moe && options.expert_format == ExpertFormat::int4) {
-        const int ranks = std::max(options.nranks > 0 ? options.nranks : options.tp, 1);
-        if (m.hidden % 64 != 0 || (m.moe_intermediate / ranks) % 64 != 0) {
+        if (!int4_shapes_fit(m, options)) {
+            const int ranks = std::max(options.nranks > 0 ? options.nranks : options.tp, 1);
             error =
                 "--expert-format int4 needs the hidden size and the MoE intermediate size per rank to be "
                 "multiples of 64 (got " +
@@ -222,6 +289,8 @@ bool resolve_model(const Options& options, ModelShape& out, std::string& error) 
         error = not_divisible("the vocabulary", m.vocab, tp, "--vocab");
     else if (options.draft_steps > 0 && (m.draft_vocab % tp != 0 || m.draft_intermediate % tp != 0))
         error = not_divisible("the draft head (vocabulary or MLP)", m.draft_vocab, tp, "--draft-steps 0");
+    else if (options.draft_steps > 0 && m.draft_heads % tp != 0)
+        error = not_divisible("the draft head's attention heads", m.draft_heads, tp, "--draft-steps 0");
     else if (!m.mla && m.kv_heads % tp != 0 && tp % m.kv_heads != 0)
         error = not_divisible("the KV heads", m.kv_heads, tp, "");
     if (!error.empty()) return false;
@@ -243,14 +312,20 @@ int PassPlan::all_reduce_count() const {
 std::uint64_t PassPlan::weight_bytes() const {
     std::uint64_t total = 0;
     for (const Step& s : steps)
-        if (s.kind == Step::Kind::gemm) total += s.gemm.weight_bytes();
+        if (s.kind == Step::Kind::gemm)
+            total += s.gemm.weight_bytes();
+        else if (s.kind == Step::Kind::experts)
+            total += s.experts.weight_bytes();
     return total;
 }
 
 double PassPlan::flops() const {
     double total = 0;
     for (const Step& s : steps)
-        if (s.kind == Step::Kind::gemm) total += s.gemm.flops();
+        if (s.kind == Step::Kind::gemm)
+            total += s.gemm.flops();
+        else if (s.kind == Step::Kind::experts)
+            total += s.experts.flops();
     return total;
 }
 
@@ -279,35 +354,82 @@ std::uint64_t PassPlan::attention_bytes() const {
     return total;
 }
 
-std::vector<ExpertRun> expert_runs(const PassPlan& plan, int hidden) {
-    const std::vector<Step>& steps = plan.steps;
-    auto is_pair = [&](std::size_t i) {
-        if (i + 1 >= steps.size()) return false;
-        const Step &a = steps[i], &b = steps[i + 1];
-        return a.kind == Step::Kind::gemm && b.kind == Step::Kind::gemm && a.gemm.k == hidden &&
-               b.gemm.n == hidden && a.gemm.n == 2 * b.gemm.k && a.gemm.m == b.gemm.m &&
-               a.gemm.int4 == b.gemm.int4;
-    };
-    auto same = [](const Gemm& a, const Gemm& b) {
-        return a.m == b.m && a.n == b.n && a.k == b.k && a.int4 == b.int4;
-    };
-    std::vector<ExpertRun> runs;
-    for (std::size_t i = 0; i < steps.size();) {
-        if (!is_pair(i)) {
-            ++i;
-            continue;
-        }
-        ExpertRun run{i, 0};
-        std::size_t j = i;
-        while (is_pair(j) && same(steps[j].gemm, steps[i].gemm) &&
-               same(steps[j + 1].gemm, steps[i + 1].gemm)) {
-            ++run.pairs;
-            j += 2;
-        }
-        if (run.pairs >= 2) runs.push_back(run);
-        i = run.pairs >= 2 ? j : i + 1;
+const char* op_name(Op op) {
+    switch (op) {
+        case Op::q_norm:
+            return "q_norm";
+        case Op::kv_norm:
+            return "kv_norm";
+        case Op::rope:
+            return "rope";
+        case Op::kv_write:
+            return "kv_write";
+        case Op::topk:
+            return "topk";
+        case Op::silu_mul:
+            return "silu_mul";
+        case Op::expert_sum:
+            return "expert_sum";
     }
-    return runs;
+    return "?";
+}
+
+int Experts::total_rows() const {
+    return std::accumulate(rows.begin(), rows.end(), 0);
+}
+
+Gemm Experts::gemm(int expert) const {
+    Gemm g;
+    g.m = rows[std::size_t(expert)];
+    g.n = n;
+    g.k = k;
+    g.int4 = int4;
+    return g;
+}
+
+std::uint64_t Experts::weight_bytes() const {
+    return count() > 0 ? std::uint64_t(count()) * gemm(0).weight_bytes() : 0;
+}
+
+double Experts::flops() const {
+    return 2.0 * total_rows() * double(n) * k;
+}
+
+std::vector<ExpertLaunch> expert_launches(const Experts& experts) {
+    std::vector<ExpertLaunch> out;
+    for (int first = 0; first < experts.count(); first += k_stream_max_batch) {
+        ExpertLaunch l;
+        l.first = first;
+        l.count = std::min(k_stream_max_batch, experts.count() - first);
+        for (int e = first; e < first + l.count; ++e)
+            l.max_rows = std::max(l.max_rows, experts.rows[std::size_t(e)]);
+        out.push_back(l);
+    }
+    return out;
+}
+
+int PassPlan::all_gather_count() const {
+    return collective_count() - all_reduce_count();
+}
+
+int PassPlan::layer_kernels(int layer) const {
+    const std::string prefix = "L" + std::to_string(layer) + ".";
+    int kernels = 0;
+    for (const Step& s : steps) {
+        if (s.label.rfind(prefix, 0) != 0) continue;
+        switch (s.kind) {
+            case Step::Kind::experts:
+                for (const ExpertLaunch& l : expert_launches(s.experts))
+                    kernels += (l.max_rows + k_stream_rows_per_launch - 1) / k_stream_rows_per_launch;
+                break;
+            case Step::Kind::collective:
+                kernels += s.fused_norm ? 2 : 1;  // the all-reduce, then the residual + RMSNorm
+                break;
+            default:
+                ++kernels;
+        }
+    }
+    return kernels;
 }
 
 PassPlan build_pass(const ModelShape& model, int tp, int tokens, const PassShape& shape) {
@@ -337,13 +459,23 @@ PassPlan build_pass(const ModelShape& model, int tp, int tokens, const PassShape
         if (m.mla) {
             add_gemm(plan, p + "q_a", m.hidden, m.q_lora_rank);                // replicated
             add_gemm(plan, p + "kv_a", m.hidden, m.kv_lora_rank + m.qk_rope);  // replicated
+            add_op(plan, Op::q_norm, tokens, m.q_lora_rank, 2 * act(tokens, m.q_lora_rank), p + "q_norm");
+            add_op(plan, Op::kv_norm, tokens, m.kv_lora_rank, 2 * act(tokens, m.kv_lora_rank), p + "kv_norm");
             add_gemm(plan, p + "q_b", m.q_lora_rank, heads * (m.qk_nope + m.qk_rope));
             add_gemm(plan, p + "kv_b", m.kv_lora_rank, heads * (m.qk_nope + m.v_head));
+            const int rope = (heads + 1) * m.qk_rope;  // every local head's rope part and the key's
+            add_op(plan, Op::rope, tokens, rope, 2 * act(tokens, rope), p + "rope");
+            const int row = m.kv_lora_rank + m.qk_rope;
+            add_op(plan, Op::kv_write, tokens, row, 2 * act(tokens, row), p + "kv_write");
             add_attention(plan, attention_of(true, m, heads, 1, tp, tokens, shape.context), p + "attention");
             add_gemm(plan, p + "o_proj", heads * m.v_head, m.hidden);
         } else {
             const int kv = m.kv_heads >= tp ? m.kv_heads / tp : 1;  // KV heads replicate when tp > kv_heads
             add_gemm(plan, p + "qkv", m.hidden, (heads + 2 * kv) * m.head_dim);
+            const int rope = (heads + kv) * m.head_dim;
+            add_op(plan, Op::rope, tokens, rope, 2 * act(tokens, rope), p + "rope");
+            add_op(plan, Op::kv_write, tokens, 2 * kv * m.head_dim, 2 * act(tokens, 2 * kv * m.head_dim),
+                   p + "kv_write");
             add_attention(plan, attention_of(false, m, heads, m.kv_heads, tp, tokens, shape.context),
                           p + "attention");
             add_gemm(plan, p + "o_proj", heads * m.head_dim, m.hidden);
@@ -353,31 +485,43 @@ PassPlan build_pass(const ModelShape& model, int tp, int tokens, const PassShape
         if (l < m.dense_layers) {
             const int inter = m.dense_intermediate / tp;
             add_gemm(plan, p + "gate_up", m.hidden, 2 * inter);
+            add_op(plan, Op::silu_mul, tokens, inter, 3 * act(tokens, inter), p + "silu_mul");
             add_gemm(plan, p + "down", inter, m.hidden);
         } else {
             const int inter = m.moe_intermediate / tp;
             add_gemm(plan, p + "router", m.hidden, m.experts);  // replicated
+            add_op(plan, Op::topk, tokens, m.experts, std::uint64_t(tokens) * m.experts * 4, p + "topk");
             for (int e = 0; e < m.shared_experts; ++e) {
                 const std::string q = p + "shared" + std::to_string(e) + ".";
                 add_gemm(plan, q + "gate_up", m.hidden, 2 * inter);
+                add_op(plan, Op::silu_mul, tokens, inter, 3 * act(tokens, inter), q + "silu_mul");
                 add_gemm(plan, q + "down", inter, m.hidden);
             }
-            // Experts with more tokens first, so equal shapes stay adjacent (batched together).
-            std::map<int, int> counts =
+            const std::vector<int> choices =
                 route_layer(m.experts, m.active_experts, tokens, shape.router_seed, l);
-            std::vector<std::pair<int, int>> order(counts.begin(), counts.end());
-            std::stable_sort(order.begin(), order.end(),
-                             [](auto& a, auto& b) { return a.second > b.second; });
-            plan.routed_experts_touched.push_back(static_cast<int>(order.size()));
-            for (const auto& [id, count] : order) {
-                const std::string q = p + "expert" + std::to_string(id) + ".";
-                add_gemm(plan, q + "gate_up", m.hidden, 2 * inter);
-                add_gemm(plan, q + "down", inter, m.hidden);
-                for (Gemm* g : {&plan.steps[plan.steps.size() - 2].gemm, &plan.steps.back().gemm}) {
-                    g->m = count;
-                    g->int4 = shape.int4_experts;
-                }
-            }
+            Experts up = experts_of(choices, tokens, m.active_experts);
+            up.int4 = shape.int4_experts;
+            plan.routed_experts_touched.push_back(up.count());
+            up.n = 2 * inter;
+            up.k = m.hidden;
+            Experts down = up;
+            down.gate_up = false;
+            down.n = m.hidden;
+            down.k = inter;
+            Step s;
+            s.kind = Step::Kind::experts;
+            s.experts = up;
+            s.label = p + "experts.gate_up";
+            plan.steps.push_back(s);
+            const int routed = up.total_rows();
+            add_op(plan, Op::silu_mul, routed, inter, 3 * act(routed, inter), p + "experts.silu_mul");
+            s.experts = down;
+            s.label = p + "experts.down";
+            plan.steps.push_back(s);
+            // Reads every routed row and the layer output, writes the layer output.
+            add_op(plan, Op::expert_sum, tokens, m.hidden, act(routed, m.hidden) + 2 * act_bytes,
+                   p + "experts.sum");
+            plan.steps.back().experts = down;
         }
         add_collective(plan, CollectiveKind::all_reduce, act_bytes, true, p + "mlp");
     }
@@ -393,35 +537,53 @@ PassPlan build_draft_pass(const ModelShape& model, int tp, int steps, const Pass
     PassPlan plan;
     plan.model = model;
     plan.tp = tp;
-    plan.tokens = 1;
+    plan.tokens = std::max(1, shape.draft_extend_tokens);
     plan.context = shape.context;
     const ModelShape& m = model;
-    const int heads = m.heads / tp;
+    const int heads = m.draft_heads / tp;
     const int head_dim = 128;
     const int kv = m.draft_kv_heads >= tp ? m.draft_kv_heads / tp : 1;
-    const std::uint64_t act_bytes = std::uint64_t(m.hidden) * 2;
     ModelShape gqa = m;
     gqa.head_dim = head_dim;
+    int position = 0;  // tokens the draft's KV cache gained in this cycle
     for (int d = 0; d < steps; ++d) {
         std::string p = "D";
         p += std::to_string(d);
         p += '.';
-        // Step 0 fuses the target's three hidden states into one (replicated fc).
+        // Forward 0 is the draft extend over the tokens the verify emitted; then one token each.
+        const int t = d == 0 ? plan.tokens : 1;
+        const std::size_t first = plan.steps.size();
+        add_collective(plan, CollectiveKind::all_reduce, act(t, m.hidden), false, p + "embed");
+        Step norm;  // the draft layer's two input norms (token embedding, hidden state)
+        norm.kind = Step::Kind::norm;
+        norm.bytes = act(t, m.hidden);
+        norm.label = p + "input_norms";
+        plan.steps.push_back(norm);
+        plan.steps.push_back(norm);
+        // The extend fuses three target hidden states into one (replicated fc).
         if (d == 0) add_gemm(plan, p + "fc", 3 * m.hidden, m.hidden);
         add_gemm(plan, p + "qkv", 2 * m.hidden, (heads + 2 * kv) * head_dim);  // [embedding, hidden] in
-        add_attention(plan, attention_of(false, gqa, heads, m.draft_kv_heads, tp, 1, shape.context + d),
-                      p + "attention");
+        const int rope = (heads + kv) * head_dim;
+        add_op(plan, Op::rope, t, rope, 2 * act(t, rope), p + "rope");
+        add_op(plan, Op::kv_write, t, 2 * kv * head_dim, 2 * act(t, 2 * kv * head_dim), p + "kv_write");
+        position += t;
+        Attention a = attention_of(false, gqa, heads, m.draft_kv_heads, tp, t, shape.context + position);
+        add_attention(plan, a, "D.attention");  // one draft KV cache, filled as the cycle goes
         add_gemm(plan, p + "o_proj", heads * head_dim, m.hidden);
-        add_collective(plan, CollectiveKind::all_reduce, act_bytes, true, p + "attn");
+        add_collective(plan, CollectiveKind::all_reduce, act(t, m.hidden), true, p + "attn");
         add_gemm(plan, p + "gate_up", m.hidden, 2 * (m.draft_intermediate / tp));
+        add_op(plan, Op::silu_mul, t, m.draft_intermediate / tp, 3 * act(t, m.draft_intermediate / tp),
+               p + "silu_mul");
         add_gemm(plan, p + "down", m.draft_intermediate / tp, m.hidden);
-        add_collective(plan, CollectiveKind::all_reduce, act_bytes, true, p + "mlp");
+        add_collective(plan, CollectiveKind::all_reduce, act(t, m.hidden), true, p + "mlp");
+        for (std::size_t i = first; i < plan.steps.size(); ++i)
+            if (plan.steps[i].kind == Step::Kind::gemm) plan.steps[i].gemm.m = t;
+        // Logits of the last token only (the next draft token's), gathered over the vocabulary.
         add_gemm(plan, p + "lm_head", m.hidden, m.draft_vocab / tp);
+        plan.steps.back().gemm.m = 1;
         add_collective(plan, CollectiveKind::all_gather, std::uint64_t(m.draft_vocab / tp) * 2, false,
                        p + "logits");
     }
-    for (Step& s : plan.steps)
-        if (s.kind == Step::Kind::gemm) s.gemm.m = 1;
     return plan;
 }
 

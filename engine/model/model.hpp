@@ -25,10 +25,18 @@ struct ModelShape {
     int kv_heads = 8, head_dim = 128;  ///< GQA (dense models)
     int vocab = 163840;
     double rms_eps = 1e-6;
-    /// EAGLE-3 draft head (one Llama-style decoder layer at the target's hidden size, GQA):
-    /// its MLP width and its own (reduced) vocabulary. Assumed, not read from a checkpoint.
-    int draft_intermediate = 18432, draft_vocab = 32000, draft_kv_heads = 8;
+    /// EAGLE-3 draft head: one Llama decoder layer at the target's hidden size, its attention
+    /// heads (head_dim 128), KV heads, MLP width and vocabulary. Kimi-K2.5 / DeepSeek-V3: the
+    /// published Kimi-K2.5 EAGLE-3 draft (lightseekorg/kimi-k2.5-eagle3, trained with TorchSpec,
+    /// whose configs/draft_models/kimi_k25_eagle3.json gives 64 heads, 64 KV heads, intermediate
+    /// 12288, vocabulary 163840 with no smaller draft vocabulary); docs/workload.md.
+    int draft_heads = 64, draft_kv_heads = 64, draft_intermediate = 12288, draft_vocab = 163840;
 };
+
+/// Whether the run's routed experts are INT4: --expert-format when given, else the model's
+/// default (kimi-k2.5: INT4 g32 when its MoE shapes suit the INT4 kernel, as the released
+/// checkpoint; other presets bf16).
+bool int4_experts(const Options& options, const ModelShape& model);
 
 /// Looks up a preset (kimi-k2.5, deepseek-v3, llama-70b); false if unknown.
 bool find_preset(const std::string& name, ModelShape& out);
@@ -68,19 +76,55 @@ struct Attention {
     [[nodiscard]] double flops() const { return 2.0 * rows * heads * context * double(qk_dim + v_dim); }
 };
 
+/// The small kernels of a layer that are neither GEMMs, attention nor collectives (each one
+/// kernel on CUDA; docs/engine.md says which are stand-ins for the server's).
+enum class Op {
+    q_norm,      ///< RMSNorm of q_a's output (q_lora wide)
+    kv_norm,     ///< RMSNorm of kv_a's latent part (kv_lora wide)
+    rope,        ///< rotary embedding of the query's and the key's rope parts
+    kv_write,    ///< the new tokens' KV rows written into the cache
+    topk,        ///< the router's top-k over its logits, with their weights
+    silu_mul,    ///< SiLU(gate) * up, in place into the first half of each gate_up row
+    expert_sum,  ///< the routed experts' outputs, weighted per token, added to the layer output
+};
+/// "q_norm", "kv_norm", ...
+const char* op_name(Op op);
+
+/// A MoE layer's routed experts for one side (gate_up or down): every expert the router chose,
+/// busiest first, run as one batched launch (up to k_stream_max_batch experts and
+/// k_stream_rows_per_launch rows of x per launch) on both backends.
+struct Experts {
+    std::vector<int> rows;  ///< tokens routed to each expert (descending)
+    /// For each token t and each of its choices j (t * active + j): the row of that choice in
+    /// the experts' stacked outputs (expert-major: the rows of expert 0, then of expert 1, ...).
+    std::vector<int> slots;
+    int n = 0, k = 0;
+    bool int4 = false;
+    bool gate_up = true;  ///< gate_up [hidden -> 2 inter]; false: down [inter -> hidden]
+    [[nodiscard]] int count() const { return static_cast<int>(rows.size()); }
+    [[nodiscard]] int total_rows() const;
+    /// One expert's GEMM (m = its rows).
+    [[nodiscard]] Gemm gemm(int expert) const;
+    [[nodiscard]] std::uint64_t weight_bytes() const;
+    [[nodiscard]] double flops() const;
+};
+
 /// One step of the pass, in order. A collective with fused_norm == true is followed by
 /// residual add + RMSNorm (the next layer's input norm; after the last layer, the final norm):
 /// with --fusion off a backend runs it as a separate kernel, with --fusion on it is part of the
 /// fused all-reduce. There are no separate norm steps for those; the only Kind::norm step is
 /// layer 0's input norm after the embedding all-reduce (bytes = its activation size).
 struct Step {
-    enum class Kind { gemm, collective, norm, attention } kind = Kind::gemm;
-    Gemm gemm;                    ///< kind == gemm
-    Attention attention;          ///< kind == attention
-    CollectiveKind collective{};  ///< kind == collective
-    std::uint64_t bytes = 0;      ///< collective: bytes per rank input (bf16)
-    bool fused_norm = false;      ///< collective: followed by residual+RMSNorm (fusable)
-    std::string label;            ///< "embed", "L0.attn", "L0.mlp", "logits"
+    enum class Kind { gemm, collective, norm, attention, op, experts } kind = Kind::gemm;
+    Gemm gemm;                      ///< kind == gemm
+    Attention attention;            ///< kind == attention
+    Experts experts;                ///< kind == experts; kind == op with Op::expert_sum (its slots)
+    Op op = Op::q_norm;             ///< kind == op
+    int op_rows = 0, op_width = 0;  ///< kind == op: rows and elements per row it works on
+    CollectiveKind collective{};    ///< kind == collective
+    std::uint64_t bytes = 0;        ///< collective: bytes per rank input (bf16); op: bytes it moves
+    bool fused_norm = false;        ///< collective: followed by residual+RMSNorm (fusable)
+    std::string label;              ///< "embed", "L0.attn", "L0.mlp", "logits"
 };
 
 /// What a pass is run against, beyond the model and TP degree.
@@ -88,7 +132,14 @@ struct PassShape {
     int context = 4096;         ///< tokens already in the KV cache
     unsigned router_seed = 1;   ///< seeds the router's expert choice per token and layer
     bool int4_experts = false;  ///< routed experts in INT4 (shared experts stay bf16)
+    /// Draft pass: tokens of its first forward, the extend over the tokens the last cycle emitted
+    /// (SGLang's accept_length + 1; tpverify's --accept-len rounded).
+    int draft_extend_tokens = 3;
 };
+
+/// What the options say about the pass beyond the model: context, router seed, expert format,
+/// the draft extend's tokens (round(--accept-len), at least 1).
+PassShape pass_shape(const Options& options, const ModelShape& model);
 
 /// The whole verify pass for one rank.
 struct PassPlan {
@@ -108,35 +159,37 @@ struct PassPlan {
     [[nodiscard]] double flops() const;
     [[nodiscard]] std::uint64_t all_reduce_bytes() const;  ///< bytes per rank of one all-reduce (0: none)
     [[nodiscard]] std::uint64_t all_gather_bytes() const;  ///< bytes per rank input of the logits all-gather
+    [[nodiscard]] int all_gather_count() const;
+    /// Kernels of each kind the CUDA backend launches for layer `layer` (GEMMs, expert launches,
+    /// ops, attention as one, collectives, separate norms with --fusion off).
+    [[nodiscard]] int layer_kernels(int layer) const;
 };
 
-/// The most experts one launch of the CUDA backend's W4A16 kernel runs (one per grid row), and
-/// the most rows of x it takes per launch (engine/cuda/gemm.cu, run_w4a16): more experts or
-/// more rows are more launches.
-constexpr int k_int4_max_batch = 40;
-constexpr int k_int4_rows_per_launch = 4;
+/// The most experts one launch of the CUDA backend's weight-streaming GEMM runs (engine/cuda/
+/// stream_gemm.cuh), and the most rows of x it takes per launch (the mma's n = 8): more experts
+/// or more rows are more launches. The sim prices launches by the same numbers.
+constexpr int k_stream_max_batch = 40;
+constexpr int k_stream_rows_per_launch = 8;
 
-/// A run of >= 2 adjacent (gate_up, down) GEMM pairs of equal shapes: a MoE layer's experts
-/// with equal m (build_pass orders them by m). The CUDA backend runs such a run as one batched
-/// gate_up, one batched down and a sum kernel (engine/cuda/moe.cu); the sim prices it the same
-/// way. A pair is gate_up [hidden -> 2i] then down [i -> hidden] with equal m and format.
-struct ExpertRun {
-    std::size_t first_step = 0;  ///< index in plan.steps of the first gate_up
-    int pairs = 0;
+/// The launches of one experts step: [first, first + count) of its experts per launch, in order.
+struct ExpertLaunch {
+    int first = 0, count = 0;
+    int max_rows = 0;  ///< most rows of x among them (launches repeat per k_stream_rows_per_launch)
 };
-/// The expert runs of `plan`, in step order (`hidden`: the model's hidden size).
-std::vector<ExpertRun> expert_runs(const PassPlan& plan, int hidden);
+std::vector<ExpertLaunch> expert_launches(const Experts& experts);
 
 /// Builds the per-rank plan for `tokens` tokens at tensor-parallel degree `tp`. Each token of
 /// each MoE layer picks `active_experts` distinct routed experts, uniformly and seeded by
-/// (router_seed, layer, token); every expert chosen by at least one token gets one
-/// (gate_up, down) pair whose m is the number of tokens routed to it.
+/// (router_seed, layer, token); the experts chosen by at least one token run as one experts
+/// step per side (gate_up, then down), each expert with as many rows as tokens chose it.
 PassPlan build_pass(const ModelShape& model, int tp, int tokens, const PassShape& shape = {});
 
-/// The EAGLE-3 draft pass: `steps` autoregressive draft steps of one token each, each one
-/// Llama-style decoder layer at TP (its own attention and MLP all-reduces) plus the draft
-/// lm_head and its logits all-gather; the first step also runs the fc that fuses three target
-/// hidden states. Empty when steps == 0.
+/// The EAGLE-3 draft pass of one speculative cycle as SGLang runs it (speculative_num_steps =
+/// `steps`): the draft extend over shape.draft_extend_tokens tokens (the tokens the last verify
+/// emitted), then steps - 1 one-token forwards. Every forward is one Llama decoder layer at TP:
+/// a vocabulary-parallel embedding all-reduce, its attention and MLP all-reduces, and its
+/// lm_head on the last token with the logits all-gather; the extend also runs the fc that fuses
+/// three target hidden states. 3 all-reduces and 1 all-gather per forward; empty when steps == 0.
 PassPlan build_draft_pass(const ModelShape& model, int tp, int steps, const PassShape& shape = {});
 
 }  // namespace tpverify

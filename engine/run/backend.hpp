@@ -1,6 +1,7 @@
 #pragma once
 // A backend runs the verify pass and reports through the Reporter.
 #include <string>
+#include <vector>
 
 #include "engine/model/model.hpp"
 #include "engine/options.hpp"
@@ -15,6 +16,15 @@ enum class Exit : int { ok = 0, failure = 1, usage = 2 };
 /// chose the sim ("" when it was asked for), said in the start event.
 int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter,
             const std::string& backend_fallback = "");
+
+/// One assumption of the sim's collective model: its name, the figure as the sim uses it, and
+/// where that figure comes from (a measurement, NCCL's source, or "estimate").
+struct SimAssumption {
+    std::string name, value, source;
+};
+/// Every assumption of the sim's collective model and the fused kernel's price
+/// (engine/sim/assumptions.cpp), for tpverify --describe.
+std::vector<SimAssumption> sim_assumptions();
 
 /// True when the CUDA backend was compiled in, its module loads and at least one GPU is visible
 /// (engine/run/cuda_loader.cpp).

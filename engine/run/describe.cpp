@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "engine/model/model.hpp"
+#include "engine/run/backend.hpp"
 
 namespace tpverify {
 namespace {
@@ -60,12 +61,16 @@ const std::vector<ParameterSchema>& parameter_schema() {
                "one process per rank (default) or one thread per GPU"),
         integer("context", 0, 1 << 20, "tokens in the KV cache the attention reads"),
         integer("draft-steps", 0, 64, "EAGLE-3 draft steps timed per cycle (0 = --draft-us)"),
-        choice("expert-format", {"bf16", "int4"}, "routed experts in bf16 or INT4 (group 32, W4A16)"),
+        choice("expert-format", {"bf16", "int4"},
+               "routed experts in bf16 or INT4 (group 32, W4A16; kimi-k2.5's default is int4)"),
+        choice("server", {"sglang", "none"},
+               "server preset: SGLang's NCCL environment and graph capture, or bare NCCL"),
         boolean("graph", "capture the pass in a CUDA graph"),
         boolean("fusion", "fused all-reduce + residual + RMSNorm"),
         boolean("check", "check the results against a reference"),
         boolean("no-warmup-before-capture", "capture without warming every collective first"),
-        choice("capture-mode", {"thread-local", "global", "relaxed"}, "CUDA graph capture mode"),
+        choice("capture-mode", {"thread-local", "global", "relaxed"},
+               "CUDA graph capture mode (default: the server's; sglang global)"),
         integer("warmup", 0, 1000000, "warm-up passes"),
         integer("iters", 1, 10000000, "measured passes"),
         number("target-rsd", 1e-9, 1.0, "stop once the relative spread is below this fraction"),
@@ -75,10 +80,16 @@ const std::vector<ParameterSchema>& parameter_schema() {
         number("timeout", 0, 1e7, "give up after this many seconds"),
         choice("backend", {"auto", "cuda", "sim"}, "cuda, sim, or auto (cuda when a GPU is there)"),
         choice("topology", {"pcie-gen4", "pcie-gen5", "nvlink"}, "GPU interconnect the sim models"),
+        {"topology-file", "text", {}, 0, 0, "FILE: nvidia-smi topo -m output of the machine the sim models"},
         integer("seed", 0, 4294967295.0, "seed of the router (both backends) and of the sim's noise"),
         number("noise", 0, 1, "relative noise of the sim"),
         {"calibration", "text", {}, 0, 0, "FILE or builtin:NAME: measured collective times for the sim"},
-        {"inject", "text", {}, 0, 0, "KIND[@PHASE][:SECONDS]: inject a fault (see --help)"},
+        {"inject",
+         "text",
+         {},
+         0,
+         0,
+         "KIND[@PHASE][:SECONDS]: inject a fault (see --help; stale on both backends)"},
     };
     return k_parameters;
 }
@@ -129,7 +140,24 @@ std::string describe_json(const std::string& auto_backend) {
         out += "{\"name\":" + quoted(m.name) + ",\"unit\":" + quoted(m.unit) +
                ",\"better\":" + quoted(m.better) + "}";
     }
+    out += "],\"assumptions\":[";
+    first = true;
+    for (const SimAssumption& a : sim_assumptions()) {
+        out += first ? "" : ",";
+        first = false;
+        out += "{\"name\":" + quoted(a.name) + ",\"value\":" + quoted(a.value) +
+               ",\"source\":" + quoted(a.source) + "}";
+    }
     return out + "]}\n";
+}
+
+std::string describe_text() {
+    std::string out =
+        "tpverify's sim: what its collective prices rest on (tpverify --describe --json also lists the\n"
+        "parameters and metrics). Each assumption, the figure the sim uses, and its source:\n";
+    for (const SimAssumption& a : sim_assumptions())
+        out += "\n  " + a.name + "\n    " + a.value + "\n    source: " + a.source + "\n";
+    return out;
 }
 
 }  // namespace tpverify

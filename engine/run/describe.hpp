@@ -25,8 +25,11 @@ struct MetricSchema {
 const std::vector<ParameterSchema>& parameter_schema();
 /// The metrics of the `result` event.
 const std::vector<MetricSchema>& metric_schema();
-/// Both as one JSON object {"engine","describe_version","auto_backend","parameters":[...],
-/// "metrics":[...]}; `auto_backend` is what --backend auto runs on this host ("cuda" or "sim").
+/// All as one JSON object {"engine","describe_version","auto_backend","parameters":[...],
+/// "metrics":[...],"assumptions":[{"name","value","source"},...]}; `auto_backend` is what
+/// --backend auto runs on this host ("cuda" or "sim").
 std::string describe_json(const std::string& auto_backend);
+/// `tpverify --describe`: the sim's assumptions with their sources, for people.
+std::string describe_text();
 
 }  // namespace tpverify

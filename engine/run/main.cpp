@@ -10,12 +10,17 @@
 #include "engine/report.hpp"
 #include "engine/run/backend.hpp"
 #include "engine/run/describe.hpp"
+#include "engine/run/server_env.hpp"
 #include "engine/run/validate.hpp"
 
 int main(int argc, char** argv) {
     using namespace tpverify;
     if (argc == 3 && std::string(argv[1]) == "--describe" && std::string(argv[2]) == "--json") {
         std::fputs(describe_json(cuda_available() ? "cuda" : "sim").c_str(), stdout);
+        return static_cast<int>(Exit::ok);
+    }
+    if (argc == 2 && std::string(argv[1]) == "--describe") {
+        std::fputs(describe_text().c_str(), stdout);
         return static_cast<int>(Exit::ok);
     }
     if (argc >= 2 && std::string(argv[1]) == "--validate") {
@@ -30,6 +35,8 @@ int main(int argc, char** argv) {
         std::fputs(validate_json(lists).c_str(), stdout);
         return static_cast<int>(Exit::ok);
     }
+    // A rank whose output the launcher relays: each line leaves as soon as it is complete.
+    if (std::getenv(k_relayed_env) != nullptr) std::setvbuf(stdout, nullptr, _IOLBF, 0);
     ParseOutcome parsed = parse_options(argc, argv);
     if (parsed.help) {
         std::fputs(usage().c_str(), stdout);
@@ -40,6 +47,8 @@ int main(int argc, char** argv) {
         return static_cast<int>(Exit::usage);
     }
     parsed.options.repeat = repeat_index(std::getenv("NCCLSWEEP_REPEAT"));
+    parsed.options.command_line = "tpverify";
+    for (int i = 1; i < argc; ++i) parsed.options.command_line += std::string(" ") + argv[i];
     const Options& options = parsed.options;
     ModelShape model;
     std::string error;
@@ -47,10 +56,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "tpverify: %s\n", error.c_str());
         return static_cast<int>(Exit::usage);
     }
-    PassShape shape;
-    shape.context = options.context;
-    shape.int4_experts = options.expert_format == ExpertFormat::int4;
-    shape.router_seed = options.seed.value_or(1);
+    const PassShape shape = pass_shape(options, model);
     PassPlan plan =
         build_pass(model, options.nranks > 0 ? options.nranks : options.tp, options.tokens, shape);
     Reporter reporter(options.json);
@@ -85,10 +91,33 @@ int main(int argc, char** argv) {
     }
     // Said once: by the process the user started (not again by a rank tpverify started).
     const bool started_by_user = options.rank < 0 || std::getenv(k_bootstrap_env) == nullptr;
-    if (!options.sim_only_flags.empty() && started_by_user && options.rank <= 0)
-        std::fprintf(stderr,
-                     "tpverify: note: %s only applies to the sim backend; the CUDA backend ignores it\n",
-                     options.sim_only_flags.front().c_str());
+    if (!options.sim_only_flags.empty() && started_by_user && options.rank <= 0) {
+        std::string flags;
+        for (const std::string& f : options.sim_only_flags)
+            if (flags.find(f) == std::string::npos) flags += (flags.empty() ? "" : ", ") + f;
+        std::fprintf(
+            stderr,
+            "tpverify: note: %s only %s to the sim backend; the CUDA backend runs on this machine and "
+            "ignores %s\n",
+            flags.c_str(), options.sim_only_flags.size() > 1 ? "apply" : "applies",
+            options.sim_only_flags.size() > 1 ? "them" : "it");
+    }
+    // The server's process environment, before any NCCL call of this process or its ranks.
+    std::string preset_set;
+    for (const EnvSetting& e : process_server_environment(options.server, true))
+        if (!e.from_caller) preset_set += (preset_set.empty() ? "" : ",") + e.name;
+    if (!preset_set.empty() && std::getenv(k_preset_env) == nullptr)
+        setenv(k_preset_env, preset_set.c_str(), 1);
+    if (options.measure_kernels) {
+        if (const std::string why = cuda_unavailable_reason(); !why.empty()) {
+            std::fprintf(
+                stderr,
+                "tpverify: --measure-kernels: %s; run it on the GPU whose kernels the sim should price\n",
+                why.c_str());
+            return static_cast<int>(Exit::failure);
+        }
+        return run_cuda(options, plan, reporter);  // one rank, in this process
+    }
     if (options.process_model == ProcessModel::processes && options.rank < 0) {
         // One process per rank, as a server runs: start them and report as they end.
         LaunchSpec spec;

@@ -40,6 +40,7 @@ JsonLine start_event_fields(const Options& o, const PassPlan& plan, const StartF
         .add("hidden", plan.model.hidden)
         .add("graph", o.graph)
         .add("capture_mode", capture_mode_name(o.capture_mode))
+        .add("server", server_name(o.server))
         .add("check", o.check)
         .add("fusion", o.fusion)
         .add("fused", o.fusion && facts.fusion_fallback.empty())
@@ -53,7 +54,12 @@ JsonLine start_event_fields(const Options& o, const PassPlan& plan, const StartF
         .add_raw("routed_experts_touched", int_array(plan.routed_experts_touched))
         .add("routed_experts_touched_mean", plan.mean_routed_experts_touched())
         .add("expert_format", plan.int4_experts ? "int4-g32" : "bf16")
-        .add("draft_steps", facts.draft_steps);
+        .add("draft_steps", facts.draft_steps)
+        .add("draft_all_reduces", facts.draft_all_reduces)
+        .add("draft_all_gathers", facts.draft_all_gathers);
+    if (!facts.nccl_env.empty()) f.add_raw("nccl_env", facts.nccl_env);
+    if (!facts.nccl_env_from_caller.empty()) f.add_raw("nccl_env_from_caller", facts.nccl_env_from_caller);
+    if (!facts.libnccl.empty()) f.add("libnccl", facts.libnccl);
     if (!facts.fusion_fallback.empty()) f.add("fusion_fallback", facts.fusion_fallback);
     return f;
 }

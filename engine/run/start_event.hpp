@@ -19,6 +19,11 @@ struct StartFacts {
     int tp = 1;                   ///< ranks actually running
     int draft_steps = 0;          ///< draft steps actually run (0: no draft pass)
     std::string fusion_fallback;  ///< why --fusion falls back to NCCL ("" when fused or off)
+    int draft_all_reduces = 0;    ///< collectives of the draft pass (one speculative cycle)
+    int draft_all_gathers = 0;
+    std::string nccl_env{};              ///< JSON object: the variables the engine runs with (server_env.hpp)
+    std::string nccl_env_from_caller{};  ///< JSON array: those the caller set
+    std::string libnccl{};               ///< the NCCL library loaded (path), "" when none (the sim)
 };
 
 /// The shared fields of the `start` event. `rank` is the reporting process's rank (0 unless

@@ -7,6 +7,7 @@
 #include "engine/options.hpp"
 #include "engine/report.hpp"
 #include "engine/run/describe.hpp"
+#include "engine/topo_matrix.hpp"
 
 namespace tpverify {
 namespace {
@@ -41,6 +42,18 @@ Verdict validate_args(const std::vector<std::string>& args) {
     else {
         ModelShape model;
         resolve_model(parsed.options, model, v.error);
+        const Options& o = parsed.options;
+        TopoMatrix matrix;
+        std::string error;
+        const int ranks = o.nranks > 0 ? o.nranks : o.tp;
+        if (v.error.empty() && !o.topology_file.empty()) {
+            if (!load_topo_matrix(o.topology_file, matrix, error))
+                v.error = "--topology-file: " + error;
+            else if (matrix.gpus() < ranks)
+                v.error = "--topology-file: " + o.topology_file + ": the matrix has " +
+                          std::to_string(matrix.gpus()) + " GPUs and --tp " + std::to_string(ranks) +
+                          " needs " + std::to_string(ranks);
+        }
     }
     v.valid = v.error.empty();
     if (!v.valid) v.parameters = named_parameters(v.error);

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string_view>
 
@@ -55,9 +56,28 @@ bool parse_positive(const std::string& text, double& out) {
 bool Calibration::parse(const std::string& text, const std::string& name, Calibration& out,
                         std::string& error) {
     out.m_tables.clear();
+    out.m_topology.reset();
     std::istringstream in(text);
     std::string line;
     int line_no = 0;
+    std::string topology_name, topology_text;  // a `topology` block being read
+    int topology_first = 0;
+    auto end_topology = [&]() {
+        if (topology_name.empty()) return true;
+        TopoMatrix matrix;
+        if (!parse_topo_matrix(topology_text, name, matrix, error, topology_first)) return false;
+        matrix.source = topology_name;
+        if (out.m_topology &&
+            !out.m_topology->same_paths(matrix, std::max(matrix.gpus(), out.m_topology->gpus()))) {
+            error = name + ":" + std::to_string(topology_first) +
+                    ": a second, different topology; one calibration describes one machine (split the file)";
+            return false;
+        }
+        out.m_topology = matrix;
+        topology_name.clear();
+        topology_text.clear();
+        return true;
+    };
     bool header = false;
     std::string setting;
     bool have_setting = false;
@@ -67,6 +87,12 @@ bool Calibration::parse(const std::string& text, const std::string& name, Calibr
     };
     while (std::getline(in, line)) {
         ++line_no;
+        if (!topology_name.empty() && !line.empty() && line[0] == '|') {  // the matrix, as printed
+            if (topology_text.empty()) topology_first = line_no;
+            topology_text += line.substr(line.size() > 1 && line[1] == ' ' ? 2 : 1) + "\n";
+            continue;
+        }
+        if (!end_topology()) return false;
         if (auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
         const std::vector<std::string> w = words(line);
         if (w.empty()) continue;
@@ -81,6 +107,15 @@ bool Calibration::parse(const std::string& text, const std::string& name, Calibr
             header = true;
             continue;
         }
+        if (w[0] == "topology") {
+            if (w.size() != 2)
+                return fail(
+                    "expected 'topology NAME' followed by the machine's `nvidia-smi topo -m` output, each "
+                    "line behind '| ' (ncclsweep calibrate --topology-file writes it)");
+            topology_name = w[1];
+            topology_first = line_no + 1;
+            continue;
+        }
         if (w[0] == "setting") {
             std::vector<std::pair<std::string, std::string>> vars;
             for (std::size_t i = 1; i < w.size(); ++i) {
@@ -90,6 +125,11 @@ bool Calibration::parse(const std::string& text, const std::string& name, Calibr
                                 "' is not NCCL_NAME=VALUE (write 'setting' alone for NCCL's defaults)");
                 vars.emplace_back(w[i].substr(0, eq), w[i].substr(eq + 1));
             }
+            NcclEnv env;
+            std::string warn;
+            if (!parse_nccl_env(setting_getenv(vars), env, warn))
+                return fail("NCCL refuses this setting (" + warn +
+                            "); a table must be of a setting NCCL runs");
             setting = setting_key(vars);
             have_setting = true;
             continue;
@@ -120,6 +160,7 @@ bool Calibration::parse(const std::string& text, const std::string& name, Calibr
                         std::to_string(points.back().first) + ")");
         points.emplace_back(bytes, us);
     }
+    if (!end_topology()) return false;
     if (!header) {
         line_no = 0;
         return fail("empty: no 'tpverify-calibration 1' header");
@@ -188,6 +229,23 @@ std::string setting_key(std::vector<std::pair<std::string, std::string>> vars) {
     return key;
 }
 
+std::function<const char*(const char*)> setting_getenv(
+    std::vector<std::pair<std::string, std::string>> vars) {
+    return [vars = std::move(vars)](const char* name) -> const char* {
+        for (const auto& [n, v] : vars)
+            if (n == name) return v.c_str();
+        return nullptr;
+    };
+}
+
+std::vector<std::pair<std::string, std::string>> setting_variables(const std::string& key) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const std::string& word : words(key))
+        if (const auto eq = word.find('='); eq != std::string::npos)
+            out.emplace_back(word.substr(0, eq), word.substr(eq + 1));
+    return out;
+}
+
 std::vector<std::pair<std::string, std::string>> nccl_environment() {
     std::vector<std::pair<std::string, std::string>> out;
     for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
@@ -220,15 +278,17 @@ std::string builtin_calibration(const std::string& name) {
 # --calibration builtin:incident-pcie --draft-steps 0 --json', verify_us_p50 - comm_pass_us,
 # which does not depend on this file), divided over the pass's 124 collectives, less the sim's
 # 1 us launch gap per collective:
-#   published: verify pass ~30 ms at 4 tokens; the sim's non-NCCL part 8805.8 us
-#     -> (30000 - 8805.8) / 124 - 1 = 169.9 us per collective (57344 B all-reduce per rank)
+#   published: verify pass ~30 ms at 4 tokens; the sim's non-NCCL part 9938.2 us
+#     -> (30000 - 9938.2) / 124 - 1 = 160.8 us per collective (57344 B all-reduce per rank)
 #   published: baseline (no speculation) ~90 tok/s -> 1e6 / 90 = 11111.1 us per 1-token pass;
-#     the sim's non-NCCL part 5656.4 us
-#     -> (11111.1 - 5656.4) / 124 - 1 = 43.0 us per collective (14336 B all-reduce per rank)
+#     the sim's non-NCCL part 6931.4 us
+#     -> (11111.1 - 6931.4) / 124 - 1 = 32.7 us per collective (14336 B all-reduce per rank)
+# (Re-derived 2026-12-03 when the pass gained the layer's small kernels and ran a layer's routed
+# experts as one launch per side; the points were 169.9 and 43.0 us before.)
 # NOT used: the published split, ~25 of the ~30 ms in NCCL. It leaves ~5 ms for a pass that
 # reads 10.63 GB per rank, which takes 5.93 ms at the RTX PRO 6000's datasheet 1792 GB/s even
 # at full efficiency. The pass times are what a user sees (tok/s), so they are kept, and NCCL's
-# share comes out at 21.2 ms (docs/engine.md, "The incident, reproduced"). Both points are
+# share comes out at 20.1 ms (docs/engine.md, "The incident, reproduced"). Both points are
 # residuals of the sim's GPU model: re-derive them when that model changes (the e2e test
 # checks the 30 ms verify and the 90 tok/s baseline).
 # The one all-gather per pass (logits: 163840 B per rank at 4 tokens, 40960 B at 1) is given
@@ -236,11 +296,11 @@ std::string builtin_calibration(const std::string& name) {
 tpverify-calibration 1
 setting   # NCCL's defaults, as in the incident
 table all_reduce 8
-14336 43.0
-57344 169.9
+14336 32.7
+57344 160.8
 table all_gather 8
-40960 43.0
-163840 169.9
+40960 32.7
+163840 160.8
 )calibration";
     return {};
 }

@@ -7,15 +7,26 @@
 //   setting NCCL_PROTO=LL            <- "setting" alone is NCCL's defaults
 //   table all_reduce 8               <- collective (all_reduce | all_gather) and ranks
 //   57344 201.6                      <- bytes per rank and time in µs, increasing bytes
+//   topology topo.txt                <- optional: the machine the tables were measured on, its
+//   |         GPU0    GPU1 ...          `nvidia-smi topo -m` output on the lines that follow,
+//   | GPU0     X      PIX  ...          each behind "| " (`ncclsweep calibrate --topology-file`)
+//
+// The sim prices a collective from a table when NCCL's effective choice for it (algorithm,
+// protocol, channels, transport; engine/sim/pricing.hpp) is the choice NCCL makes for the table's
+// setting at that size on the table's machine: a table is keyed by what NCCL did, not by how
+// its setting is spelled.
 //
 // `ncclsweep calibrate DIR` writes this format from nccl-tests logs, `tpverify --backend cuda
 // --measure-collectives` from its own measurements (docs/engine.md). Files concatenate: a
 // repeated header line is accepted, so `cat a.txt b.txt` of two settings is one calibration.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "engine/topo_matrix.hpp"
 
 namespace tpverify {
 struct PassPlan;
@@ -45,15 +56,22 @@ public:
     /// Whether any table has this setting.
     [[nodiscard]] bool has_setting(const std::string& setting) const;
     [[nodiscard]] const std::vector<CalibrationTable>& tables() const { return m_tables; }
+    /// The machine the tables were measured on (its `topology` block); nullopt when not recorded.
+    [[nodiscard]] const std::optional<TopoMatrix>& topology() const { return m_topology; }
 
 private:
     std::vector<CalibrationTable> m_tables;
+    std::optional<TopoMatrix> m_topology;
 };
 
 /// Time at `bytes` from a table: exact at a measured size, linear in log(bytes) and log(time)
 /// between two, nullopt outside the measured range (the model prices it then).
 std::optional<double> interpolate(const CalibrationTable& table, std::uint64_t bytes);
 
+/// A getenv over these variables (nullptr for any other name), for parse_nccl_env.
+std::function<const char*(const char*)> setting_getenv(std::vector<std::pair<std::string, std::string>> vars);
+/// The NCCL_* variables of a setting key ("NAME=VALUE NAME=VALUE"), in order.
+std::vector<std::pair<std::string, std::string>> setting_variables(const std::string& key);
 /// The setting key of a list of NCCL_* variables: "NAME=VALUE" sorted by name and joined by a
 /// space, "" for none. Variables that do not change a collective's time (NCCL_DEBUG*,
 /// NCCL_COMM_ID, NCCL_RUNTIME_CONNECT, and NCCL_VERSION, which container images set and NCCL

@@ -6,15 +6,20 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <random>
 
 #include "engine/run/backend.hpp"
+#include "engine/run/server_env.hpp"
 #include "engine/run/start_event.hpp"
 #include "engine/sim/calibration.hpp"
 #include "engine/sim/inject.hpp"
+#include "engine/sim/one_shot.hpp"
+#include "engine/sim/pricing.hpp"
 #include "engine/sim/sim_check.hpp"
 #include "engine/sim/sim_model.hpp"
 #include "engine/stats.hpp"
+#include "engine/topo_matrix.hpp"
 
 namespace tpverify {
 namespace {
@@ -69,77 +74,19 @@ private:
     std::map<int, bool> m_connected;
 };
 
-/// Prices collectives: from the calibration where it measured this setting, collective, rank
-/// count and size; from the model otherwise. Counts which source priced what.
-class Pricer {
-public:
-    Pricer(const sim::Comm& comm, const sim::Calibration* calibration, std::string setting)
-        : m_comm(comm), m_calibration(calibration), m_setting(std::move(setting)) {}
-
-    [[nodiscard]] double time_us(Func f, std::uint64_t bytes, const Choice& choice) {
-        if (m_calibration != nullptr) {
-            const char* name = f == Func::all_gather ? "all_gather" : "all_reduce";
-            if (const sim::CalibrationTable* t = m_calibration->find(m_setting, name, m_comm.nranks())) {
-                if (auto us = sim::interpolate(*t, bytes)) {
-                    ++calibrated;
-                    return *us;
-                }
-                note_missing(std::string(name) + " of " + std::to_string(bytes) +
-                             " B is outside the measured sizes " + std::to_string(t->points.front().first) +
-                             ".." + std::to_string(t->points.back().first));
-            } else {
-                note_missing(std::string("no ") + name + " table for " + std::to_string(m_comm.nranks()) +
-                             " ranks under " + sim::setting_label(m_setting));
-            }
-        }
-        ++modeled;
-        return choice.time_us;
-    }
-    /// "calibration", "model" or "calibration+model" (with --calibration); "nccl-model" without.
-    [[nodiscard]] std::string source() const {
-        if (m_calibration == nullptr) return "nccl-model";
-        if (modeled == 0) return "calibration";
-        return calibrated == 0 ? "model" : "calibration+model";
-    }
-    [[nodiscard]] const std::string& missing() const { return m_missing; }
-    /// A fused one-shot all-reduce: no NCCL call to calibrate, the sim's model prices it.
-    void fused_by_model() {
-        ++modeled;
-        if (m_calibration != nullptr)
-            note_missing("the fused one-shot all-reduce (no NCCL call; the sim's model)");
-    }
-    int calibrated = 0, modeled = 0;
-
-private:
-    void note_missing(const std::string& what) {
-        if (m_missing.find(what) == std::string::npos) m_missing += (m_missing.empty() ? "" : "; ") + what;
-    }
-    const sim::Comm& m_comm;
-    const sim::Calibration* m_calibration;
-    std::string m_setting;
-    std::string m_missing;
-};
-
 /// Modeled cost of one pass.
 struct PassCost {
-    double pass_us = 0;                                 ///< whole pass
-    double comm_us = 0;                                 ///< its collectives alone (comm-only pass)
-    double gemm_us = 0, attention_us = 0, norm_us = 0;  ///< the other parts (parts_us)
+    double pass_us = 0;  ///< whole pass
+    double comm_us = 0;  ///< its collectives alone (comm-only pass)
+    double gemm_us = 0, attention_us = 0, norm_us = 0, ops_us = 0;  ///< the other parts (parts_us)
     int kernels = 0;
     bool ll128 = false;  ///< some NCCL collective ran LL128
 };
 
-/// Device time of one batched launch over `count` experts' GEMMs of shape `g`, `rows` rows of x
-/// each: one kernel reading all their weights.
-double batched_gemm_us(const sim::GpuModel& gpu, const Gemm& g, int count, int rows) {
-    Gemm part = g;
-    part.m = rows;
-    return gpu.gemm_us(std::uint64_t(count) * part.weight_bytes(), count * part.flops());
-}
-
 /// `fusion`: the fused one-shot kernel really runs (requested and possible).
-PassCost cost_pass(const PassPlan& plan, const sim::Comm& comm, Pricer& pricer, const sim::GpuModel& gpu,
-                   bool graph, bool fusion) {
+PassCost cost_pass(const PassPlan& plan, const sim::TopologyModel& topo, const sim::Comm& comm,
+                   sim::Pricer& pricer, bool graph, bool fusion) {
+    const sim::GpuModel& gpu = topo.gpu;
     PassCost c;
     const double launch = graph ? gpu.launch_graph_us : gpu.launch_eager_us;
     auto kernel = [&](double us) {
@@ -147,51 +94,38 @@ PassCost cost_pass(const PassPlan& plan, const sim::Comm& comm, Pricer& pricer, 
         ++c.kernels;
         return us + launch;
     };
-    // A layer's experts of equal m run as the CUDA backend runs them (engine/cuda/moe.cu): one
-    // batched gate_up and one batched down (INT4: our W4A16 kernel, up to k_int4_max_batch
-    // experts and k_int4_rows_per_launch rows per launch; bf16: one cuBLAS batched GEMM), then
-    // one kernel summing the experts' outputs.
-    std::map<std::size_t, int> runs;
-    for (const ExpertRun& run : expert_runs(plan, plan.model.hidden)) runs.emplace(run.first_step, run.pairs);
-    for (std::size_t i = 0; i < plan.steps.size(); ++i) {
-        if (auto run = runs.find(i); run != runs.end()) {
-            const int pairs = run->second;
-            for (const Gemm* g : {&plan.steps[i].gemm, &plan.steps[i + 1].gemm}) {
-                if (!g->int4) {
-                    c.gemm_us += kernel(batched_gemm_us(gpu, *g, pairs, g->m));
-                    continue;
-                }
-                for (int first = 0; first < pairs; first += k_int4_max_batch)
-                    for (int m0 = 0; m0 < g->m; m0 += k_int4_rows_per_launch)
-                        c.gemm_us +=
-                            kernel(batched_gemm_us(gpu, *g, std::min(k_int4_max_batch, pairs - first),
-                                                   std::min(k_int4_rows_per_launch, g->m - m0)));
-            }
-            // The sum: reads every expert's rows and the accumulated output, writes the output.
-            const Gemm& down = plan.steps[i + 1].gemm;
-            c.gemm_us += kernel(gpu.stream_us(std::uint64_t(pairs + 2) * down.m * down.n * 2));
-            i += 2 * static_cast<std::size_t>(pairs) - 1;
-            continue;
-        }
-        const Step& s = plan.steps[i];
+    for (const Step& s : plan.steps) {
         switch (s.kind) {
             case Step::Kind::gemm:
-                c.gemm_us += kernel(gpu.gemm_us(s.gemm.weight_bytes(), s.gemm.flops()));
+                c.gemm_us += kernel(gpu.gemm_launch_us(s.gemm.int4, s.gemm.m, s.gemm.n, s.gemm.k, 1));
                 break;
-            case Step::Kind::attention:  // a KV-cache read bound by the same roofline as a GEMM
-                c.attention_us += kernel(gpu.gemm_us(s.attention.cache_bytes(), s.attention.flops()));
+            case Step::Kind::experts:
+                // As the CUDA backend launches them (engine/cuda/experts.cu): up to
+                // k_stream_max_batch experts and k_stream_rows_per_launch rows of x per launch.
+                for (const ExpertLaunch& l : expert_launches(s.experts))
+                    for (int r0 = 0; r0 < l.max_rows; r0 += k_stream_rows_per_launch)
+                        c.gemm_us += kernel(gpu.gemm_launch_us(
+                            s.experts.int4, std::min(k_stream_rows_per_launch, l.max_rows - r0), s.experts.n,
+                            s.experts.k, l.count));
+                break;
+            case Step::Kind::attention:
+                c.attention_us += kernel(gpu.attention_us(s.attention));
+                break;
+            case Step::Kind::op:
+                c.ops_us += kernel(gpu.op_us(s.op, s.op_rows, s.op_width, s.bytes));
                 break;
             case Step::Kind::norm:
                 c.norm_us += kernel(gpu.norm_us(s.bytes));
                 break;
             case Step::Kind::collective:
                 if (fusion && s.fused_norm) {  // one kernel: all-reduce + residual + RMSNorm
-                    pricer.fused_by_model();
-                    c.comm_us += kernel(comm.one_shot_us(s.bytes) + gpu.norm_us(s.bytes));
+                    const sim::OneShotPrice one_shot = sim::one_shot_price(topo, comm, s.bytes);
+                    const double us = pricer.fused(one_shot.us, one_shot.measured, one_shot.source).us;
+                    c.comm_us += kernel(us + gpu.norm_us(s.bytes));
                 } else {
                     const Choice ch = comm.choose(func_of(s), s.bytes);
                     c.ll128 = c.ll128 || (comm.nranks() > 1 && ch.proto == sim::Proto::ll128);
-                    c.comm_us += kernel(pricer.time_us(func_of(s), s.bytes, ch));
+                    c.comm_us += kernel(pricer.collective(func_of(s), s.bytes, ch).us);
                     if (s.fused_norm) c.norm_us += kernel(gpu.norm_us(s.bytes));
                 }
                 break;
@@ -222,6 +156,13 @@ std::string experiment_fingerprint(const Options& o, const std::string& setting)
 JsonLine start_fields(const Options& o, const PassPlan& plan, const sim::TopologyModel& topo, double noise,
                       const std::string& backend_fallback, const std::string& fusion_fallback) {
     StartFacts facts;
+    const PassPlan draft = build_draft_pass(plan.model, plan.tp, o.draft_steps, pass_shape(o, plan.model));
+    facts.draft_all_reduces = draft.all_reduce_count();
+    facts.draft_all_gathers = draft.all_gather_count();
+    // What the CUDA backend would run with (the sim models no NVLS or cuMem, and sets nothing).
+    const std::vector<EnvSetting> env = process_server_environment(o.server, false);
+    facts.nccl_env = env_json(env);
+    facts.nccl_env_from_caller = caller_names_json(env);
     facts.backend = "sim";
     facts.nccl_version = std::string(k_modeled_nccl_version) + " (modeled by sim)";
     facts.process_model = o.process_model;
@@ -230,6 +171,11 @@ JsonLine start_fields(const Options& o, const PassPlan& plan, const sim::Topolog
     facts.fusion_fallback = fusion_fallback;
     JsonLine f = start_event_fields(o, plan, facts);
     f.add("topology", topo.name).add("gpu", topo.gpu.name).add("noise", noise);
+    sim::GpuModel priced = topo.gpu;
+    sim::attach_kernel_table(priced);
+    f.add("gpu_prices", priced.price_source());
+    if (const std::string assumption = priced.price_assumption(); !assumption.empty())
+        f.add("gpu_price_assumption", assumption);
     if (!backend_fallback.empty()) f.add("backend_fallback", backend_fallback);
     if (!o.calibration.empty()) f.add("calibration", o.calibration);
     if (o.seed) f.add("seed", static_cast<std::int64_t>(*o.seed));
@@ -253,8 +199,25 @@ int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter,
     std::string warn;
     const bool env_ok = sim::parse_nccl_env([](const char* name) { return std::getenv(name); }, env, warn);
     const int rank = options.rank >= 0 ? options.rank : 0;
-    const sim::TopologyModel topo = sim::topology_model(options.topology);
-    const sim::GpuModel& gpu = topo.gpu;
+    sim::TopologyModel topo = sim::topology_model(options.topology);
+    if (!options.topology_file.empty()) {
+        TopoMatrix matrix;
+        std::string error;
+        if (!load_topo_matrix(options.topology_file, matrix, error)) {
+            std::fprintf(stderr, "tpverify: --topology-file: %s\n", error.c_str());
+            return static_cast<int>(Exit::usage);
+        }
+        if (matrix.gpus() < plan.tp) {
+            std::fprintf(stderr,
+                         "tpverify: --topology-file: %s: the matrix has %d GPUs and --tp %d needs %d\n",
+                         options.topology_file.c_str(), matrix.gpus(), plan.tp, plan.tp);
+            return static_cast<int>(Exit::usage);
+        }
+        topo = sim::with_matrix(topo, matrix);
+    }
+    // GEMMs, attention and the small kernels priced from the measured kernel table where this
+    // is the GPU it was measured on (engine/sim/gpu_price.cpp).
+    sim::attach_kernel_table(topo.gpu);
     const double noise = options.noise > 0 ? options.noise : (options.seed ? 0.02 : 0.0);
     const Injector injector(options.inject, options.timeout_s, env.debug_level >= 2, rank);
     const std::string setting = sim::setting_key(sim::nccl_environment());
@@ -294,12 +257,15 @@ int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter,
     const sim::Comm base_comm(topo, env, plan.tp);
     SimComm comm(base_comm, env, rank);
     if (env.info("INIT")) {
+        const std::vector<int>& ring = base_comm.graph().order;
+        const auto at = std::find(ring.begin(), ring.end(), rank);
+        const int next = at == ring.end() ? (rank + 1) % plan.tp
+                                          : ring[(std::size_t(at - ring.begin()) + 1) % ring.size()];
         for (int ch = 0; ch < base_comm.channels() && plan.tp > 1; ++ch)
             sim::print_nccl_line(rank, "INFO",
                                  "Channel " + std::string(ch < 10 ? "0" : "") + std::to_string(ch) +
                                      "/0 : " + std::to_string(rank) + "[" + std::to_string(rank) + "] -> " +
-                                     std::to_string((rank + 1) % plan.tp) + "[" +
-                                     std::to_string((rank + 1) % plan.tp) + "] via " +
+                                     std::to_string(next) + "[" + std::to_string(next) + "] via " +
                                      sim::transport_name(base_comm.transport()));
         sim::print_nccl_line(rank, "INFO",
                              "comm rank " + std::to_string(rank) + " nRanks " + std::to_string(plan.tp) +
@@ -319,8 +285,16 @@ int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter,
         }
     }
 
-    Pricer pricer(base_comm, options.calibration.empty() ? nullptr : &calibration, setting);
-    PassCost cost = cost_pass(plan, base_comm, pricer, gpu, options.graph, fused);
+    // Prices: the calibration where it measured NCCL's effective choice, relative to a measured
+    // reference where it did not, NCCL's estimate where nothing was measured (pricing.hpp).
+    sim::NcclEnv no_env;
+    sim::parse_nccl_env([](const char*) -> const char* { return nullptr; }, no_env, warn);
+    const sim::Comm defaults_comm(topo, no_env, plan.tp);
+    std::optional<sim::CalibrationIndex> index;
+    if (!options.calibration.empty()) index.emplace(calibration, topo, setting, plan.tp);
+    const sim::CalibrationIndex* measured = index ? &*index : nullptr;
+    sim::Pricer pricer(base_comm, defaults_comm, measured);
+    PassCost cost = cost_pass(plan, topo, base_comm, pricer, options.graph, fused);
     double capture_s = 0;
     if (options.graph) {
         reporter.event("capture", JsonLine().add("phase", "begin"));
@@ -387,31 +361,36 @@ int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter,
     RunResult r;
     if (options.check) {
         const bool corrupt = cost.ll128 && base_comm.ll128_unsafe();
+        // --inject stale: the collective hands back the previous call's data. The check's inputs
+        // change with every call (as on CUDA), so every element of the result is stale.
+        const bool stale = std::any_of(options.inject.begin(), options.inject.end(),
+                                       [](const Injection& f) { return f.kind == "stale"; });
         const sim::CheckOutcome chk =
             sim::host_check(plan.tp, plan.tokens, plan.model.hidden, plan.model.rms_eps, fused && plan.tp > 1,
-                            corrupt ? 0.002 : 0.0, options.seed.value_or(1234));
+                            stale     ? 1.0
+                            : corrupt ? 0.002
+                                      : 0.0,
+                            options.seed.value_or(1234));
         r.check_wrong = chk.wrong;
         if (chk.wrong > 0) {
-            reporter.error(
-                "replay", "ncclAllReduce",
-                "result check: " + std::to_string(chk.wrong) + " of " + std::to_string(chk.elements) +
-                    " elements differ from the host reference (LL128 on a path NCCL does not enable it "
-                    "for by default)");
+            reporter.error("replay", "ncclAllReduce",
+                           "result check: " + std::to_string(chk.wrong) + " of " +
+                               std::to_string(chk.elements) + " elements differ from the host reference (" +
+                               (stale ? "the collective returned the previous call's data"
+                                      : "LL128 on a path NCCL does not enable it for by default") +
+                               "); this configuration corrupts data");
             return fail;
         }
     }
-    PassShape shape;
-    shape.context = plan.context;
-    shape.int4_experts = plan.int4_experts;
-    shape.router_seed = options.seed.value_or(1);
+    const PassShape shape = pass_shape(options, plan.model);
     const PassPlan one = build_pass(plan.model, plan.tp, 1, shape);
-    Pricer baseline_pricer(base_comm, options.calibration.empty() ? nullptr : &calibration, setting);
-    const PassCost baseline = cost_pass(one, base_comm, baseline_pricer, gpu, options.graph, fused);
+    sim::Pricer baseline_pricer(base_comm, defaults_comm, measured);
+    const PassCost baseline = cost_pass(one, topo, base_comm, baseline_pricer, options.graph, fused);
     const PassPlan draft_plan = build_draft_pass(plan.model, plan.tp, options.draft_steps, shape);
-    Pricer draft_pricer(base_comm, options.calibration.empty() ? nullptr : &calibration, setting);
+    sim::Pricer draft_pricer(base_comm, defaults_comm, measured);
     const double draft_us =
         options.draft_steps > 0
-            ? cost_pass(draft_plan, base_comm, draft_pricer, gpu, options.graph, fused).pass_us
+            ? cost_pass(draft_plan, topo, base_comm, draft_pricer, options.graph, fused).pass_us
             : options.draft_us;
     const PassCost comm_only = cost;
     r.verify = summarize(samples);
@@ -428,6 +407,7 @@ int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter,
         .add("attention", cost.attention_us)
         .add("comm", cost.comm_us)
         .add("norm", cost.norm_us)
+        .add("ops", cost.ops_us)
         .add("draft", draft_us);
     JsonLine extra;
     extra.add("backend", "sim").add_raw("parts_us", parts.str());
@@ -441,16 +421,27 @@ int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter,
     }
     extra.add("transport", plan.tp > 1 ? sim::transport_name(base_comm.transport()) : "none");
     extra.add("fused", fused);
-    extra.add("collective_times", pricer.source());
-    if (!options.calibration.empty()) {
-        extra.add("calibrated_collectives", pricer.calibrated).add("modeled_collectives", pricer.modeled);
-        if (pricer.modeled > 0)
-            extra.add("calibration_note",
-                      "priced by the model where nothing was measured: " + pricer.missing());
-    } else {
-        extra.add("calibration_note",
-                  "no --calibration: collective times are NCCL 2.28's own tuning estimate for this topology "
-                  "(plus transport estimates), not measurements");
+    // What the prices rest on (the verify pass, and the draft pass when it is timed: both make
+    // tok/s), and the fused kernel's price per call when it ran.
+    const sim::PriceSource source =
+        options.draft_steps > 0 ? std::max(pricer.source(), draft_pricer.source()) : pricer.source();
+    extra.add("collective_times", sim::price_source_name(source));
+    if (!options.calibration.empty())
+        extra.add("calibrated_collectives", pricer.calibrated)
+            .add("relative_collectives", pricer.relative)
+            .add("modelled_collectives", pricer.modelled);
+    std::string note = pricer.notes();
+    if (options.calibration.empty())
+        note =
+            "no --calibration: collective times are NCCL 2.28's own tuning estimate for this topology, not "
+            "measurements" +
+            std::string(note.empty() ? "" : "; " + note);
+    if (!note.empty()) extra.add("calibration_note", note);
+    if (pricer.fused_calls > 0) {
+        const sim::OneShotPrice one_shot = sim::one_shot_price(topo, base_comm, plan.all_reduce_bytes());
+        extra.add("fused_us", pricer.fused_us_sum / pricer.fused_calls)
+            .add("fused_price", one_shot.measured ? "measured" : "estimate")
+            .add("fused_source", one_shot.source);
     }
     if (options.target_rsd) extra.add("stopped_by", stop.hit_time_cap() ? "max-seconds" : "target-rsd");
     reporter.result(r, extra);

@@ -37,12 +37,6 @@ constexpr double k_tree_correction[k_protos][22] = {
 constexpr double k_thread_threshold[k_protos] = {8, 8, 64};
 constexpr int k_warp = 32;
 constexpr int k_max_nthreads = 640;  // NCCL_MAX_NTHREADS
-// Transport penalties relative to direct P2P (estimates: host-memory bounce for SHM, TCP
-// sockets for NET); added per algorithm step and applied to bandwidth. NCCL's own model has
-// no such term: it prices SHM like P2P.
-constexpr double k_step_extra_us[3] = {0.0, 1.5, 8.0};
-constexpr double k_transport_bw[3] = {1.0, 0.6, 0.25};
-
 int log2i(std::uint64_t v) {
     int l = 0;
     while (v >>= 1) ++l;
@@ -59,7 +53,9 @@ int compcap_index(int sm) {
 }
 
 GpuModel h200() {
-    return {};
+    GpuModel g;
+    g.hbm_bw_gbs = 4266;  // measured: tpverify's device copy (read + write bytes) on an H200
+    return g;
 }
 
 GpuModel l40s() {
@@ -82,6 +78,10 @@ GpuModel rtx_pro_6000() {
 
 }  // namespace
 
+double nvlink_bw_gbs(int sm) {
+    return sm >= 100 ? 40.1 : sm >= 90 ? 20.6 : sm == 86 ? 12.0 : sm >= 80 ? 20.0 : sm >= 70 ? 20.0 : 18.0;
+}
+
 const char* path_name(Path p) {
     static const char* const k_names[k_paths] = {"LOC", "NVL", "NVB", "C2C", "PIX",
                                                  "PXB", "P2C", "PXN", "PHB", "SYS"};
@@ -103,17 +103,92 @@ int parse_p2p_level(const char* value) {
 
 TopologyModel topology_model(Topology t) {
     TopologyModel m;
+    auto set = [&m](const char* name, GpuModel gpu, bool nvlink, Path path, double bus, int channels,
+                    double alpha, double peer_bw) {
+        m.name = name;
+        m.gpu = std::move(gpu);
+        m.nvlink = nvlink;
+        m.path = path;
+        m.bus_bw_gbs = bus;
+        m.default_channels = channels;
+        m.peer_access = true;
+        m.one_shot_alpha_us = alpha;
+        m.peer_bw_gbs = peer_bw;
+    };
     switch (t) {
         case Topology::nvlink:
-            m = {"nvlink", h200(), true, Path::nvl, 360.0, 16, true, 2.0, 400.0};
+            set("nvlink", h200(), true, Path::nvl, 360.0, 16, 2.0, 400.0);
             m.gpu.name = "NVIDIA H200 (SXM, NVLink)";
             return m;
         case Topology::pcie_gen4:
-            return {"pcie-gen4", l40s(), false, Path::phb, 24.0, 2, true, 4.0, 25.0};
+            set("pcie-gen4", l40s(), false, Path::phb, 24.0, 2, 4.0, 25.0);
+            return m;
         case Topology::pcie_gen5:
             break;
     }
-    return {"pcie-gen5", rtx_pro_6000(), false, Path::phb, 48.0, 2, true, 3.5, 50.0};
+    set("pcie-gen5", rtx_pro_6000(), false, Path::phb, 48.0, 2, 3.5, 50.0);
+    return m;
+}
+
+TopologyModel with_matrix(TopologyModel base, const TopoMatrix& matrix) {
+    base.pairs = matrix.link;
+    base.socket = matrix.socket;
+    base.file = matrix.source;
+    base.name += " + " + matrix.source;
+    return base;
+}
+
+Path pair_path(const TopologyModel& topo, int a, int b) {
+    if (a == b) return Path::loc;
+    if (topo.pairs.empty()) return topo.path;
+    switch (topo.pairs[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)].kind) {
+        case TopoLinkKind::self:
+            return Path::loc;
+        case TopoLinkKind::nvlink:
+            return Path::nvl;
+        case TopoLinkKind::pix:
+            return Path::pix;
+        case TopoLinkKind::pxb:
+            return Path::pxb;
+        case TopoLinkKind::phb:
+        case TopoLinkKind::node:
+            return Path::phb;
+        case TopoLinkKind::sys:
+            return Path::sys;
+    }
+    return Path::sys;
+}
+
+RingGraph ring_graph(const TopologyModel& topo, int nranks) {
+    RingGraph g;
+    for (int r = 0; r < nranks; ++r) g.order.push_back(r);
+    if (topo.pairs.empty() || nranks < 2) {
+        g.type_intra = nranks < 2 ? Path::loc : topo.path;
+        g.bus_bw_gbs = topo.bus_bw_gbs;
+        return g;
+    }
+    // NCCL's search (search.cc) keeps the ring with the best bandwidth: it crosses between sockets
+    // as few times as it can, once each way.
+    std::stable_sort(g.order.begin(), g.order.end(), [&](int a, int b) {
+        return topo.socket[static_cast<std::size_t>(a)] < topo.socket[static_cast<std::size_t>(b)];
+    });
+    g.bus_bw_gbs = -1;
+    for (int i = 0; i < nranks; ++i) {
+        const int a = g.order[static_cast<std::size_t>(i)];
+        const int b = g.order[static_cast<std::size_t>((i + 1) % nranks)];
+        const Path p = pair_path(topo, a, b);
+        g.type_intra = std::max(g.type_intra, p);
+        double bw = topo.bus_bw_gbs;  // a PCIe hop: the generation's link bandwidth
+        if (p == Path::nvl)
+            bw = topo.pairs[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)].nvlinks *
+                 nvlink_bw_gbs(topo.gpu.sm);
+        if (p == Path::sys) {
+            bw = std::min(bw, k_inter_socket_bw_gbs);
+            g.crosses_sockets = true;
+        }
+        g.bus_bw_gbs = g.bus_bw_gbs < 0 ? bw : std::min(g.bus_bw_gbs, bw);
+    }
+    return g;
 }
 
 bool fusion_possible(const TopologyModel& topo, const NcclEnv& env, int nranks, std::string& reason) {
@@ -130,6 +205,14 @@ bool fusion_possible(const TopologyModel& topo, const NcclEnv& env, int nranks, 
         reason = "NCCL_P2P_DISABLE=1: the simulated machine has no peer access between GPUs";
         return false;
     }
+    for (int a = 0; a < nranks; ++a)
+        for (int b = a + 1; b < nranks; ++b)
+            if (pair_path(topo, a, b) == Path::sys) {
+                reason = topo.file + ": GPU" + std::to_string(a) + " and GPU" + std::to_string(b) +
+                         " are SYS apart (across sockets), taken to have no peer access; measured one-shot "
+                         "kernels lose to NCCL across sockets beyond 8 KB";
+                return false;
+            }
     return true;
 }
 
@@ -140,15 +223,22 @@ Comm::Comm(const TopologyModel& topo, const NcclEnv& env, int nranks)
     if (env.max_ctas > 0) m_channels = std::min(m_channels, env.max_ctas);
     m_channels = std::clamp(m_channels, 1, 64);
 
-    // P2P when allowed and the path is within NCCL_P2P_LEVEL (default PXB; paths.cc,
-    // ncclTopoCheckP2p), else host memory (SHM), else the network transport.
+    // P2P between two ranks when allowed and their path is within NCCL_P2P_LEVEL (default PXB;
+    // paths.cc, ncclTopoCheckP2p), else host memory (SHM), else the network transport. The ring
+    // runs at its slowest hop: one hop through host memory makes it an SHM ring.
+    m_graph = ring_graph(topo, nranks);
     const int level = env.p2p_level >= 0 ? env.p2p_level : static_cast<int>(Path::pxb);
-    const bool p2p = !env.p2p_disable && static_cast<int>(topo.path) <= level;
+    bool p2p = !env.p2p_disable;
+    for (int i = 0; i < nranks && p2p && nranks > 1; ++i) {
+        const int a = m_graph.order[static_cast<std::size_t>(i)];
+        const int b = m_graph.order[static_cast<std::size_t>((i + 1) % nranks)];
+        p2p = static_cast<int>(pair_path(topo, a, b)) <= level;
+    }
     m_transport = p2p ? Transport::p2p : env.shm_disable ? Transport::net : Transport::shm;
 
     // Threads per channel (tuning.cc, ncclTopoTuneModel / getNthreads).
     const int nt = env.nthreads;
-    const int simple_default = topo.bus_bw_gbs <= k_pci_bw ? 256 : 512;
+    const int simple_default = m_graph.bus_bw_gbs <= k_pci_bw ? 256 : 512;
     for (int a = 0; a < 2; ++a) {
         m_max_threads[a][0] = nt > 0 ? nt : 512;
         m_max_threads[a][1] = 640;
@@ -157,7 +247,8 @@ Comm::Comm(const TopologyModel& topo, const NcclEnv& env, int nranks)
 
     const int cc = compcap_index(topo.gpu.sm);
     const int p = nranks;
-    const int hw = topo.nvlink ? 0 : 1;
+    // NCCL's latency table by the ring's farthest path (tuning.cc: NVLink when typeIntra is NVL).
+    const int hw = m_graph.type_intra == Path::nvl ? 0 : 1;
     const int nch = topo.default_channels;
     const bool ll128_on = ll128_default();
     for (Func f : {Func::all_gather, Func::all_reduce}) {
@@ -168,7 +259,7 @@ Comm::Comm(const TopologyModel& topo, const NcclEnv& env, int nranks)
             const bool ring = a == static_cast<int>(Algo::ring);
             if (!ring && !ar) continue;  // on one node, tree exists only for AllReduce
             for (int pr = 0; pr < k_protos; ++pr) {
-                double bus = topo.bus_bw_gbs;
+                double bus = m_graph.bus_bw_gbs;
                 const auto proto = static_cast<Proto>(pr);
                 if (ring && proto == Proto::ll) bus = std::min(k_ll_max_bw[cc], bus * 0.5);
                 if (ring && proto == Proto::ll128) bus = std::min(bus * 0.92, nch * k_per_ch_ring_ll128[cc]);
@@ -190,7 +281,8 @@ Comm::Comm(const TopologyModel& topo, const NcclEnv& env, int nranks)
 }
 
 bool Comm::ll128_default() const {
-    return static_cast<int>(m_topo.path) <= static_cast<int>(Path::nvb) && m_topo.gpu.sm >= 70;
+    const Path type_intra = m_nranks > 1 ? m_graph.type_intra : m_topo.path;
+    return static_cast<int>(type_intra) <= static_cast<int>(Path::nvb) && m_topo.gpu.sm >= 70;
 }
 
 Choice Comm::choose(Func f, std::uint64_t bytes) const {
@@ -237,22 +329,13 @@ Choice Comm::choose(Func f, std::uint64_t bytes) const {
     c.channels = nc;
     c.threads = nt;
 
-    // Simulated time: NCCL's own estimate for its choice, its bandwidth scaled to the channels
-    // really used, plus the transport penalty (estimate) and Simple's chunking (estimate).
+    // The sim's time: NCCL's own estimate for its choice (tuning.cc prices the communicator's
+    // graph, whatever the per-collective cut keeps), with SHM's measured bandwidth ratio.
+    c.transport = m_transport;
     const bool ring = c.algo == Algo::ring;
-    const int steps = ring ? (f == Func::all_reduce ? 2 * (m_nranks - 1) : m_nranks - 1) : 2 * (m_nranks - 1);
-    const int ti = static_cast<int>(m_transport);
-    const double channel_share = std::min(1.0, double(nc) / std::max(1, m_topo.default_channels));
-    double bw = m_bw[fi][a][pr] * channel_share * k_transport_bw[ti];
+    double bw = m_bw[fi][a][pr] * (m_transport == Transport::shm ? k_shm_bw_factor : 1.0);
     if (!ring) bw *= tree_correction(c.proto, bytes);
-    double t = m_lat[fi][a][pr] + steps * k_step_extra_us[ti] + b / (1000.0 * bw);
-    if (c.proto == Proto::simple) {  // Simple moves the data in NCCL_BUFFSIZE/8 chunks per step
-        const double chunk = static_cast<double>(m_env.buffsize > 0 ? m_env.buffsize : (4 << 20)) / 8.0;
-        const double rounds = std::ceil(b / nc / (m_nranks * chunk));
-        const int hw = m_topo.nvlink ? 0 : 1;
-        t += std::max(0.0, rounds - 1) * k_hw_lat[hw][a][pr];
-    }
-    c.time_us = t;
+    c.time_us = m_lat[fi][a][pr] + b / (1000.0 * bw);
     return c;
 }
 
@@ -264,7 +347,7 @@ std::string Comm::no_algo_warning(Func f) const {
     return w;
 }
 
-double Comm::one_shot_us(std::uint64_t bytes) const {
+double Comm::one_shot_model_us(std::uint64_t bytes) const {
     if (m_nranks <= 1) return 0;
     return m_topo.one_shot_alpha_us +
            (m_nranks - 1) * static_cast<double>(bytes) / (1000.0 * m_topo.peer_bw_gbs);
@@ -274,10 +357,6 @@ double GpuModel::gemm_us(std::uint64_t weight_bytes, double flops) const {
     const double memory = static_cast<double>(weight_bytes) / (hbm_bw_gbs * gemm_efficiency * 1e3);
     const double compute = flops / (peak_tflops * 1e6);
     return std::max({kernel_floor_us, memory, compute});
-}
-
-double GpuModel::norm_us(std::uint64_t bytes) const {
-    return std::max(kernel_floor_us, 3.0 * static_cast<double>(bytes) / (hbm_bw_gbs * 1e3));
 }
 
 double GpuModel::stream_us(std::uint64_t bytes) const {

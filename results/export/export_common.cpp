@@ -9,6 +9,7 @@
 #include "core/log.hpp"
 #include "core/text.hpp"
 #include "results/export/exports.hpp"
+#include "results/query/what_if.hpp"
 #include "results/store/store.hpp"
 
 namespace ncclsweep::results::exports {
@@ -159,6 +160,18 @@ std::string point_header(const SweepData& sweep, const StoredExperiment& point, 
                         fmt::format("{:.6g}", s->high), s->n,
                         better_word(best ? best->metric.direction : metric_direction(sweep, metric))));
     }
+    if (!point.outcome.collective_times.empty()) {
+        const std::string note = collective_times_note(point.outcome.collective_times, is_what_if(point));
+        lines.push_back(note.empty() ? "collective times: calibrated (measured for NCCL's choice)"
+                                     : "collective times: NOT calibrated: " + note);
+    }
+    if (is_what_if(point))
+        lines.push_back(
+            "left out: this point ran the fused all-reduce, which no NCCL setting deploys (a what-if); this "
+            "file "
+            "carries its NCCL settings only, the server must run the fused kernel itself");
+    if (best && best->what_if)
+        if (auto line = what_if_line(*best)) lines.push_back("left out: " + *line);
     if (best) {
         lines.push_back("recommended: " + recommendation_text(*best));
         if (best->tie()) lines.push_back("tie: " + tie_text(*best));

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "results/export/exports.hpp"
+#include "results/query/what_if.hpp"
 
 namespace ncclsweep::results::exports {
 namespace {
@@ -30,6 +31,9 @@ void write_properties(std::string& out, const SweepData& sweep, const StoredExpe
         property(metric + ".n", std::to_string(s->n));
     }
     if (!stored.outcome.effective_nccl.empty()) property("effective_nccl", stored.outcome.effective_nccl);
+    if (!stored.outcome.collective_times.empty())
+        property("collective_times", stored.outcome.collective_times);
+    if (is_what_if(stored)) property("what_if", "needs a server change (the fused all-reduce)");
     out += "      <properties>\n" + body + "      </properties>\n";
 }
 

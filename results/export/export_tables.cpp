@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "results/export/exports.hpp"
+#include "results/query/what_if.hpp"
 
 namespace ncclsweep::results::exports {
 namespace {
@@ -43,6 +44,9 @@ ordered_json experiment_json(const SweepData& sweep, const StoredExperiment& sto
     j["diagnosis"] = o.diagnosis.empty() ? ordered_json(nullptr) : ordered_json(o.diagnosis);
     j["detected_after_s"] = optional_number(o.detected_after_s);
     j["effective_nccl"] = o.effective_nccl;
+    j["collective_times"] =
+        o.collective_times.empty() ? ordered_json(nullptr) : ordered_json(o.collective_times);
+    j["what_if"] = is_what_if(stored);
     j["timings"] = {{"init_s", optional_number(o.timings.init_s)},
                     {"capture_s", optional_number(o.timings.capture_s)},
                     {"ready_s", optional_number(o.timings.ready_s)},
@@ -174,8 +178,8 @@ std::string to_csv(const SweepData& sweep) {
             if (std::find(params.begin(), params.end(), name) == params.end()) params.push_back(name);
     std::vector<std::string> header = {"sweep_id", "sweep", "exp_id", "key"};
     for (const auto& name : params) header.push_back("param:" + name);
-    for (const char* column : {"status", "failure_class", "diagnosis", "metric", "n", "median", "low", "high",
-                               "interval", "min", "max", "simulated"})
+    for (const char* column : {"status", "failure_class", "diagnosis", "collective_times", "what_if",
+                               "metric", "n", "median", "low", "high", "interval", "min", "max", "simulated"})
         header.push_back(column);
     std::string out;
     csv_row(out, header);
@@ -189,6 +193,8 @@ std::string to_csv(const SweepData& sweep) {
         base.push_back(std::string(to_string(stored.outcome.status)));
         base.push_back(stored.outcome.failure_class);
         base.push_back(one_line_diagnosis(stored.outcome.diagnosis));
+        base.push_back(stored.outcome.collective_times);
+        base.push_back(is_what_if(stored) ? "yes" : "no");
         bool any = false;
         for (const auto& metric : metrics) {
             auto s = metric_stats(stored, metric);
@@ -222,9 +228,10 @@ std::string to_markdown(const SweepData& sweep, std::string_view metric) {
         if (auto s = metric_stats(stored, metric); s && !s->interval_is_ci) any_small = true;
     out += "| id |";
     for (const auto& axis : axes) out += " " + md_cell(axis) + " |";
-    out += fmt::format(" status | {} median | interval | n | failure |\n|---:|", md_cell(metric));
+    out += fmt::format(" status | {} median | interval | n | times | failure |\n|---:|", md_cell(metric));
     for (std::size_t i = 0; i < axes.size(); ++i) out += "---|";
-    out += "---|---:|---|---:|---|\n";
+    out += "---|---:|---|---:|---|---|\n";
+    bool labelled = false;
     for (const auto& stored : sweep.experiments) {
         out += fmt::format("| {} |", stored.experiment.id);
         for (const auto& axis : axes) out += " " + md_cell(parameter(stored, axis).value_or("")) + " |";
@@ -236,6 +243,9 @@ std::string to_markdown(const SweepData& sweep, std::string_view metric) {
         } else {
             out += " | | |";
         }
+        const std::string times = stored.outcome.collective_times + (is_what_if(stored) ? " what-if" : "");
+        labelled = labelled || !times.empty();
+        out += " " + md_cell(times.empty() ? "-" : times) + " |";
         std::string failure;
         if (!stored.outcome.failure_class.empty())
             failure = "**" + md_cell(stored.outcome.failure_class) +
@@ -245,6 +255,12 @@ std::string to_markdown(const SweepData& sweep, std::string_view metric) {
     out += "\nInterval: 95% confidence interval of the median";
     if (any_small) out += "; * = min – max (fewer than 6 samples, no 95% interval exists)";
     out += ".\n";
+    if (labelled)
+        out +=
+            "Times: what the collective times rest on: calibrated (measured for NCCL's choice), relative (a "
+            "measured choice scaled by the model), modelled (NCCL's estimate); what-if: needs a server "
+            "change "
+            "(the fused all-reduce), never the recommendation.\n";
     return out;
 }
 

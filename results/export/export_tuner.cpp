@@ -140,6 +140,8 @@ Result<void> add_point(const Point& point, bool channels_varied, std::string_vie
         fmt::format("experiment {} (key {}): {}", id, experiment.experiment.key, params_label(experiment));
     if (auto stats = metric_stats(experiment, metric))
         header += fmt::format("; {} median {}", metric, format_number(stats->median));
+    if (!experiment.outcome.collective_times.empty())  // what the engine's times rest on
+        header += "; collective times " + experiment.outcome.collective_times;
     out += "\n" + comment(header);
 
     if (point.settings) {

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "results/print/printers_detail.hpp"
+#include "results/query/what_if.hpp"
 
 namespace ncclsweep::results::detail {
 namespace {
@@ -86,6 +87,8 @@ Json row_json(const ExperimentRow& row) {
                 {"failure_class", text_or_null(row.failure_class)},
                 {"diagnosis", text_or_null(row.diagnosis)},
                 {"effective_nccl", text_or_null(row.effective_nccl)},
+                {"collective_times", text_or_null(row.collective_times)},
+                {"what_if", row.what_if},
                 {"attempts", row.attempts},
                 {"total_s", row.total_s ? number(*row.total_s) : Json(nullptr)},
                 {"metrics", metrics}};
@@ -212,7 +215,10 @@ void JsonPrinter::print_best(const BestExperiment& best) {
            {"inert", best.settings.names(SettingRole::inert)},
            {"deploy", deploy_json(best.settings)},
            {"runner_up", best.runner_up ? row_json(*best.runner_up) : Json(nullptr)},
-           {"margin", best.margin ? comparison_json(*best.margin) : Json(nullptr)}};
+           {"margin", best.margin ? comparison_json(*best.margin) : Json(nullptr)},
+           {"caveat", text_or_null(recommendation_caveat(best.best))},
+           {"what_if", best.what_if ? row_json(*best.what_if) : Json(nullptr)},
+           {"what_if_line", text_or_null(what_if_line(best).value_or(""))}};
     m_out.write(dump(j));
 }
 

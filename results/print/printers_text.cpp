@@ -1,8 +1,11 @@
 // Table and markdown layouts of `results list|show|best` (the diff is in printers_text_diff.cpp).
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/text.hpp"
 #include "results/print/printers_detail.hpp"
+#include "results/query/what_if.hpp"
 
 namespace ncclsweep::results::detail {
 namespace {
@@ -30,10 +33,14 @@ std::string counts_sentence(const SweepInfo& sweep) {
     return text + ")";
 }
 
-// The status cell: "ok", or "failed (graph_capture)".
+// The status cell: "ok", "ok, relative, what-if" (what its collective times rest on, and a point
+// that needs a server change), or "failed (graph_capture)".
 std::string status_cell(const ExperimentRow& row) {
     std::string text(to_string(row.status));
     if (!row.failure_class.empty()) text += " (" + row.failure_class + ")";
+    if (row.status == ExperimentStatus::ok && !row.collective_times.empty())
+        text += ", " + row.collective_times;
+    if (row.what_if) text += ", what-if";
     return text;
 }
 
@@ -101,8 +108,13 @@ void TextPrinter::print_table(const SweepTable& table) {
         g.column("95% CI", Align::right);
     }
     g.column("n", Align::right);
+    // What each point's collective times rest on (tpverify's sim says; docs/engine.md "Pricing")
+    // goes in its status cell: "ok, relative, what-if".
+    const bool labelled = std::any_of(table.rows.begin(), table.rows.end(),
+                                      [](const ExperimentRow& r) { return !r.collective_times.empty(); });
     g.column("effective NCCL | diagnosis", Align::left, Cut::to_fit);
     bool few = false;
+    bool what_ifs = false;
     for (const auto& row : table.rows) {
         std::vector<std::string> cells{std::to_string(row.exp_id), status_cell(row)};
         for (const auto& [name, value] : row.changed) cells.push_back(value);
@@ -115,11 +127,19 @@ void TextPrinter::print_table(const SweepTable& table) {
             if (m && n == 0) n = m->summary.n;
         }
         cells.push_back(std::to_string(n));
+        what_ifs = what_ifs || row.what_if;
         cells.push_back(note_cell(row));
         g.rows.push_back(std::move(cells));
     }
     grid(g);
     if (few) line(few_samples_footnote());
+    if (labelled) {
+        line(
+            "status: calibrated = collective times measured for NCCL's choice, relative = a measured choice");
+        line(
+            "        scaled by the model, modelled = NCCL's estimate, nothing measured" +
+            std::string(what_ifs ? "; what-if = a server change (fused all-reduce), never recommended" : ""));
+    }
 }
 
 void TextPrinter::print_best(const BestExperiment& best) {
@@ -143,6 +163,12 @@ void TextPrinter::print_best(const BestExperiment& best) {
     g.rows.push_back(
         {"effective NCCL", row.effective_nccl.empty() ? "-" : first_line(row.effective_nccl, 200)});
     g.rows.push_back({"recommended", recommendation_text(best)});
+    if (!row.collective_times.empty())
+        g.rows.push_back(
+            {"collective times",
+             row.collective_times == "calibrated"
+                 ? std::string("calibrated (measured for NCCL's choice)")
+                 : "NOT calibrated: " + collective_times_note(row.collective_times, row.what_if)});
     auto names = [&](SettingRole role) {
         std::string out;
         for (const auto& s : best.settings.settings)
@@ -174,6 +200,7 @@ void TextPrinter::print_best(const BestExperiment& best) {
         g.rows.push_back({"margin", fmt::format("{} ({}, p={}): {}", format_delta(c.delta), verdict,
                                                 format_p(c.p_value), c.reason)});
     }
+    if (auto what_if = what_if_line(best)) g.rows.push_back({"what-if", *what_if});
     grid(g);
 }
 

@@ -15,6 +15,7 @@
 #include "core/plan/baseline.hpp"
 #include "core/spec/metric.hpp"
 #include "core/spec/spec_parser.hpp"
+#include "results/query/what_if.hpp"
 #include "results/store/store.hpp"
 
 namespace ncclsweep::results {
@@ -47,32 +48,6 @@ MetricChoice resolve_metric(const MetricChoice& choice, const SweepRecord& sweep
 
 std::string_view direction_text(stats::Direction direction) {
     return direction == stats::Direction::higher_is_better ? "higher is better" : "lower is better";
-}
-
-Result<MetricChoice> parse_metric_choice(std::string_view text) {
-    MetricChoice choice;
-    std::string_view name = text;
-    std::optional<stats::Direction> direction;
-    if (const auto colon = text.rfind(':'); colon != std::string_view::npos) {
-        name = text.substr(0, colon);
-        const std::string_view suffix = text.substr(colon + 1);
-        if (suffix == "higher")
-            direction = stats::Direction::higher_is_better;
-        else if (suffix == "lower")
-            direction = stats::Direction::lower_is_better;
-        else
-            return Error::bad_input(
-                fmt::format("metric '{}': unknown direction '{}'; write NAME, NAME:higher or "
-                            "NAME:lower (e.g. verify_us_p50:lower)",
-                            text, suffix));
-    }
-    if (name.empty())
-        return Error::bad_input(
-            fmt::format("metric '{}' has no name; write e.g. tok_s or verify_us_p50:lower", text));
-    choice.name = std::string(name);
-    choice.direction = direction.value_or(metric_direction(name));
-    choice.direction_given = direction.has_value();
-    return choice;
 }
 
 const MetricSummary* ExperimentRow::metric(std::string_view name) const {
@@ -151,6 +126,8 @@ ExperimentRow make_row(Source&& stored, const std::vector<std::string>& varying,
     row.failure_class = take(stored.outcome.failure_class);
     row.diagnosis = first_line(stored.outcome.diagnosis, 160);
     row.effective_nccl = take(stored.outcome.effective_nccl);
+    row.collective_times = take(stored.outcome.collective_times);
+    row.what_if = is_what_if(stored);
     row.attempts = stored.attempts;
     row.total_s = stored.outcome.timings.total_s;
     // Samples come in (repeat, metric) order: group them by metric, keeping repeat order.
@@ -376,16 +353,23 @@ std::string tie_text(const BestExperiment& best) {
 Result<BestExperiment> best_experiment(const SweepTable& table, const MetricChoice& metric) {
     if (auto ok = require_metric(table, metric.name); !ok) return ok.error();
     std::vector<const ExperimentRow*> ranked;
+    std::optional<ExperimentRow> what_if;  // a server change, not a setting: beside the ranking
     for (const auto& row : table.rows) {
         const MetricSummary* m = row.metric(metric.name);
-        if (row.status == ExperimentStatus::ok && m && !m->values.empty()) ranked.push_back(&row);
+        if (row.status != ExperimentStatus::ok || !m || m->values.empty()) continue;
+        if (!row.what_if)
+            ranked.push_back(&row);
+        else if (!what_if ||
+                 better(m->summary.median, what_if->metric(metric.name)->summary.median, metric.direction))
+            what_if = row;
     }
     if (ranked.empty())
-        return Error::bad_input(
-            fmt::format("sweep {} ('{}') has no ok experiment with metric '{}' ({} ok of {}); "
-                        "`ncclsweep results show {}` lists what failed and why",
-                        table.sweep.id, table.sweep.record.name, metric.name, table.sweep.counts.ok,
-                        table.rows.size(), table.sweep.id));
+        return Error::bad_input(fmt::format(
+            "sweep {} ('{}') has no ok experiment with metric '{}' ({} ok of {}{}); "
+            "`ncclsweep results show {}` lists what failed and why",
+            table.sweep.id, table.sweep.record.name, metric.name, table.sweep.counts.ok, table.rows.size(),
+            what_if ? ", what-if points such as the fused all-reduce are never recommended" : "",
+            table.sweep.id));
     auto median_of = [&](const ExperimentRow* row) { return row->metric(metric.name)->summary.median; };
     std::stable_sort(ranked.begin(), ranked.end(), [&](const ExperimentRow* a, const ExperimentRow* b) {
         return better(median_of(a), median_of(b), metric.direction);
@@ -393,6 +377,7 @@ Result<BestExperiment> best_experiment(const SweepTable& table, const MetricChoi
     BestExperiment result;
     result.sweep = table.sweep;
     result.metric = metric;
+    result.what_if = std::move(what_if);
     result.candidates = ranked.size();
     const ExperimentRow* top = ranked.front();
     result.top_id = top->exp_id;

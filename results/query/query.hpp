@@ -12,6 +12,7 @@
 
 #include "core/experiment.hpp"
 #include "core/result.hpp"
+#include "core/spec/metric.hpp"
 #include "core/stats/stats.hpp"
 #include "results/query/settings.hpp"
 #include "results/query/table.hpp"
@@ -34,13 +35,13 @@ inline constexpr double k_default_alpha = stats::k_default_alpha;
 /// "higher is better" or "lower is better".
 [[nodiscard]] std::string_view direction_text(stats::Direction direction);
 
+/// A metric chosen on the command line (core/spec/metric.hpp).
+using spec::MetricChoice;
+using spec::parse_metric_choice;
+
 /// `choice` as `sweep` defines its metric: unless the choice named a direction itself, the
 /// direction comes from the sweep's stored definition (spec or engine), else the default rule.
 [[nodiscard]] MetricChoice resolve_metric(const MetricChoice& choice, const SweepRecord& sweep);
-
-/// Parses "tok_s", "verify_us_p50:lower" or "goodput:higher"; without a suffix the direction
-/// comes from metric_direction(). bad_input for an empty name or an unknown suffix.
-[[nodiscard]] Result<MetricChoice> parse_metric_choice(std::string_view text);
 
 /// Names of the parameters that differ between `experiments` (or are missing in some), in
 /// first-seen order. With a single experiment, all of its parameters.
@@ -98,6 +99,9 @@ struct BestExperiment {
     bool decided_by_threshold = false;       ///< some pair had too few samples for the U test
     std::size_t candidates = 0;              ///< ok experiments that have the metric
     std::optional<ExperimentRow> runner_up;  ///< the best point outside the tie group
+    /// The best ok what-if point (a server change, e.g. the fused all-reduce): left out of the
+    /// ranking above, shown beside it (what_if_line).
+    std::optional<ExperimentRow> what_if;
     /// Runner-up (base) vs the top point (new) with the diff defaults (alpha 0.05, threshold 3%).
     std::optional<stats::Comparison> margin;
     /// NCCL's defaults point with the recommendation's other parameters (absent: none ran ok).
@@ -132,8 +136,9 @@ struct BestExperiment {
                                      bool* by_threshold = nullptr);
 
 /// The best experiment by `metric` under the one rule above (diff defaults alpha 0.05 and
-/// threshold 3%). bad_input when the metric is not recorded or no ok experiment has it (the
-/// message says what to look at).
+/// threshold 3%). What-if points (ExperimentRow::what_if) are never it: the best of them is
+/// `what_if`. bad_input when the metric is not recorded or no ok experiment has it (the message
+/// says what to look at).
 [[nodiscard]] Result<BestExperiment> best_experiment(const SweepTable& table, const MetricChoice& metric);
 
 }  // namespace ncclsweep::results

@@ -7,18 +7,15 @@
 #include <vector>
 
 #include "core/experiment.hpp"
+#include "core/spec/metric.hpp"
 #include "core/stats/stats.hpp"
 #include "results/store/records.hpp"
 
 namespace ncclsweep::results {
 
-/// A metric chosen on the command line, with the direction that makes it better.
-struct MetricChoice {
-    std::string name;  ///< e.g. "tok_s"
-    stats::Direction direction = stats::Direction::higher_is_better;
-    bool direction_given = false;  ///< NAME:higher / NAME:lower was written
-    friend bool operator==(const MetricChoice&, const MetricChoice&) = default;
-};
+/// A metric chosen on the command line (core/spec/metric.hpp).
+using spec::MetricChoice;
+using spec::parse_metric_choice;
 
 /// One metric of one experiment: its samples and their median with a 95% interval.
 struct MetricSummary {
@@ -35,9 +32,15 @@ struct ExperimentRow {
     std::vector<Assignment> params;   ///< every axis value of the point
     std::vector<Assignment> changed;  ///< the values of the sweep's varying parameters ("-" = unset)
     ExperimentStatus status = ExperimentStatus::pending;
-    std::string failure_class;           ///< "" when ok
-    std::string diagnosis;               ///< one line (core/text.hpp first_line)
-    std::string effective_nccl;          ///< what NCCL actually used ("" = not seen)
+    std::string failure_class;   ///< "" when ok
+    std::string diagnosis;       ///< one line (core/text.hpp first_line)
+    std::string effective_nccl;  ///< what NCCL actually used ("" = not seen)
+    /// What the engine's collective times rest on: "calibrated", "relative", "modelled" ("" =
+    /// the engine did not say; docs/engine.md "Pricing").
+    std::string collective_times;
+    /// It ran a kernel no NCCL setting deploys (tpverify's fused all-reduce, is_what_if): shown as a
+    /// what-if, never recommended.
+    bool what_if = false;
     int attempts = 0;                    ///< how many times it was started
     std::optional<double> total_s;       ///< seconds start to end, when it ended
     std::vector<MetricSummary> metrics;  ///< one per metric recorded, sorted by name

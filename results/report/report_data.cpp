@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "core/plan/baseline.hpp"
+#include "results/query/what_if.hpp"
 #include "results/report/report_html.hpp"
 
 namespace ncclsweep::results::report {
@@ -242,6 +243,11 @@ Result<ReportData> build_report(const SweepData& sweep, const SweepData* base, c
         data.recommendation = recommendation_text(*found);
         data.tie = tie_text(*found);
         if (auto point = exports::find_experiment(sweep, found->best.exp_id)) best = *point;
+        if (auto note = collective_times_note(found->best.collective_times, found->best.what_if);
+            !note.empty())
+            data.caveat = fmt::format("The recommendation, experiment {}, is NOT calibrated: {}.",
+                                      found->best.exp_id, note);
+        data.what_if = what_if_line(*found).value_or("");
     }
     for (const auto& e : sweep.experiments) {
         Bar bar;
@@ -256,6 +262,11 @@ Result<ReportData> build_report(const SweepData& sweep, const SweepData* base, c
         if (e.outcome.status == ExperimentStatus::ok || bar.dropped)
             bar.stats = exports::metric_stats(e, options.metric);
         bar.best = &e == best;
+        bar.collective_times = e.outcome.collective_times;
+        bar.what_if = is_what_if(e);
+        if (!bar.collective_times.empty() || bar.what_if)  // every point says what it rests on
+            bar.label += "  [" + (bar.collective_times.empty() ? std::string("-") : bar.collective_times) +
+                         (bar.what_if ? ", what-if" : "") + "]";
         data.bars.push_back(std::move(bar));
         if (e.outcome.status == ExperimentStatus::pruned || e.outcome.status == ExperimentStatus::dropped)
             data.left_out.push_back({e.experiment.id, exports::params_label(e, axes),

@@ -131,6 +131,15 @@ std::string render_html(const ReportData& data) {
             "list them all.</p>\n",
             data.bars_omitted, data.bars.size());
     out += "<figure>" + bars_svg(data) + "</figure>\n";
+    bool labelled = false;
+    for (const auto& bar : data.bars) labelled = labelled || !bar.collective_times.empty();
+    if (labelled)
+        out +=
+            "<p class=\"legend\">[calibrated]: collective times measured for NCCL's choice; [relative]: a "
+            "measured choice scaled by the model; [modelled]: NCCL's estimate, nothing measured; [what-if]: "
+            "needs a server change (the fused all-reduce), never the recommendation.</p>\n";
+    if (!data.caveat.empty()) out += "<p class=\"note\">" + xml_escape(data.caveat, false) + "</p>\n";
+    if (!data.what_if.empty()) out += "<p class=\"note\">" + xml_escape(data.what_if, false) + "</p>\n";
 
     out += "<h2>Heat map</h2>\n";
     if (data.heatmap) {

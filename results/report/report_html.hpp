@@ -30,6 +30,8 @@ struct Bar {
     std::optional<exports::MetricStats> stats;  ///< absent: nothing measured
     bool best = false;                          ///< the best experiment of the sweep
     bool dropped = false;                       ///< dropped by a search: drawn grey, with its samples
+    std::string collective_times;               ///< calibrated | relative | modelled ("" = not said)
+    bool what_if = false;                       ///< needs a server change (the fused all-reduce)
 };
 
 /// One cell of the heat map: the best median over the experiments at (x, y).
@@ -98,6 +100,9 @@ struct ReportData {
     std::string tie;                     ///< how its tie was resolved (tie_text), "" without a tie
     std::vector<DeltaRow> deltas;
     int only_in_base = 0, only_in_new = 0;
+    /// Under the bars: "The recommendation, experiment N, is NOT calibrated: ..." when it is not,
+    /// and the what-if line (results/query/what_if.hpp); "" each when none.
+    std::string caveat, what_if;
 };
 
 /// Computes the report. bad_input for a heat-map axis that is not a parameter of the sweep

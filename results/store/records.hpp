@@ -140,6 +140,9 @@ struct Event {
     std::string at;       ///< ISO-8601 UTC; set by the store when recorded
 };
 
+/// The code of the info event that stores ExperimentOutcome::collective_times (no schema change).
+inline constexpr std::string_view k_collective_times_event = "collective_times";
+
 /// How an experiment ended: written by record_experiment in one transaction.
 struct ExperimentOutcome {
     ExperimentStatus status = ExperimentStatus::ok;
@@ -147,6 +150,9 @@ struct ExperimentOutcome {
     std::string diagnosis;                   ///< excerpt: matching line with context (any bytes)
     std::optional<double> detected_after_s;  ///< seconds from start until the failure was seen
     std::string effective_nccl;              ///< what NCCL actually used (from its TUNING lines)
+    /// What the engine's collective times rest on: "calibrated", "relative" or "modelled" (tpverify's
+    /// sim; "" when the engine does not say). Stored as an info event of code "collective_times".
+    std::string collective_times;
     PhaseTimings timings;
     std::optional<std::int64_t> exit_code;    ///< process exit status, when it exited
     std::optional<std::int64_t> exit_signal;  ///< terminating signal, when killed

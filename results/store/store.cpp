@@ -250,6 +250,12 @@ Result<void> Store::record_experiment(std::int64_t sweep, int exp_id, const Expe
     for (const Event& event : o.events) {
         if (auto added = add_event(sweep, exp_id, event); !added) return added.error();
     }
+    if (!o.collective_times.empty())
+        if (auto added =
+                add_event(sweep, exp_id,
+                          {EventLevel::info, std::string(k_collective_times_event), o.collective_times, {}});
+            !added)
+            return added.error();
     return tx->commit(what);
 }
 

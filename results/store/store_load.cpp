@@ -110,6 +110,11 @@ Result<std::vector<StoredExperiment>> Store::load_experiments(std::int64_t sweep
         if (!*row) break;
         StoredExperiment* owner = find(experiments, (*events)->column_int64(0), hint);
         if (!owner) continue;
+        if ((*events)->column_text(3) ==
+            k_collective_times_event) {  // a field of the outcome, kept as an event
+            owner->outcome.collective_times = (*events)->column_text(4);
+            continue;
+        }
         owner->outcome.events.push_back(
             Event{parse_event_level((*events)->column_text(2)).value_or(EventLevel::warning),
                   (*events)->column_text(3), (*events)->column_text(4), (*events)->column_text(1)});

@@ -32,6 +32,7 @@ ExperimentOutcome to_outcome(const ExperimentReport& report) {
     outcome.diagnosis = report.diagnosis;
     outcome.detected_after_s = report.detected_after_s;
     outcome.effective_nccl = report.effective_nccl;
+    outcome.collective_times = report.collective_times;
     outcome.timings.init_s = report.init_s;
     outcome.timings.capture_s = report.capture_s;
     outcome.timings.ready_s = report.ready_s;
@@ -77,6 +78,7 @@ std::optional<ExperimentReport> to_report(const StoredExperiment& stored) {
     report.diagnosis = o.diagnosis;
     report.detected_after_s = o.detected_after_s;
     report.effective_nccl = o.effective_nccl;
+    report.collective_times = o.collective_times;
     report.init_s = o.timings.init_s;
     report.capture_s = o.timings.capture_s;
     report.ready_s = o.timings.ready_s;

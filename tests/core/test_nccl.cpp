@@ -3,8 +3,10 @@
 
 #include "core/nccl/nccl.hpp"
 #include "tests/support/catch.hpp"
+#include "tests/support/text.hpp"
 
 using namespace ncclsweep;
+using ncclsweep::test::contains;
 using namespace ncclsweep::nccl;
 
 namespace {
@@ -23,10 +25,6 @@ const Finding* find_code(const std::vector<Finding>& findings, const std::string
     for (const auto& f : findings)
         if (f.code == code) return &f;
     return nullptr;
-}
-
-bool contains(const std::string& text, const std::string& part) {
-    return text.find(part) != std::string::npos;
 }
 
 WorkloadContext small_pcie() {

@@ -11,7 +11,7 @@ using namespace ncclsweep;
 
 namespace {
 
-Spec parsed(const std::string& text) {
+Spec fingerprint_spec(const std::string& text) {
     auto spec = parse_spec(text, "study.yaml");
     if (!spec) FAIL(spec.error().message);
     return std::move(*spec);
@@ -36,7 +36,7 @@ std::string part(const PlanFingerprint& f, const std::string& what) {
 }  // namespace
 
 TEST_CASE("plan fingerprint: names the overrides as typed - the target - the engine and repeats") {
-    Spec spec = parsed(k_study);
+    Spec spec = fingerprint_spec(k_study);
     std::vector<Override> overrides;
     overrides.push_back(*parse_override(OverrideKind::axis, "fusion=on,off"));
     overrides.push_back(*parse_override(OverrideKind::set, "topology=nvlink"));
@@ -50,7 +50,7 @@ TEST_CASE("plan fingerprint: names the overrides as typed - the target - the eng
 }
 
 TEST_CASE("plan fingerprint: an axis value with a comma is written back escaped") {
-    Spec spec = parsed(k_study);
+    Spec spec = fingerprint_spec(k_study);
     std::vector<Override> overrides;
     overrides.push_back(*parse_override(OverrideKind::axis, "label=a\\,b,c"));
     PlanFingerprint f = fingerprint_of(spec, overrides, PlanOptions{});

@@ -6,16 +6,10 @@
 #include "core/watch/rule_catalog.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/text.hpp"
 
 using namespace ncclsweep;
-
-namespace {
-
-bool yaml_contains(const std::string& text, const std::string& part) {
-    return text.find(part) != std::string::npos;
-}
-
-}  // namespace
+using ncclsweep::test::contains;
 
 TEST_CASE("a rules file is loaded with every key") {
     test::TempDir dir;
@@ -63,49 +57,49 @@ TEST_CASE("an invalid user regex names the rule, file:line:col and RE2's error")
     const auto& message = rules.error().message;
     INFO(message);
     CHECK(rules.error().kind == ErrorKind::bad_input);
-    CHECK(yaml_contains(message, "my_rules.yaml:4:10"));
-    CHECK(yaml_contains(message, "'broken'"));
-    CHECK(yaml_contains(message, "missing )"));
+    CHECK(contains(message, "my_rules.yaml:4:10"));
+    CHECK(contains(message, "'broken'"));
+    CHECK(contains(message, "missing )"));
 }
 
 TEST_CASE("rules file errors are located") {
     SECTION("unknown key") {
         auto rules = parse_rules_yaml("- name: a\n  regex: x\n  fatle: true\n", "r.yaml");
         REQUIRE_FALSE(rules.ok());
-        CHECK(yaml_contains(rules.error().message, "r.yaml:3:3"));
-        CHECK(yaml_contains(rules.error().message, "unknown rule key 'fatle'"));
+        CHECK(contains(rules.error().message, "r.yaml:3:3"));
+        CHECK(contains(rules.error().message, "unknown rule key 'fatle'"));
     }
     SECTION("YAML syntax") {
         auto rules = parse_rules_yaml("- name: a\n  regex: [unclosed\n", "r.yaml");
         REQUIRE_FALSE(rules.ok());
-        CHECK(yaml_contains(rules.error().message, "r.yaml:"));
-        CHECK(yaml_contains(rules.error().message, "YAML error"));
+        CHECK(contains(rules.error().message, "r.yaml:"));
+        CHECK(contains(rules.error().message, "YAML error"));
     }
     SECTION("missing name") {
         auto rules = parse_rules_yaml("- regex: x\n", "r.yaml");
         REQUIRE_FALSE(rules.ok());
-        CHECK(yaml_contains(rules.error().message, "r.yaml:1:3: this rule has no `name:`"));
+        CHECK(contains(rules.error().message, "r.yaml:1:3: this rule has no `name:`"));
     }
     SECTION("bad severity") {
         auto rules = parse_rules_yaml("- name: a\n  regex: x\n  severity: deadly\n", "r.yaml");
         REQUIRE_FALSE(rules.ok());
-        CHECK(yaml_contains(rules.error().message, "r.yaml:3:13: unknown severity 'deadly'"));
+        CHECK(contains(rules.error().message, "r.yaml:3:13: unknown severity 'deadly'"));
     }
     SECTION("severity and fatal disagree") {
         auto rules =
             parse_rules_yaml("- name: a\n  regex: x\n  severity: warning\n  fatal: true\n", "r.yaml");
         REQUIRE_FALSE(rules.ok());
-        CHECK(yaml_contains(rules.error().message, "disagree"));
+        CHECK(contains(rules.error().message, "disagree"));
     }
     SECTION("not a list") {
         auto rules = parse_rules_yaml("name: a\n", "r.yaml");
         REQUIRE_FALSE(rules.ok());
-        CHECK(yaml_contains(rules.error().message, "expected a list of rules"));
+        CHECK(contains(rules.error().message, "expected a list of rules"));
     }
     SECTION("missing file") {
         auto rules = load_rules_file("/nonexistent/rules.yaml");
         REQUIRE_FALSE(rules.ok());
-        CHECK(yaml_contains(rules.error().message, "/nonexistent/rules.yaml: cannot read"));
+        CHECK(contains(rules.error().message, "/nonexistent/rules.yaml: cannot read"));
     }
 }
 
@@ -128,7 +122,7 @@ TEST_CASE("user rules come first and replace a built-in of the same name") {
 
     auto twice = merge_rules({mine, mine}, builtin_rules());
     REQUIRE_FALSE(twice.ok());
-    CHECK(yaml_contains(twice.error().message, "used twice"));
+    CHECK(contains(twice.error().message, "used twice"));
 }
 
 TEST_CASE("workload ready, metrics and rules become rules") {
@@ -151,14 +145,14 @@ TEST_CASE("workload ready, metrics and rules become rules") {
     workload.metrics = {{"tok_s", "tok/s: [0-9.]+"}};
     auto no_group = rules_from_workload(workload);
     REQUIRE_FALSE(no_group.ok());
-    CHECK(yaml_contains(no_group.error().message, "spec.yaml:3:1"));
-    CHECK(yaml_contains(no_group.error().message, "no capture group"));
+    CHECK(contains(no_group.error().message, "spec.yaml:3:1"));
+    CHECK(contains(no_group.error().message, "no capture group"));
 
     workload.metrics.clear();
     workload.rules[0].regex = "(?<=x)y";
     auto bad = rules_from_workload(workload);
     REQUIRE_FALSE(bad.ok());
-    CHECK(yaml_contains(bad.error().message, "spec.yaml:9:7: rule 'my_fatal': invalid regex"));
+    CHECK(contains(bad.error().message, "spec.yaml:9:7: rule 'my_fatal': invalid regex"));
 }
 
 TEST_CASE("compile reports an invalid regex of a rule built in code") {
@@ -168,5 +162,5 @@ TEST_CASE("compile reports an invalid regex of a rule built in code") {
     broken.mark = SourceMark{"x.yaml", 2, 5};
     auto catalog = RuleCatalog::compile({broken});
     REQUIRE_FALSE(catalog.ok());
-    CHECK(yaml_contains(catalog.error().message, "x.yaml:2:5: rule 'broken': invalid regex 'a(b'"));
+    CHECK(contains(catalog.error().message, "x.yaml:2:5: rule 'broken': invalid regex 'a(b'"));
 }

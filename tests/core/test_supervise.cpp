@@ -54,6 +54,32 @@ TEST_CASE("supervise: lines reach on_line in order and a clean exit ends it with
     CHECK_FALSE(s.killed_on_verdict);
 }
 
+TEST_CASE("supervise: on_idle gets the time whenever a poll brings no line") {
+    auto log = std::make_shared<FakeLog>();
+    std::atomic<bool> stop{false};
+    FakeRun run;
+    run.lines = {{Stream::out, "one"}, {Stream::out, "two"}};
+    run.end = FakeRun::End::hang;
+    FakeProcess process(run, log, 1);
+    Watcher watcher = supervise_watcher();
+    SuperviseOptions options = quick();
+    std::vector<std::string> order;
+    std::vector<std::chrono::steady_clock::time_point> idle_at;
+    options.on_line = [&order](const OutputLine& line) { order.push_back(line.text); };
+    options.on_idle = [&](std::chrono::steady_clock::time_point now) {
+        order.push_back("idle");
+        idle_at.push_back(now);
+        if (idle_at.size() == 3) stop = true;
+    };
+    supervise(process, watcher, options, &stop);
+    REQUIRE(order.size() >= 5);
+    CHECK(order[0] == "one");
+    CHECK(order[1] == "two");
+    CHECK(order[2] == "idle");
+    CHECK(idle_at.size() >= 3);
+    CHECK(idle_at[1] >= idle_at[0]);
+}
+
 TEST_CASE("supervise: a fatal line kills the group at once and the lines after it are not waited for") {
     auto log = std::make_shared<FakeLog>();
     FakeRun run;

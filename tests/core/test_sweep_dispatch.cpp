@@ -3,11 +3,11 @@
 // one submit whose tasks are recorded, and a resume hands the stored tasks back to it.
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/sweep/sweep_session.hpp"
@@ -15,6 +15,8 @@
 #include "tests/support/catch.hpp"
 #include "tests/support/fake_store.hpp"
 #include "tests/support/fake_target.hpp"
+#include "tests/support/quiet_observer.hpp"
+#include "tests/support/sweep_options.hpp"
 
 using namespace ncclsweep;
 using ncclsweep::test::fake_ok;
@@ -22,16 +24,10 @@ using ncclsweep::test::FakeRun;
 using ncclsweep::test::FakeStore;
 using ncclsweep::test::FakeSweep;
 using ncclsweep::test::FakeTarget;
+using ncclsweep::test::QuietObserver;
+using ncclsweep::test::unit_run_options;
 
 namespace {
-
-struct QuietObserver final : SweepObserver {
-    std::vector<std::string> notices;
-    int finished_count = 0;
-    void started(const Experiment&, int, int, int) override {}
-    void finished(const Experiment&, const ExperimentReport&, int, int) override { ++finished_count; }
-    void notice(const std::string& message) override { notices.push_back(message); }
-};
 
 Experiment point(int id) {
     Experiment e;
@@ -43,31 +39,38 @@ Experiment point(int id) {
     return e;
 }
 
-SweepRunOptions options_with_metric(int repeats = 1) {
-    SweepRunOptions options;
-    options.sweep_name = "unit";
-    options.repeats = repeats;
-    options.workload.command = {SpecValue{"/opt/serve", {}}};
-    options.workload.metrics = {{"tok_s", "tok_s=([0-9.]+)"}};
-    options.watcher.success = SuccessRule::any_metric;
-    options.watcher.timeouts = Timeouts{0, 0, 0, 0};
-    auto rules = rules_from_workload(options.workload);
-    REQUIRE(rules);
-    auto catalog = RuleCatalog::with_user_rules(*rules);
-    REQUIRE(catalog);
-    options.catalog = *catalog;
-    options.kill_grace = std::chrono::milliseconds(0);
-    return options;
-}
+/// Holds every host's starts until each host has started one: the hosts share the work whatever
+/// the machine's load, with no sleep deciding who runs first. A dispatcher that never hands a
+/// host work leaves the gate closed: after a minute it gives up and says so (`stuck`) instead of
+/// hanging the test.
+struct StartGate {
+    explicit StartGate(int hosts) : m_hosts(hosts) {}
+    void arrive(int host) {
+        std::unique_lock lock(m_mutex);
+        m_started.insert(host);
+        m_changed.notify_all();
+        if (!m_changed.wait_for(lock, std::chrono::minutes(1),
+                                [this] { return static_cast<int>(m_started.size()) == m_hosts; }))
+            stuck = true;
+    }
+    std::atomic<bool> stuck{false};
 
-/// Hosts as slots; each FakeTarget is used by one worker thread only.
+private:
+    int m_hosts;
+    std::mutex m_mutex;
+    std::condition_variable m_changed;
+    std::set<int> m_started;
+};
+
+/// Hosts as slots; each FakeTarget is used by one worker thread only. Each host's runs pass
+/// `gate` when one is given.
 struct FakePool final : Target {
     std::vector<std::unique_ptr<FakeTarget>> hosts;
-    explicit FakePool(int n) {
+    explicit FakePool(int n, StartGate* gate = nullptr) {
         for (int i = 0; i < n; ++i) {
             hosts.push_back(std::make_unique<FakeTarget>());
             FakeRun run = fake_ok("tok_s", 1);
-            run.on_start = [] { std::this_thread::sleep_for(std::chrono::milliseconds(30)); };
+            if (gate) run.on_start = [gate, i] { gate->arrive(i); };
             hosts.back()->fallback = run;
         }
     }
@@ -112,14 +115,15 @@ struct FakeBatch final : Target {
 }  // namespace
 
 TEST_CASE("sweep loop: a target with two slots runs experiments on both and records each once") {
-    FakePool pool(2);
+    StartGate gate(2);
+    FakePool pool(2, &gate);
     FakeStore store;
     QuietObserver observer;
     std::atomic<bool> stop{false};
     SweepRequest request;
     request.sweep.name = "unit";
     for (int id = 1; id <= 6; ++id) request.experiments.push_back(point(id));
-    auto outcome = run_sweep(request, pool, store, observer, options_with_metric(), stop);
+    auto outcome = run_sweep(request, pool, store, observer, unit_run_options(), stop);
     REQUIRE(outcome);
     CHECK(outcome->summary.ran == 6);
     CHECK(outcome->summary.ok == 6);
@@ -134,24 +138,28 @@ TEST_CASE("sweep loop: a target with two slots runs experiments on both and reco
                 if (name == "NCCLSWEEP_EXPERIMENT_ID") CHECK(started.insert(value).second);
     }
     CHECK(started.size() == 6);
+    CHECK_FALSE(gate.stuck);
 }
 
 TEST_CASE("sweep loop: Ctrl-C stops every slot and nothing unfinished is recorded") {
+    // Ctrl-C comes once both hosts run an experiment that would never end on its own.
+    std::atomic<bool> stop{false};
+    std::atomic<int> running{0};
     FakePool pool(2);
-    for (auto& host : pool.hosts) host->fallback.end = FakeRun::End::hang;
+    for (auto& host : pool.hosts) {
+        host->fallback.end = FakeRun::End::hang;
+        host->fallback.on_start = [&] {
+            if (++running == 2) stop = true;
+        };
+    }
     FakeStore store;
     QuietObserver observer;
-    std::atomic<bool> stop{false};
     SweepRequest request;
     request.sweep.name = "unit";
     for (int id = 1; id <= 4; ++id) request.experiments.push_back(point(id));
-    std::thread interrupter([&] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        stop = true;
-    });
-    auto outcome = run_sweep(request, pool, store, observer, options_with_metric(), stop);
-    interrupter.join();
+    auto outcome = run_sweep(request, pool, store, observer, unit_run_options(), stop);
     REQUIRE(outcome);
+    CHECK(running == 2);
     CHECK(outcome->summary.interrupted);
     CHECK(store.current().finished.empty());
     CHECK(store.current().state == "interrupted");
@@ -168,7 +176,7 @@ TEST_CASE(
     SweepRequest request;
     request.sweep.name = "unit";
     for (int id = 1; id <= 3; ++id) request.experiments.push_back(point(id));
-    auto outcome = run_sweep(request, batch, store, observer, options_with_metric(2), stop);
+    auto outcome = run_sweep(request, batch, store, observer, unit_run_options(2), stop);
     REQUIRE(outcome);
     CHECK(outcome->summary.ok == 3);
     CHECK(batch.submits == 1);
@@ -203,7 +211,7 @@ TEST_CASE("sweep session: a resume hands the stored scheduler tasks back to the 
     request.sweep.name = "unit";
     request.experiments = {point(1), point(2), point(3)};
     request.resume_id = id;
-    auto outcome = run_sweep(request, batch, store, observer, options_with_metric(), stop);
+    auto outcome = run_sweep(request, batch, store, observer, unit_run_options(), stop);
     REQUIRE(outcome);
     CHECK(outcome->skipped_finished == 1);
     REQUIRE(batch.submitted.size() == 2);

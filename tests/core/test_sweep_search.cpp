@@ -10,6 +10,7 @@
 #include "tests/support/catch.hpp"
 #include "tests/support/fake_store.hpp"
 #include "tests/support/fake_target.hpp"
+#include "tests/support/quiet_observer.hpp"
 #include "tests/support/sweep_options.hpp"
 
 using namespace ncclsweep;
@@ -18,13 +19,6 @@ using ncclsweep::test::FakeStore;
 using ncclsweep::test::FakeTarget;
 
 namespace {
-
-struct SearchQuietObserver final : SweepObserver {
-    std::vector<std::string> notices;
-    void started(const Experiment&, int, int, int) override {}
-    void finished(const Experiment&, const ExperimentReport&, int, int) override {}
-    void notice(const std::string& message) override { notices.push_back(message); }
-};
 
 /// The issue's 24 points (NCCL_ALGO x NCCL_PROTO x NCCL_MIN_NCHANNELS, first axis slowest).
 std::vector<Experiment> issue_plan() {
@@ -115,7 +109,7 @@ TEST_CASE("sweep search: Tree is pruned after two runs and the race keeps Ring/L
     int starts = 0, tree_starts = 0;
     FakeTarget target = issue_target(&starts, &tree_starts);
     FakeStore store;
-    SearchQuietObserver observer;
+    test::QuietObserver observer;
     std::atomic<bool> stop{false};
     auto outcome = run_sweep(issue_request(), target, store, observer, search_options(), stop);
     REQUIRE(outcome);
@@ -150,7 +144,7 @@ TEST_CASE("sweep search: Tree is pruned after two runs and the race keeps Ring/L
 TEST_CASE("sweep search: a spent budget stops the loop and the sweep ends resumable") {
     FakeTarget target = issue_target();
     FakeStore store;
-    SearchQuietObserver observer;
+    test::QuietObserver observer;
     std::atomic<bool> stop{false};
     spec::Budget budget;
     budget.runs = 30;
@@ -167,7 +161,7 @@ TEST_CASE("sweep search: --resume continues a search from what was recorded") {
     int starts = 0;
     FakeTarget target = issue_target(&starts);
     FakeStore store;
-    SearchQuietObserver observer;
+    test::QuietObserver observer;
     std::atomic<bool> stop{false};
     spec::Budget budget;
     budget.runs = 30;
@@ -198,7 +192,7 @@ TEST_CASE("sweep search: an interrupt in a later round keeps the point's earlier
         return run;
     };
     FakeStore store;
-    SearchQuietObserver observer;
+    test::QuietObserver observer;
     auto outcome = run_sweep(issue_request(), target, store, observer, search_options(), stop);
     REQUIRE(outcome);
     CHECK(outcome->summary.interrupted);
@@ -221,7 +215,7 @@ TEST_CASE("sweep search: with measured noise the points clearly behind are dropp
     int starts = 0, tree_starts = 0;
     FakeTarget target = issue_target(&starts, &tree_starts, true);
     FakeStore store;
-    SearchQuietObserver observer;
+    test::QuietObserver observer;
     std::atomic<bool> stop{false};
     auto outcome = run_sweep(issue_request(), target, store, observer, search_options(), stop);
     REQUIRE(outcome);

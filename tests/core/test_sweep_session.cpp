@@ -10,6 +10,7 @@
 #include "tests/support/catch.hpp"
 #include "tests/support/fake_store.hpp"
 #include "tests/support/fake_target.hpp"
+#include "tests/support/manual_clock.hpp"
 #include "tests/support/sweep_options.hpp"
 
 using namespace ncclsweep;
@@ -514,4 +515,38 @@ TEST_CASE(
     CHECK(target.log->started.size() == 1);
     CHECK(store.current().finished.at(1).status == RunStatus::failed);
     CHECK(store.current().finished.at(1).failure_class == "scheduler_memory");
+}
+
+TEST_CASE("sweep session: timeouts and durations run on the injected clock, not the wall clock") {
+    // A server that prints one line and then hangs, with a 30 s stall timeout: on a ManualClock
+    // shared by the loop and the target, the timeout passes in simulated time, exactly.
+    const test::ManualClock clock;
+    FakeTarget target;
+    target.clock = &clock;
+    FakeRun hanging;
+    hanging.lines = {{Stream::out, "loading weights"}};
+    hanging.end = FakeRun::End::hang;
+    target.script = {hanging, fake_ok("tok_s", 7)};
+    SweepRunOptions options = run_options();
+    options.clock = &clock;
+    options.watcher.timeouts.stall = 30;
+    FakeStore store;
+    RecordingObserver observer;
+    std::atomic<bool> stop{false};
+    const double began = clock.seconds();
+    auto outcome =
+        run_sweep(request_of({point(1, "LL"), point(2, "Simple")}), target, store, observer, options, stop);
+    REQUIRE(outcome);
+    const auto& hung = store.current().finished.at(1);
+    CHECK(hung.status == RunStatus::timed_out);
+    CHECK(hung.diagnosis.find("stall timeout") != std::string::npos);
+    // Detected at the first poll (100 ms each) that reached 30 s without output, and killed then.
+    REQUIRE(hung.detected_after_s);
+    CHECK(*hung.detected_after_s >= 30.0);
+    CHECK(*hung.detected_after_s <= 30.1 + 1e-9);
+    REQUIRE(hung.total_s);
+    CHECK(*hung.total_s == Approx(*hung.detected_after_s).margin(0.1));
+    CHECK(target.log->kills == 1);
+    CHECK(store.current().finished.at(2).status == RunStatus::ok);
+    CHECK(clock.seconds() - began == Approx(*hung.total_s).margin(0.2));
 }

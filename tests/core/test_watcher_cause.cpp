@@ -2,6 +2,7 @@
 // window after the first fatal line, the precedence of lines, and recorded real output
 // (tests/fixtures/recorded/) replayed with its own timing.
 #include <algorithm>
+#include <functional>
 
 #include "tests/core/watcher_test_support.hpp"
 
@@ -225,6 +226,145 @@ TEST_CASE("recorded: illegal memory access and CUDA OOM and tpverify's OOM get t
         CHECK(watcher.failure_class() == c.failure_class);
         CHECK(watcher.diagnosis().cause.starts_with(c.cause_part));
         CHECK(watcher.verdict().settled);
+    }
+}
+
+TEST_CASE("recorded: a device-side assert is cuda with the traceback's exception line as cause") {
+    FakeClock clock;
+    auto watcher = cause_watcher(clock);
+    REQUIRE(feed_recording(watcher, clock, "torch_device_assert") > 0);
+    const auto& d = watcher.diagnosis();
+    CHECK(watcher.failure_class() == "cuda");
+    CHECK(d.phase == "initializing");
+    CHECK(d.cause == "torch.AcceleratorError: CUDA error: device-side assert triggered");
+    CHECK(d.rule == "cuda_error");
+    // The kernel's first assert line gave the failure away; the exception line named it.
+    CHECK(d.trigger_rule == "cuda_device_assert");
+    CHECK(d.trigger_line.find("thread: [0,0,0] Assertion `-sizes[i] <= index") != std::string::npos);
+    CHECK(any_contains(d.after, "Traceback (most recent call last):"));
+    CHECK(d.headline() ==
+          "cuda while initializing: torch.AcceleratorError: CUDA error: device-side assert triggered");
+    CHECK(watcher.verdict().settled);
+    REQUIRE(watcher.settle_latency());
+    CHECK(*watcher.settle_latency() <= 1.0);
+}
+
+namespace {
+
+/// The records of a recording before its exit record.
+std::vector<RecordedLine> output_of(const std::string& name) {
+    auto records = recorded_lines(name);
+    REQUIRE((records.back().stream == "exit" || records.back().stream == "signal"));
+    records.pop_back();
+    return records;
+}
+
+/// Feeds `texts`, each at `when(i)`, then lets the settle window run out.
+template <typename When>
+void feed_timed(Watcher& watcher, FakeClock& clock, const std::vector<std::string>& texts, When when) {
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+        OutputLine line;
+        line.text = texts[i];
+        line.when = clock.t0 + std::chrono::duration_cast<Watcher::Clock::duration>(
+                                   std::chrono::duration<double>(when(i)));
+        clock.now = line.when;
+        watcher.feed(line, line.when);
+    }
+    watcher.tick(clock.advance(0.5));
+}
+
+}  // namespace
+
+TEST_CASE("the device-side assert is cuda with the same cause whatever the write boundaries") {
+    std::vector<std::string> texts;
+    for (const auto& record : output_of("torch_device_assert")) texts.push_back(record.text);
+    struct Case {
+        const char* name;
+        std::function<double(std::size_t)> when;
+    };
+    for (const auto& c :
+         {Case{"all lines in one read", [](std::size_t) { return 4.0; }},
+          Case{"every line its own write, 0.1 ms apart", [](std::size_t i) { return 4.0 + 1e-4 * i; }},
+          Case{"every line 0.9 ms apart", [](std::size_t i) { return 4.0 + 9e-4 * i; }}}) {
+        INFO(c.name);
+        FakeClock clock;
+        auto watcher = cause_watcher(clock);
+        feed_timed(watcher, clock, texts, c.when);
+        CHECK(watcher.failure_class() == "cuda");
+        CHECK(watcher.diagnosis().cause ==
+              "torch.AcceleratorError: CUDA error: device-side assert triggered");
+        CHECK(watcher.verdict().settled);
+    }
+    // Without the kernel's assert lines (a program that sends them elsewhere) the traceback's
+    // header is the fatal line, class python, until the exception line names the error.
+    const std::vector<std::string> traceback(texts.begin() + 3, texts.end());
+    REQUIRE(traceback.front() == "Traceback (most recent call last):");
+    FakeClock clock;
+    auto watcher = cause_watcher(clock);
+    feed_timed(watcher, clock, traceback, [](std::size_t) { return 4.0; });
+    CHECK(watcher.diagnosis().trigger_rule == "python_traceback");
+    CHECK(watcher.failure_class() == "cuda");
+    CHECK(watcher.diagnosis().cause == "torch.AcceleratorError: CUDA error: device-side assert triggered");
+}
+
+TEST_CASE("the exception line ending a traceback decides over the generic lines before it") {
+    struct Case {
+        const char* name;
+        std::vector<std::string> lines;
+        const char* failure_class;
+        const char* cause;
+    };
+    const std::string header = "Traceback (most recent call last):";
+    const std::string frame = "  File \"server.py\", line 9, in step";
+    for (const auto& c : {
+             Case{"a generic rule names the exception",
+                  {header, frame, "    torch.cuda.synchronize()",
+                   "torch.AcceleratorError: CUDA error: misaligned address"},
+                  "cuda",
+                  "torch.AcceleratorError: CUDA error: misaligned address"},
+             Case{"no rule names it: still the cause, class python",
+                  {header, frame, "ValueError: max_tokens must be positive"},
+                  "python",
+                  "ValueError: max_tokens must be positive"},
+             Case{"behind SGLang's generic line: the exception decides the class",
+                  {"[2026-12-01 10:00:01 TP0] Scheduler hit an exception: " + header, frame,
+                   "KeyError: 'layers.61.mlp'"},
+                  "python",
+                  "KeyError: 'layers.61.mlp'"},
+             Case{"a chained exception a rule names replaces one no rule names",
+                  {header, frame, "KeyError: 'x'", "",
+                   "During handling of the above exception, another exception occurred:", "", header, frame,
+                   "torch.AcceleratorError: CUDA error: unspecified launch failure"},
+                  "cuda",
+                  "torch.AcceleratorError: CUDA error: unspecified launch failure"},
+             Case{"a wrapper no rule names does not replace the CUDA error it wraps",
+                  {header, frame, "torch.AcceleratorError: CUDA error: unspecified launch failure", "",
+                   "The above exception was the direct cause of the following exception:", "", header, frame,
+                   "RuntimeError: worker 3 failed"},
+                  "cuda",
+                  "torch.AcceleratorError: CUDA error: unspecified launch failure"},
+             Case{"a quoted source line is no exception line",
+                  {header, frame, "    raise RuntimeError(\"CUDA error: see above\")"},
+                  "python",
+                  "Traceback (most recent call last):"},
+             Case{"a log line after the traceback is no exception line",
+                  {header, frame, "RuntimeError: boom",
+                   "[2026-12-01 10:00:02] Received sigquit from a child process."},
+                  "python",
+                  "RuntimeError: boom"},
+             Case{
+                 "a specific line before the traceback stays the cause",
+                 {"CUDA error: an illegal memory access was encountered (cudaErrorIllegalAddress) at k.cu:13",
+                  header, frame, "torch.AcceleratorError: CUDA error: unspecified launch failure"},
+                 "cuda",
+                 "CUDA error: an illegal memory access was encountered (cudaErrorIllegalAddress) at k.cu:13"},
+         }) {
+        INFO(c.name);
+        FakeClock clock;
+        auto watcher = cause_watcher(clock);
+        feed_all_and_settle(watcher, clock, c.lines);
+        CHECK(watcher.failure_class() == c.failure_class);
+        CHECK(watcher.diagnosis().cause == c.cause);
     }
 }
 

@@ -75,8 +75,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "answers: on a simulated fusion sweep best and export --best name fusion=on and say the data are "
-    "simulated") {
+    "answers: on a simulated fusion sweep best and export --best deploy NCCL settings, show fusion=on as a "
+    "what-if and say the data are simulated") {
     TempDir dir;
     auto spec =
         dir.write("f.yaml", sim_spec("e2e-fusion", "  fusion: ['off', 'on']\n  NCCL_NTHREADS: [64, 512]\n", 3,
@@ -89,6 +89,10 @@ TEST_CASE(
     auto best = run_ncclsweep({"results", "best", "--db", db});
     INFO(best.out);
     REQUIRE(best.exit_code == 0);
+    // fusion=on is a server change, not an NCCL setting: a what-if beside the recommendation.
+    const std::string params_line = best.out.substr(best.out.find("parameters"), 60);
+    CHECK(params_line.find("fusion=off") != std::string::npos);
+    CHECK(best.out.find("what-if: a server with a fused all-reduce") != std::string::npos);
     CHECK(best.out.find("fusion=on") != std::string::npos);
     CHECK(best.out.find("SIMULATED") != std::string::npos);
     // NCCL's defaults point with fusion on ties the best thread counts: nothing to change.
@@ -97,20 +101,23 @@ TEST_CASE(
     auto env = run_ncclsweep({"export", "latest", "--db", db, "--format", "env", "--best"});
     INFO(env.out);
     REQUIRE(env.exit_code == 0);
-    CHECK(env.out.find("fusion=on") != std::string::npos);
+    CHECK(env.out.find("workload parameters (set them on your server; they are not NCCL variables): ") !=
+          std::string::npos);
+    CHECK(env.out.find("# left out: what-if: a server with a fused all-reduce") != std::string::npos);
     CHECK(env.out.find("SIMULATED") != std::string::npos);
     // The thread count made no difference: the defaults point is exported, setting no NCCL variable.
     CHECK(env.out.find("(NCCL's defaults point)") != std::string::npos);
     CHECK(env.out.find("leave NCCL alone") != std::string::npos);
     CHECK(env.out.find("\nNCCL_") == std::string::npos);
-    CHECK(env.out.find("# margin over the runner-up") != std::string::npos);
+    CHECK(env.out.find("# margin") != std::string::npos);
 
     const std::string html_path = (dir.path() / "f.html").string();
     auto report = run_ncclsweep({"report", "latest", "--db", db, "-o", html_path});
     REQUIRE(report.exit_code == 0);
     const std::string html = read_file(html_path);
     CHECK(html.find("SIMULATED") != std::string::npos);
-    CHECK(best_bar_title(html).find("fusion=on") != std::string::npos);
+    CHECK(best_bar_title(html).find("fusion=off") != std::string::npos);
+    CHECK(html.find("what-if: a server with a fused all-reduce") != std::string::npos);
 
     auto json = run_ncclsweep({"results", "list", "--db", db, "--json"});
     REQUIRE(json.exit_code == 0);

@@ -75,19 +75,17 @@ TEST_CASE("faults: a hang in each phase ends by the stall timeout and is recorde
                                      "  graph: [\"on\"]\n  timeout: [\"0\"]\n  inject: [" + values + "]\n", 1,
                                      "  stall: 1.5\n  total: 60\n"));
     std::string db = (dir.path() / "r.db").string();
-    auto started = std::chrono::steady_clock::now();
     auto r = run_ncclsweep({"run", spec.string(), "--db", db, "--kill-grace", "0.5"});
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     INFO(r.err);
     REQUIRE(r.exit_code == 1);  // every experiment hangs: recorded as timed out, nothing succeeded
-    CHECK(seconds < 45);        // four stalls of 1.5 s, not four eternal hangs
     auto experiments = latest_experiments(db);
     REQUIRE(experiments.size() == k_phases.size());
     for (const auto& e : experiments) {
         INFO(inject_of(e) << ": " << e.outcome.diagnosis);
         CHECK(e.outcome.status == results::ExperimentStatus::timed_out);
         CHECK(e.outcome.failure_class == "timeout");
-        CHECK_FALSE(e.outcome.diagnosis.empty());
+        // Four stalls of 1.5 s, not four eternal hangs ended by the total timeout.
+        CHECK(e.outcome.diagnosis.find("stall timeout") != std::string::npos);
         REQUIRE(e.outcome.detected_after_s.has_value());
         CHECK(*e.outcome.detected_after_s >= 1.0);
     }

@@ -30,9 +30,16 @@ TEST_CASE(
     "resume: an interrupted sweep names its own flags, refuses other ones and writes nothing when it "
     "refuses") {
     TempDir dir;
-    // Each experiment hangs 1.5 s before its fault-free end, so the sweep is slow enough to interrupt.
-    auto spec = dir.write(
-        "s.yaml", sim_spec("e2e-integrity", "  NCCL_PROTO: [LL, Simple]\n  inject: [\"hang@warmup:1.5\"]\n"));
+    // The points with tokens=2 wait for a gate file that opens only before the last resume: when
+    // the interrupt comes, one experiment has finished and the next one runs, on any machine.
+    const auto gate = dir.path() / "gate";
+    auto workload = dir.write("workload.sh", "[ \"$1\" != 2 ] || while [ ! -e '" + gate.string() +
+                                                 "' ]; do sleep 0.05; done\necho tok_s=$((10 + $1))\n");
+    auto spec = dir.write("s.yaml", "sweep: e2e-integrity\ntarget: local\nworkload:\n  command: [sh, " +
+                                        workload.string() +
+                                        ", \"{tokens}\"]\n  metrics:\n    tok_s: 'tok_s=([0-9]+)'\n"
+                                        "axes:\n  NCCL_PROTO: [LL, Simple]\n  tokens: [1]\n"
+                                        "timeouts:\n  stall: 600\n  total: 600\n");
     const std::string db = (dir.path() / "r.db").string();
     SpawnedRun running =
         spawn_ncclsweep(dir.path(), {"run", spec.string(), "--axis", "tokens=1,2", "--db", db});
@@ -61,6 +68,7 @@ TEST_CASE(
     CHECK(listed.out.find("runner gone") == std::string::npos);
 
     // The printed command finishes it.
+    dir.write("gate", "open\n");
     auto resumed = run_ncclsweep({"run", spec.string(), "--axis", "tokens=1,2", "--db", db, "--resume", "1"});
     INFO(resumed.err);
     REQUIRE(resumed.exit_code == 0);

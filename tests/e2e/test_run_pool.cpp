@@ -24,9 +24,16 @@ TEST_CASE("pool: two ssh hosts run experiments in parallel and each experiment i
     }
     auto known = dir.write("known_hosts", read_file(first.dir.path() / "known_hosts") +
                                               read_file(second.dir.path() / "known_hosts"));
-    auto task = dir.write("task.sh", "echo \"$(date +%s.%N)\" > " + (dir.path() / "start-").string() +
+    // Each task ends only once two tasks have started (it polls their start files, for at most
+    // two minutes): the first two overlap whenever the pool runs both hosts at once, however
+    // long an ssh command takes to start on a loaded machine, and never if it does not.
+    const std::string starts = (dir.path() / "start-").string();
+    auto task = dir.write("task.sh", "echo \"$(date +%s.%N)\" > " + starts +
                                          "\"$1\"\n"
-                                         "sleep 4\n"
+                                         "i=0; while [ \"$(ls " +
+                                         starts +
+                                         "* | wc -l)\" -lt 2 ] && [ $i -lt 2400 ]; do sleep 0.05; "
+                                         "i=$((i+1)); done\n"
                                          "echo \"$(date +%s.%N)\" > " +
                                          (dir.path() / "end-").string() +
                                          "\"$1\"\n"
@@ -61,8 +68,7 @@ TEST_CASE("pool: two ssh hosts run experiments in parallel and each experiment i
         CHECK(e.attempts == 1);
         CHECK(e.outcome.samples.size() == 1);
     }
-    // Two at once: some experiment started before another one ended, on the other host (each
-    // sleeps 4 s, longer than an ssh command start on a loaded machine).
+    // Two at once: some experiment started before another one ended, on the other host.
     auto time_of = [&](const std::string& name) { return std::stod(read_file(dir.path() / name)); };
     int overlapping = 0;
     const std::vector<std::string> modes{"a", "b", "c", "d"};
@@ -72,7 +78,15 @@ TEST_CASE("pool: two ssh hosts run experiments in parallel and each experiment i
                 time_of("start-" + y) < time_of("end-" + x))
                 ++overlapping;
     CHECK(overlapping >= 1);
-    // Both hosts took a connection.
-    CHECK(read_file(first.dir.path() / "sshd.log").find("Accepted publickey") != std::string::npos);
-    CHECK(read_file(second.dir.path() / "sshd.log").find("Accepted publickey") != std::string::npos);
+    // Both hosts took a connection, and each ran its login shell once (sshd logs every exec
+    // channel, i.e. every login-shell start, as "Starting session: command"): the agent's.
+    for (const auto* host : {&first, &second}) {
+        const std::string log = read_file(host->dir.path() / "sshd.log");
+        CHECK(log.find("Accepted publickey") != std::string::npos);
+        int commands = 0;
+        for (auto at = log.find("Starting session: command"); at != std::string::npos;
+             at = log.find("Starting session: command", at + 1))
+            ++commands;
+        CHECK(commands == 1);
+    }
 }

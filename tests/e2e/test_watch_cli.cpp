@@ -1,9 +1,11 @@
 // End-to-end: `ncclsweep watch` and command workloads (servers that crash, hang, or serve a client).
+// No test here reads a clock: a server that hangs sleeps far longer than any test may run, so a
+// verdict that waited for it could not pass; what is checked is that it was killed (a signal)
+// and why (the class, the timeout's kind).
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -14,29 +16,26 @@
 using namespace ncclsweep;
 using namespace ncclsweep::test;
 
-namespace {
-double seconds_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-}  // namespace
-
-TEST_CASE("watch: a server that prints a capture failure and then hangs is failed within about a second") {
-    auto start = std::chrono::steady_clock::now();
+TEST_CASE("watch: a server that prints a capture failure and then hangs is failed and killed") {
     auto r =
         run_ncclsweep({"watch", "--json", "--kill-grace", "0.5", "--", "sh", "-c",
                        "echo 'Capture cuda graph begin'; sleep 0.3; "
                        "echo 'host:1:1 [0] NCCL INFO Channel 00/02 : 0 1 2 3 4 5 6 7'; "
                        "echo 'Capture cuda graph failed: operation not permitted when stream is capturing'; "
-                       "sleep 300"});
-    double wall = seconds_since(start);
+                       "sleep 3600"});
     INFO(r.out << r.err);
     CHECK(r.exit_code == 1);
-    CHECK(wall < 5.0);  // sleep 300 was killed, not waited for
     auto verdict = nlohmann::json::parse(r.out);
     CHECK(verdict["verdict"] == "failed");
     CHECK(verdict["class"] == "graph_capture");
-    CHECK(verdict["seconds_to_detection"].get<double>() < 2.0);
-    CHECK(verdict["detection_latency_s"].get<double>() < 1.0);
+    // The hour-long sleep was killed on the verdict, not waited for.
+    CHECK(verdict["exit_signal"].is_number());
+    // Detected at the failure line (the rule that matched it), with its times measured, whatever
+    // their size: the watcher's clock starts after the command did, so not even the 0.3 s sleep
+    // before the line is a bound (a loaded machine measured 0.289 s).
+    CHECK(verdict["rule"] == "sglang_capture_failed");
+    CHECK(verdict["seconds_to_detection"].get<double>() > 0.0);
+    CHECK(verdict["detection_latency_s"].get<double>() >= 0.0);
     // The NCCL line above the failure is kept as context.
     CHECK(verdict["diagnosis"].get<std::string>().find("NCCL INFO Channel 00/02") != std::string::npos);
 }
@@ -53,14 +52,16 @@ TEST_CASE("watch: a clean tpverify run is ok with its metrics, exit 0") {
 }
 
 TEST_CASE("watch: a stalled command ends by the stall timeout") {
-    auto start = std::chrono::steady_clock::now();
     auto r = run_ncclsweep({"watch", "--json", "--stall-timeout", "1", "--kill-grace", "0.2", "--", "sh",
-                            "-c", "echo loading; sleep 300"});
+                            "-c", "echo loading; sleep 3600"});
     INFO(r.out << r.err);
     CHECK(r.exit_code == 1);
-    CHECK(seconds_since(start) < 6.0);
     auto verdict = nlohmann::json::parse(r.out);
     CHECK(verdict["verdict"] == "timed_out");
+    CHECK(verdict["exit_signal"].is_number());
+    // Not before the stall timeout: the silence is counted from the last line, which the watcher
+    // read after its clock started.
+    CHECK(verdict["seconds_to_detection"].get<double>() >= 1.0);
 }
 
 TEST_CASE("watch --log: a hand-written SGLang-shaped log with a capture failure is diagnosed") {
@@ -74,10 +75,11 @@ TEST_CASE("watch --log: a hand-written SGLang-shaped log with a capture failure 
 TEST_CASE("watch --log --follow: lines appended by another process are judged as they arrive") {
     TempDir dir;
     auto log = dir.write("server.log", "loading weights\n");
-    // A writer that appends a capture failure after a while, then keeps the file open and idle.
+    // A writer that appends a capture failure after a while, then keeps the file open and idle
+    // for longer than any test runs.
     std::string writer = "sleep 1; echo 'Capture cuda graph begin' >> '" + log.string() +
                          "'; echo 'Capture cuda graph failed: out of memory' >> '" + log.string() +
-                         "'; sleep 30";
+                         "'; sleep 3600";
     pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
@@ -86,14 +88,14 @@ TEST_CASE("watch --log --follow: lines appended by another process are judged as
         _exit(127);
     }
     ::setpgid(pid, pid);  // also here: whichever of the two runs first
-    auto start = std::chrono::steady_clock::now();
     auto r = run_ncclsweep({"watch", "--json", "--log", log.string(), "--follow"});
-    double wall = seconds_since(start);
-    kill(-pid, SIGKILL);  // the whole group: a leftover sleep would hold CTest's pipe for 30 s
+    // The verdict came from the appended lines while the writer was still there, not from it ending.
+    const bool writer_alive = waitpid(pid, nullptr, WNOHANG) == 0;
+    kill(-pid, SIGKILL);  // the whole group: a leftover sleep would hold CTest's pipe
     waitpid(pid, nullptr, 0);
     INFO(r.out << r.err);
     CHECK(r.exit_code == 1);
-    CHECK(wall < 15.0);  // the verdict came from the appended line, not from the writer ending
+    CHECK(writer_alive);
     auto verdict = nlohmann::json::parse(r.out);
     CHECK(verdict["verdict"] == "failed");
     CHECK(verdict["class"] == "graph_capture");
@@ -109,7 +111,7 @@ TEST_CASE("run: a command workload with ready, a client and a metric regex (the 
     auto server = dir.write("server.sh",
                             "echo \"NCCL_ALGO=$NCCL_ALGO\"\n"
                             "echo 'The server is fired up and ready to roll!'\n"
-                            "sleep 300\n");
+                            "sleep 3600\n");
     auto client = dir.write("client.sh", "echo \"Output token throughput (tok/s): $1\"\n");
     auto spec = dir.write("s.yaml",
                           "sweep: e2e-command\n"
@@ -133,11 +135,10 @@ TEST_CASE("run: a command workload with ready, a client and a metric regex (the 
                               "  startup: 10\n"
                               "  total: 30\n");
     std::string db = (dir.path() / "r.db").string();
-    auto start = std::chrono::steady_clock::now();
     auto r = run_ncclsweep({"run", spec.string(), "--db", db, "--kill-grace", "0.5"});
     INFO(r.out << r.err);
+    // ok, not timed out by `total: 30`: the servers were stopped after their client, not waited for.
     REQUIRE(r.exit_code == 0);
-    CHECK(seconds_since(start) < 30);  // the servers were stopped after their client, not waited for
     auto experiments = latest_experiments(db);
     REQUIRE(experiments.size() == 6);  // 2 algorithms and NCCL's defaults, at 2 rates
     for (const auto& e : experiments) {
@@ -160,20 +161,19 @@ TEST_CASE("run: a command workload that crashes in capture and hangs is failed f
         "server.sh",
         "echo 'Capture cuda graph begin'\n"
         "echo 'torch.AcceleratorError: CUDA error: operation not permitted when stream is capturing'\n"
-        "sleep 300\n");
+        "sleep 3600\n");
     auto spec = dir.write("s.yaml", server_spec("e2e-crash", server));
     std::string db = (dir.path() / "r.db").string();
-    auto start = std::chrono::steady_clock::now();
     auto r = run_ncclsweep({"run", spec.string(), "--db", db, "--kill-grace", "0.5"});
     INFO(r.out << r.err);
     REQUIRE(r.exit_code == 1);  // its only experiment failed: a negative verdict (README "Exit statuses")
-    CHECK(seconds_since(start) < 10);
     auto experiments = latest_experiments(db);
     REQUIRE(experiments.size() == 1);
     CHECK(experiments[0].outcome.status == results::ExperimentStatus::failed);
     CHECK(experiments[0].outcome.failure_class == "graph_capture");
-    REQUIRE(experiments[0].outcome.detected_after_s.has_value());
-    CHECK(*experiments[0].outcome.detected_after_s < 2.0);
+    CHECK(experiments[0].outcome.detected_after_s.has_value());
+    // The hour-long sleep was killed on the verdict, not waited for.
+    CHECK(experiments[0].outcome.exit_signal.has_value());
 }
 
 TEST_CASE("run: a server without a client stops after N matches, metrics aggregate, the first ranks") {

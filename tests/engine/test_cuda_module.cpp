@@ -5,15 +5,14 @@
 
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/text.hpp"
 
 using ncclsweep::test::binary_path;
+using ncclsweep::test::contains;
 using ncclsweep::test::run_command;
 using ncclsweep::test::TempDir;
 
 namespace {
-bool module_contains(const std::string& s, const std::string& part) {
-    return s.find(part) != std::string::npos;
-}
 // Built with CUDA, the build tree has the module beside tpverify.
 bool built_with_cuda() {
     return std::filesystem::exists(binary_path("engine/libtpverify-cuda.so"));
@@ -29,21 +28,21 @@ TEST_CASE(
     const auto sim = run_command({copy.string(), "--backend", "sim", "--json", "--tp", "2", "--iters", "3"});
     INFO(sim.err);
     CHECK(sim.exit_code == 0);
-    CHECK(module_contains(sim.out, "\"event\":\"result\""));
+    CHECK(contains(sim.out, "\"event\":\"result\""));
     const auto auto_backend =
         run_command({copy.string(), "--backend", "auto", "--json", "--tp", "1", "--iters", "3"});
     INFO(auto_backend.err);
     CHECK(auto_backend.exit_code == 0);
-    CHECK(module_contains(auto_backend.err, "running the SIMULATION instead"));
+    CHECK(contains(auto_backend.err, "running the SIMULATION instead"));
     const auto cuda = run_command({copy.string(), "--backend", "cuda", "--json", "--tp", "1",
                                    "--process-model", "threads", "--iters", "3"});
     INFO(cuda.out << cuda.err);
     CHECK(cuda.exit_code == 1);
     if (built_with_cuda()) {
-        CHECK(module_contains(cuda.out + cuda.err,
-                              (dir.path() / "libtpverify-cuda.so").string() + " could not be loaded"));
+        CHECK(contains(cuda.out + cuda.err,
+                       (dir.path() / "libtpverify-cuda.so").string() + " could not be loaded"));
     } else {
-        CHECK(module_contains(cuda.out + cuda.err, "built without CUDA"));
+        CHECK(contains(cuda.out + cuda.err, "built without CUDA"));
     }
 }
 
@@ -53,22 +52,22 @@ TEST_CASE("cuda module: the build's tpverify loads its module for --backend cuda
     const auto sim =
         run_command({tpv, "--backend", "sim", "--json", "--tp", "2", "--iters", "3"}, {}, {"LD_DEBUG=files"});
     REQUIRE(sim.exit_code == 0);
-    CHECK_FALSE(module_contains(sim.err, "libcudart"));
-    CHECK_FALSE(module_contains(sim.err, "libnccl"));
-    CHECK_FALSE(module_contains(sim.err, "libtpverify-cuda"));
+    CHECK_FALSE(contains(sim.err, "libcudart"));
+    CHECK_FALSE(contains(sim.err, "libnccl"));
+    CHECK_FALSE(contains(sim.err, "libtpverify-cuda"));
     const auto cuda = run_command({tpv, "--backend", "cuda", "--json", "--tp", "1", "--process-model",
                                    "threads", "--iters", "3", "--layers", "1"},
                                   {}, {"LD_DEBUG=files"});
     INFO(cuda.out.substr(0, 2000) << cuda.err.substr(0, 4000));
     if (!built_with_cuda()) {
         CHECK(cuda.exit_code == 1);
-        CHECK(module_contains(cuda.out + cuda.err, "built without CUDA"));
+        CHECK(contains(cuda.out + cuda.err, "built without CUDA"));
         return;
     }
     // Loaded, with CUDA's libraries: on a host without a GPU the run then fails in CUDA's own
     // init (not in loading), on a GPU host it runs.
-    CHECK(module_contains(cuda.err, "libtpverify-cuda.so"));
-    CHECK(module_contains(cuda.err, "libcudart"));
-    CHECK_FALSE(module_contains(cuda.out + cuda.err, "could not be loaded"));
-    if (cuda.exit_code != 0) CHECK(module_contains(cuda.out + cuda.err, "cudaGetDeviceCount"));
+    CHECK(contains(cuda.err, "libtpverify-cuda.so"));
+    CHECK(contains(cuda.err, "libcudart"));
+    CHECK_FALSE(contains(cuda.out + cuda.err, "could not be loaded"));
+    if (cuda.exit_code != 0) CHECK(contains(cuda.out + cuda.err, "cudaGetDeviceCount"));
 }

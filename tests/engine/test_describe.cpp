@@ -8,8 +8,10 @@
 
 #include "engine/model/model.hpp"
 #include "engine/options.hpp"
+#include "engine/run/backend.hpp"
 #include "engine/run/describe.hpp"
 #include "tests/support/catch.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace tpverify;
 
@@ -72,7 +74,8 @@ TEST_CASE("describe: every flag of --help is described - and only those") {
     const std::regex flag(R"(--([a-z][a-z0-9-]*))");
     for (auto it = std::sregex_iterator(help.begin(), help.end(), flag); it != std::sregex_iterator(); ++it)
         in_help.insert((*it)[1].str());
-    for (const char* own : {"help", "json", "describe", "flag", "measure-collectives", "validate"})
+    for (const char* own :
+         {"help", "json", "describe", "flag", "measure-collectives", "measure-kernels", "validate"})
         in_help.erase(own);
     std::set<std::string> described;
     for (const auto& p : parameter_schema()) described.insert(p.name);
@@ -91,4 +94,23 @@ TEST_CASE("describe: the JSON names every parameter and metric with its unit and
     CHECK(json.find("{\"name\":\"verify_us_p50\",\"unit\":\"us\",\"better\":\"lower\"}") !=
           std::string::npos);
     for (const auto& m : metric_schema()) CHECK((m.better == "higher" || m.better == "lower"));
+}
+
+TEST_CASE("describe: every assumption of the sim's prices has a source, and docs/engine.md lists it") {
+    const std::string docs = ncclsweep::test::read_file(ncclsweep::test::source_path("docs/engine.md"));
+    const std::string json = describe_json("sim");
+    const std::string text = describe_text();
+    REQUIRE(sim_assumptions().size() >= 10);
+    std::set<std::string> names;
+    for (const SimAssumption& a : sim_assumptions()) {
+        INFO(a.name);
+        CHECK(names.insert(a.name).second);
+        CHECK_FALSE(a.value.empty());
+        CHECK_FALSE(a.source.empty());
+        CHECK(json.find("{\"name\":\"" + a.name + "\",\"value\":") != std::string::npos);
+        CHECK(text.find("\n  " + a.name + "\n") != std::string::npos);
+        CHECK(docs.find("`" + a.name + "`") != std::string::npos);
+    }
+    // The channel-share term is gone: nothing scales bandwidth by the channels a call keeps.
+    CHECK(text.find("the channels the per-call cut keeps do not change it") != std::string::npos);
 }

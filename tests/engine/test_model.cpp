@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -67,9 +68,7 @@ TEST_CASE("model: MLA shapes are sharded by heads at TP=8") {
     const Step* kv_b = find_step(plan, "L0.kv_b");
     const Step* o_proj = find_step(plan, "L0.o_proj");
     const Step* gate_up = find_step(plan, "L0.gate_up");
-    const Step* expert = nullptr;  // the first routed expert of layer 1, whichever the router chose
-    for (const Step& s : plan.steps)
-        if (!expert && s.label.rfind("L1.expert", 0) == 0) expert = &s;
+    const Step* expert = find_step(plan, "L1.experts.gate_up");  // layer 1's routed experts
     const Step* lm_head = find_step(plan, "lm_head");
     REQUIRE((q_a && q_b && kv_b && o_proj && gate_up && expert && lm_head));
     CHECK((q_a->gemm.k == 7168 && q_a->gemm.n == 1536));      // replicated
@@ -77,7 +76,8 @@ TEST_CASE("model: MLA shapes are sharded by heads at TP=8") {
     CHECK((kv_b->gemm.k == 512 && kv_b->gemm.n == 8 * 256));  // 8 heads x (128+128)
     CHECK((o_proj->gemm.k == 8 * 128 && o_proj->gemm.n == 7168));
     CHECK(gate_up->gemm.n == 2 * 18432 / 8);  // layer 0 is dense
-    CHECK(expert->gemm.n == 2 * 2048 / 8);
+    CHECK(expert->experts.n == 2 * 2048 / 8);
+    CHECK(expert->experts.k == 7168);
     CHECK(lm_head->gemm.n == 163840 / 8);
     CHECK(q_b->gemm.m == 4);
     CHECK(find_step(plan, "L1.shared0.down") != nullptr);
@@ -113,14 +113,10 @@ TEST_CASE("model: a 1-token Kimi-K2.5 pass reads the published 32 B activated pa
 }
 
 namespace {
-/// Routed (gate_up) experts of layer `l` and the tokens routed to each.
+/// Routed experts of layer `l` and the tokens routed to each.
 std::vector<int> expert_tokens(const PassPlan& plan, int l) {
-    std::vector<int> out;
-    const std::string prefix = "L" + std::to_string(l) + ".expert";
-    for (const Step& s : plan.steps)
-        if (s.label.rfind(prefix, 0) == 0 && s.label.find("gate_up") != std::string::npos)
-            out.push_back(s.gemm.m);
-    return out;
+    const Step* s = find_step(plan, "L" + std::to_string(l) + ".experts.gate_up");
+    return s ? s->experts.rows : std::vector<int>{};
 }
 }  // namespace
 
@@ -155,16 +151,15 @@ TEST_CASE("model: INT4 routed experts read a quarter of the bytes plus one bf16 
     int quantized = 0;
     for (std::size_t i = 0; i < q.steps.size(); ++i) {
         const Step& s = q.steps[i];
-        if (s.kind != Step::Kind::gemm) continue;
-        const bool routed = s.label.find(".expert") != std::string::npos;
-        CHECK(s.gemm.int4 == routed);  // shared experts, attention and lm_head stay bf16
-        if (!routed) continue;
+        if (s.kind == Step::Kind::gemm) CHECK_FALSE(s.gemm.int4);  // shared experts, attention, lm_head: bf16
+        if (s.kind != Step::Kind::experts) continue;
         ++quantized;
-        const std::uint64_t nk = std::uint64_t(s.gemm.n) * s.gemm.k;
-        CHECK(s.gemm.weight_bytes() == nk / 2 + nk / 32 * 2);
-        CHECK(bf.steps[i].gemm.weight_bytes() == nk * 2);
+        CHECK(s.experts.int4);
+        const std::uint64_t nk = std::uint64_t(s.experts.n) * s.experts.k;
+        CHECK(s.experts.weight_bytes() == std::uint64_t(s.experts.count()) * (nk / 2 + nk / 32 * 2));
+        CHECK(bf.steps[i].experts.weight_bytes() == std::uint64_t(s.experts.count()) * nk * 2);
     }
-    CHECK(quantized > 60 * 2 * 28);
+    CHECK(quantized == 60 * 2);  // gate_up and down of every MoE layer
     CHECK(q.int4_experts);
     o.expert_format = ExpertFormat::int4;
     o.moe_intermediate = 96 * 8;  // 96 per rank at TP=8: not a multiple of 64
@@ -175,59 +170,74 @@ TEST_CASE("model: INT4 routed experts read a quarter of the bytes plus one bf16 
     CHECK(err.find("--expert-format int4") != std::string::npos);
 }
 
-TEST_CASE("model: a layer's experts of equal m form the runs both backends batch") {
+TEST_CASE("model: kimi-k2.5 runs INT4 experts by default, as its checkpoint, the others bf16") {
+    Options o;
+    CHECK(pass_shape(o, resolve(o)).int4_experts);
+    o.expert_format = ExpertFormat::bf16;
+    CHECK_FALSE(pass_shape(o, resolve(o)).int4_experts);
+    Options d;
+    d.model = "deepseek-v3";
+    CHECK_FALSE(pass_shape(d, resolve(d)).int4_experts);
+    // A kimi-k2.5 shape the INT4 kernel cannot take falls back to bf16 unless INT4 was asked for.
+    Options odd;
+    odd.moe_intermediate = 96 * 8;
+    odd.tp = 8;
+    CHECK_FALSE(pass_shape(odd, resolve(odd)).int4_experts);
+}
+
+TEST_CASE("model: a layer's routed experts run as one launch per side, their rows the tokens' choices") {
     Options o;
     const ModelShape m = resolve(o);
     PassShape int4;
     int4.int4_experts = true;
     const PassPlan four = build_pass(m, 8, 4, int4);
-    const std::vector<ExpertRun> runs = expert_runs(four, m.hidden);
-    std::vector<bool> in_run(four.steps.size(), false);
-    for (const ExpertRun& run : runs) {
-        CHECK(run.pairs >= 2);
-        const Gemm& up = four.steps[run.first_step].gemm;
-        const Gemm& down = four.steps[run.first_step + 1].gemm;
-        for (int e = 0; e < run.pairs; ++e) {
-            const std::size_t at = run.first_step + 2 * std::size_t(e);
-            const Step& u = four.steps[at];
-            const Step& d = four.steps[at + 1];
-            CHECK(u.label.find(".expert") != std::string::npos);  // INT4: the shared expert is bf16
-            CHECK(u.label.find(".gate_up") != std::string::npos);
-            CHECK(d.label.find(".down") != std::string::npos);
-            CHECK((u.gemm.m == up.m && u.gemm.n == up.n && u.gemm.k == up.k && u.gemm.int4));
-            CHECK((d.gemm.m == down.m && d.gemm.n == down.n && d.gemm.k == down.k && d.gemm.int4));
-            in_run[at] = in_run[at + 1] = true;
-        }
+    int layers = 0, experts = 0;
+    for (const Step& s : four.steps) {
+        if (s.kind != Step::Kind::experts || !s.experts.gate_up) continue;
+        ++layers;
+        const Experts& x = s.experts;
+        experts += x.count();
+        const std::vector<ExpertLaunch> launches = expert_launches(x);
+        REQUIRE(launches.size() == 1);  // at most 32 experts (4 tokens x 8): one launch of up to 40
+        CHECK(launches[0].count == x.count());
+        CHECK(launches[0].max_rows == x.rows.front());
+        CHECK(x.total_rows() == 4 * 8);
+        // Every choice has a row of its own.
+        REQUIRE(x.slots.size() == 4u * 8u);
+        std::vector<int> seen(std::size_t(x.total_rows()), 0);
+        for (int slot : x.slots) ++seen[std::size_t(slot)];
+        CHECK(std::count(seen.begin(), seen.end(), 1) == x.total_rows());
     }
-    // Every routed expert is in a run, unless it is the only expert of its m in its layer.
-    int experts = 0, batched = 0;
-    for (std::size_t i = 0; i < four.steps.size(); ++i) {
-        const Step& s = four.steps[i];
-        const bool routed_gate_up =
-            s.label.find(".expert") != std::string::npos && s.label.find(".gate_up") != std::string::npos;
-        if (!routed_gate_up) continue;
-        ++experts;
-        if (in_run[i]) {
-            ++batched;
-            continue;
-        }
-        const std::string layer = s.label.substr(0, s.label.find('.') + 1);
-        int same_m = 0;
-        for (const Step& t : four.steps)
-            same_m += t.label.rfind(layer, 0) == 0 && t.label.find(".expert") != std::string::npos &&
-                      t.label.find(".gate_up") != std::string::npos && t.gemm.m == s.gemm.m;
-        CHECK(same_m == 1);
+    CHECK(layers == 60);
+    CHECK(experts == 1872);  // 31.2 per MoE layer x 60 at router seed 1
+    // 41 experts with one row each are two launches (40 + 1).
+    Experts many;
+    many.rows.assign(41, 1);
+    const std::vector<ExpertLaunch> two = expert_launches(many);
+    REQUIRE(two.size() == 2);
+    CHECK((two[0].count == 40 && two[1].first == 40 && two[1].count == 1));
+}
+
+TEST_CASE("model: an MoE layer launches the server's 22-28 kernels, the stand-ins included") {
+    Options o;
+    const ModelShape m = resolve(o);
+    for (int tokens : {1, 4}) {
+        const PassPlan plan = build_pass(m, 8, tokens);
+        INFO(tokens << " tokens");
+        const int kernels = plan.layer_kernels(5);
+        CHECK(kernels >= 22);
+        CHECK(kernels <= 28);
+        std::map<Op, int> ops;
+        for (const Step& s : plan.steps)
+            if (s.kind == Step::Kind::op && s.label.rfind("L5.", 0) == 0) ++ops[s.op];
+        CHECK(ops[Op::q_norm] == 1);
+        CHECK(ops[Op::kv_norm] == 1);
+        CHECK(ops[Op::rope] == 1);
+        CHECK(ops[Op::kv_write] == 1);
+        CHECK(ops[Op::topk] == 1);
+        CHECK(ops[Op::silu_mul] == 2);  // the shared expert's and the routed experts'
+        CHECK(ops[Op::expert_sum] == 1);
     }
-    CHECK(experts == 1872);         // 31.2 per MoE layer x 60 at router seed 1
-    CHECK(batched > experts - 60);  // at most one expert per layer left alone
-    // One token: each MoE layer's 8 experts are one run; with bf16 experts the shared expert,
-    // of the same shape, joins it (as the CUDA backend batches it).
-    const PassPlan one_q = build_pass(m, 8, 1, int4);
-    const std::vector<ExpertRun> one_runs = expert_runs(one_q, m.hidden);
-    REQUIRE(one_runs.size() == 60);
-    for (const ExpertRun& run : one_runs) CHECK(run.pairs == 8);
-    const PassPlan one_bf = build_pass(m, 8, 1);
-    for (const ExpertRun& run : expert_runs(one_bf, m.hidden)) CHECK(run.pairs == 9);
 }
 
 TEST_CASE("model: the router seed picks other experts, the same seed the same ones") {
@@ -237,7 +247,10 @@ TEST_CASE("model: the router seed picks other experts, the same seed the same on
     b.router_seed = 99;
     auto labels = [](const PassPlan& p) {
         std::string all;
-        for (const Step& s : p.steps) all += s.label + ",";
+        for (const Step& s : p.steps)
+            for (int r : s.experts.rows) all += std::to_string(r) + ",";
+        for (const Step& s : p.steps)
+            for (int slot : s.experts.slots) all += std::to_string(slot) + ";";
         return all;
     };
     CHECK(labels(build_pass(m, 8, 4, a)) == labels(build_pass(m, 8, 4, a)));
@@ -269,21 +282,41 @@ TEST_CASE("model: MLA decode attention reads the latent KV cache of --context to
     CHECK(g->attention.cache_bytes() == 2ull * 2048 * 256 * 2);  // K and V of 128 per KV head
 }
 
-TEST_CASE("model: the EAGLE-3 draft pass runs its own layer and collectives per step") {
+TEST_CASE(
+    "model: the EAGLE-3 draft pass is SGLang's: an extend over the emitted tokens, then 1-token steps") {
     Options o;
     const ModelShape m = resolve(o);
-    const PassPlan draft = build_draft_pass(m, 8, 3);
-    CHECK(draft.all_reduce_count() == 6);
-    CHECK(draft.collective_count() == 9);
+    // The published Kimi-K2.5 EAGLE-3 draft (TorchSpec's kimi_k25_eagle3.json).
+    CHECK(m.draft_heads == 64);
+    CHECK(m.draft_kv_heads == 64);
+    CHECK(m.draft_intermediate == 12288);
+    CHECK(m.draft_vocab == 163840);
+    o.accept_len = 3.2;
+    const PassPlan draft = build_draft_pass(m, 8, 3, pass_shape(o, m));
+    // 3 forwards: each an embedding, an attention and an MLP all-reduce and a logits all-gather.
+    CHECK(draft.all_reduce_count() == 9);
+    CHECK(draft.all_gather_count() == 3);
+    const Step* embed0 = find_step(draft, "D0.embed");
+    const Step* embed1 = find_step(draft, "D1.embed");
+    REQUIRE((embed0 && embed1));
+    CHECK(embed0->bytes == 3u * 7168 * 2);  // the extend: round(3.2) = 3 tokens
+    CHECK(embed1->bytes == 1u * 7168 * 2);
     CHECK(find_step(draft, "D0.fc") != nullptr);
     CHECK(find_step(draft, "D1.fc") == nullptr);
-    const Step* attn = find_step(draft, "D2.attention");
-    REQUIRE(attn);
-    CHECK(attn->attention.context == 4096 + 2);
+    const Step* qkv = find_step(draft, "D0.qkv");
+    REQUIRE(qkv);
+    CHECK(qkv->gemm.k == 2 * 7168);
+    CHECK(qkv->gemm.n == (8 + 2 * 8) * 128);  // 64 heads and 64 KV heads over 8 ranks
+    CHECK(qkv->gemm.m == 3);
+    std::vector<int> contexts;
+    for (const Step& s : draft.steps)
+        if (s.kind == Step::Kind::attention) contexts.push_back(s.attention.context);
+    CHECK(contexts == std::vector<int>{4096 + 3, 4096 + 4, 4096 + 5});
     const Step* lm = find_step(draft, "D1.lm_head");
     REQUIRE(lm);
-    CHECK(lm->gemm.n == 32000 / 8);
+    CHECK(lm->gemm.n == 163840 / 8);
     CHECK(lm->gemm.m == 1);
+    CHECK(find_step(draft, "D0.lm_head")->gemm.m == 1);  // the extend's logits: its last token's
     CHECK(build_draft_pass(m, 8, 0).steps.empty());
 }
 

@@ -36,19 +36,37 @@ TEST_CASE("options: the pass a server runs and how its ranks run") {
     CHECK(p.options.process_model == ProcessModel::threads);
     CHECK(p.options.context == 8192);
     CHECK(p.options.draft_steps == 0);
-    CHECK(parse({}).options.expert_format == ExpertFormat::bf16);
+    CHECK_FALSE(parse({}).options.expert_format.has_value());  // the model's own (engine/model)
     CHECK(parse({"--expert-format", "int4"}).options.expert_format == ExpertFormat::int4);
     CHECK(std::string(process_model_name(ProcessModel::processes)) == "process-per-rank");
     CHECK(std::string(process_model_name(ProcessModel::threads)) == "threads");
 }
 
-TEST_CASE("options: flags only the sim uses are recorded, and refused with --backend cuda") {
-    ParseOutcome p = parse({"--topology", "nvlink", "--noise", "0.1", "--inject", "hang"});
+TEST_CASE("options: flags only the sim uses are recorded, ignored by CUDA, its faults refused there") {
+    ParseOutcome p =
+        parse({"--topology", "nvlink", "--noise", "0.1", "--inject", "hang", "--calibration", "c.txt"});
     REQUIRE(p.error.empty());
-    CHECK(p.options.sim_only_flags == std::vector<std::string>{"--topology", "--noise", "--inject"});
-    ParseOutcome cuda = parse({"--backend", "cuda", "--noise", "0.1"});
-    CHECK(cuda.error.find("--noise only applies to the sim backend") != std::string::npos);
+    CHECK(p.options.sim_only_flags ==
+          std::vector<std::string>{"--topology", "--noise", "--inject", "--calibration"});
+    // The sim's machine is ignored by the CUDA backend (main says so on stderr), not refused.
+    CHECK(parse({"--backend", "cuda", "--noise", "0.1", "--topology", "pcie-gen5"}).error.empty());
+    ParseOutcome fault = parse({"--backend", "cuda", "--inject", "segv"});
+    CHECK(fault.error.find("--inject segv is a fault of the sim backend") != std::string::npos);
+    // A stale collective is a fault of both backends.
+    ParseOutcome stale = parse({"--backend", "cuda", "--inject", "stale"});
+    CHECK(stale.error.empty());
+    CHECK(stale.options.sim_only_flags.empty());
     CHECK(parse({"--backend", "cuda", "--seed", "3"}).error.empty());  // the router uses --seed
+}
+
+TEST_CASE("options: the server preset decides the capture mode unless it is given") {
+    CHECK(parse({}).options.server == Server::sglang);
+    CHECK(parse({}).options.capture_mode == CaptureMode::global);
+    CHECK(parse({"--server", "none"}).options.capture_mode == CaptureMode::thread_local_mode);
+    CHECK(parse({"--capture-mode", "relaxed"}).options.capture_mode == CaptureMode::relaxed);
+    CHECK(parse({"--server", "none", "--capture-mode", "global"}).options.capture_mode ==
+          CaptureMode::global);
+    CHECK(parse({"--server", "vllm"}).error.find("sglang or none") != std::string::npos);
 }
 
 TEST_CASE("options: both value spellings and planner-style flags") {

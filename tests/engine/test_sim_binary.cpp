@@ -5,9 +5,11 @@
 
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/text.hpp"
 
 using ncclsweep::test::binary_path;
 using ncclsweep::test::CommandResult;
+using ncclsweep::test::contains;
 using ncclsweep::test::run_command;
 
 namespace {
@@ -36,9 +38,6 @@ std::string result_line(const CommandResult& r) {
         if (l.rfind("{\"event\":\"result\"", 0) == 0) return l;
     return "";
 }
-bool binary_contains(const std::string& hay, const std::string& needle) {
-    return hay.find(needle) != std::string::npos;
-}
 }  // namespace
 
 TEST_CASE("tpverify sim: events in order with the contract fields") {
@@ -54,7 +53,7 @@ TEST_CASE("tpverify sim: events in order with the contract fields") {
     CHECK(field(out[0], "all_gather_bytes") == "163840");
     CHECK(field(out[0], "graph") == "true");
     CHECK(field(out[0], "fusion") == "false");
-    CHECK(binary_contains(field(out[0], "nccl_version"), "2.28"));
+    CHECK(contains(field(out[0], "nccl_version"), "2.28"));
     CHECK(out[1] == R"({"event":"capture","phase":"begin"})");
     CHECK(field(out[2], "phase") == "\"end\"");
     CHECK(!field(out[2], "seconds").empty());
@@ -84,18 +83,22 @@ TEST_CASE("tpverify sim: --target-rsd stops on its own") {
 }
 
 TEST_CASE(
-    "tpverify sim: NCCL_ALGO changes the timing and channel knobs count where NCCL's cut keeps channels") {
+    "tpverify sim: NCCL_ALGO changes the timing, channel knobs change NCCL's choice, not its estimate") {
     const auto p50 = [](const CommandResult& r) { return field(result_line(r), "verify_us_p50"); };
     const std::vector<std::string> small = {"--json", "--tp", "8", "--tokens", "1"};
     const std::string base = p50(sim_binary_run(small));
     REQUIRE(!base.empty());
     CHECK(p50(sim_binary_run(small, {"NCCL_ALGO=allreduce:tree"})) != base);
-    CHECK(p50(sim_binary_run(small, {"NCCL_MAX_CTAS=1"})) == base);
     // NCCL's cut (enqueue.cc) brings the 40 KB logits all-gather to one channel of 512 threads by
-    // default; with 16 channels of 256 threads it stops at two, so the pass changes.
-    CHECK(p50(sim_binary_run(small, {"NCCL_MIN_CTAS=16", "NCCL_NTHREADS=256"})) != base);
+    // default; with 16 channels of 256 threads it stops at two: another effective choice ...
+    const CommandResult knobs = sim_binary_run(small, {"NCCL_MIN_CTAS=16", "NCCL_NTHREADS=256"});
+    CHECK(field(result_line(knobs), "all_gather_channels") == "2");
+    CHECK(field(result_line(sim_binary_run(small)), "all_gather_channels") == "1");
+    // ... but the same price: NCCL's own estimate (tuning.cc) does not depend on the channels the
+    // cut keeps, and no measurement says by how much they matter (docs/engine.md, "Assumptions").
+    CHECK(p50(knobs) == base);
     const std::vector<std::string> large = {"--json", "--tp", "8", "--tokens", "300"};
-    CHECK(p50(sim_binary_run(large, {"NCCL_MAX_CTAS=1"})) != p50(sim_binary_run(large)));
+    CHECK(p50(sim_binary_run(large, {"NCCL_MAX_CTAS=1"})) == p50(sim_binary_run(large)));
 }
 
 TEST_CASE("tpverify sim: NCCL debug lines show the effective configuration") {
@@ -103,40 +106,41 @@ TEST_CASE("tpverify sim: NCCL debug lines show the effective configuration") {
         sim_binary_run({"--json", "--tp", "8"},
                        {"NCCL_DEBUG=INFO", "NCCL_DEBUG_SUBSYS=TUNING,ENV", "NCCL_ALGO=allreduce:tree"});
     REQUIRE(r.exit_code == 0);
-    CHECK(binary_contains(r.out, "NCCL INFO NCCL_ALGO set by environment to allreduce:tree"));
-    CHECK(binary_contains(r.out, "NCCL INFO AllReduce: 57344 Bytes -> Algo TREE proto"));
-    CHECK(binary_contains(r.out, "NCCL INFO AllGather: 163840 Bytes -> Algo RING proto"));
+    CHECK(contains(r.out, "NCCL INFO NCCL_ALGO set by environment to allreduce:tree"));
+    CHECK(contains(r.out, "NCCL INFO AllReduce: 57344 Bytes -> Algo TREE proto"));
+    CHECK(contains(r.out, "NCCL INFO AllGather: 163840 Bytes -> Algo RING proto"));
 }
 
 TEST_CASE("tpverify sim: bare NCCL_ALGO=Tree fails the first AllGather like NCCL") {
     CommandResult warm = sim_binary_run({"--json", "--tp", "8"}, {"NCCL_ALGO=Tree", "NCCL_DEBUG=WARN"});
     CHECK(warm.exit_code == 1);
-    CHECK(binary_contains(
-        warm.out,
-        "NCCL WARN Error : no algorithm/protocol available for function AllGather with datatype "
-        "ncclBfloat16. NCCL_ALGO was set to Tree."));
-    CHECK(binary_contains(warm.err, "tpverify: warmup: ncclAllGather failed: invalid usage"));
+    CHECK(contains(warm.out,
+                   "NCCL WARN Error : no algorithm/protocol available for function AllGather with datatype "
+                   "ncclBfloat16. NCCL_ALGO was set to Tree."));
+    CHECK(contains(warm.err, "tpverify: warmup: ncclAllGather failed: invalid usage"));
     CHECK(result_line(warm).empty());
 
-    CommandResult capture =
-        sim_binary_run({"--json", "--tp", "8", "--no-warmup-before-capture"}, {"NCCL_ALGO=Tree"});
+    CommandResult capture = sim_binary_run(
+        {"--json", "--tp", "8", "--no-warmup-before-capture", "--server", "none"}, {"NCCL_ALGO=Tree"});
     CHECK(capture.exit_code == 1);
-    CHECK(binary_contains(capture.err, "tpverify: capture: ncclAllGather failed: invalid usage"));
-    CHECK(binary_contains(capture.err, "operation failed due to a previous error during capture"));
-    CHECK(binary_contains(capture.out, R"({"event":"capture","phase":"begin"})"));
+    CHECK(contains(capture.err, "tpverify: capture: ncclAllGather failed: invalid usage"));
+    CHECK(contains(capture.err, "operation failed due to a previous error during capture"));
+    CHECK(contains(capture.out, R"({"event":"capture","phase":"begin"})"));
 
     CHECK(sim_binary_run({"--json", "--tp", "8"}, {"NCCL_ALGO=allreduce:tree"}).exit_code == 0);
     CommandResult bad = sim_binary_run({"--tp", "8"}, {"NCCL_ALGO=ring,bogus"});
     CHECK(bad.exit_code == 1);
-    CHECK(binary_contains(bad.err, "tpverify: init: ncclCommInitRank failed: invalid usage"));
+    CHECK(contains(bad.err, "tpverify: init: ncclCommInitRank failed: invalid usage"));
 }
 
 TEST_CASE("tpverify sim: lazy connect inside a global-mode capture fails") {
     CommandResult r = sim_binary_run({"--tp", "8", "--no-warmup-before-capture", "--capture-mode", "global"});
     CHECK(r.exit_code == 1);
-    CHECK(binary_contains(r.err, "unhandled cuda error"));
-    CHECK(sim_binary_run({"--tp", "8", "--no-warmup-before-capture"}).exit_code ==
-          0);  // thread-local is fine
+    CHECK(contains(r.err, "unhandled cuda error"));
+    // SGLang (the default server) captures in global mode: without its warm-up it fails the same way.
+    CHECK(sim_binary_run({"--tp", "8", "--no-warmup-before-capture"}).exit_code == 1);
+    CHECK(sim_binary_run({"--tp", "8", "--no-warmup-before-capture", "--server", "none"}).exit_code ==
+          0);  // bare NCCL captures thread-local: fine
     CHECK(sim_binary_run({"--tp", "8", "--no-warmup-before-capture", "--capture-mode", "global"},
                          {"NCCL_RUNTIME_CONNECT=0"})
               .exit_code == 0);
@@ -145,7 +149,7 @@ TEST_CASE("tpverify sim: lazy connect inside a global-mode capture fails") {
 TEST_CASE("tpverify sim: --check catches LL128 corruption over PCIe, passes fused and unfused") {
     CommandResult corrupt = sim_binary_run({"--json", "--tp", "8", "--check"}, {"NCCL_PROTO=LL128"});
     CHECK(corrupt.exit_code == 1);
-    CHECK(binary_contains(corrupt.err, "elements differ from the host reference"));
+    CHECK(contains(corrupt.err, "elements differ from the host reference"));
     CHECK(result_line(corrupt).empty());
     CHECK(field(result_line(sim_binary_run({"--json", "--tp", "8", "--check"})), "check_wrong") == "0");
     CHECK(field(result_line(sim_binary_run({"--json", "--tp", "8", "--check", "--fusion", "on"})),
@@ -166,42 +170,42 @@ TEST_CASE("tpverify sim: graphs and fusion make the pass faster") {
 TEST_CASE("tpverify sim: bad usage exits 2 with a message") {
     CommandResult r = sim_binary_run({"--tp", "3"});
     CHECK(r.exit_code == 2);
-    CHECK(binary_contains(r.err, "attention heads"));
+    CHECK(contains(r.err, "attention heads"));
     CommandResult u = sim_binary_run({"--graph=sometimes"});
     CHECK(u.exit_code == 2);
-    CHECK(binary_contains(u.err, "--graph"));
+    CHECK(contains(u.err, "--graph"));
     CommandResult h = sim_binary_run({"--help"});
     CHECK(h.exit_code == 0);
-    CHECK(binary_contains(h.out, "verify pass"));
+    CHECK(contains(h.out, "verify pass"));
 }
 
 TEST_CASE("tpverify sim: readable summary without --json") {
     CommandResult r = sim_binary_run({"--tp", "8"});
     REQUIRE(r.exit_code == 0);
-    CHECK(binary_contains(r.out, "tok/s"));
-    CHECK(binary_contains(r.out, "verify pass"));
-    CHECK_FALSE(binary_contains(r.out, "{\"event\""));
+    CHECK(contains(r.out, "tok/s"));
+    CHECK(contains(r.out, "verify pass"));
+    CHECK_FALSE(contains(r.out, "{\"event\""));
 }
 
 TEST_CASE("tpverify sim: injected capture-fail, nccl-error, cuda-oom, exit") {
     CommandResult cap = sim_binary_run({"--json", "--inject", "capture-fail"});
     CHECK(cap.exit_code == 1);
-    CHECK(binary_contains(cap.err, "operation not permitted when stream is capturing"));
-    CHECK(binary_contains(cap.err, "tpverify: capture:"));
-    CHECK(binary_contains(cap.out, R"({"event":"capture","phase":"begin"})"));
-    CHECK_FALSE(binary_contains(cap.out, "\"ready\""));
+    CHECK(contains(cap.err, "operation not permitted when stream is capturing"));
+    CHECK(contains(cap.err, "tpverify: capture:"));
+    CHECK(contains(cap.out, R"({"event":"capture","phase":"begin"})"));
+    CHECK_FALSE(contains(cap.out, "\"ready\""));
 
     CommandResult nccl = sim_binary_run({"--json", "--inject", "nccl-error"}, {"NCCL_DEBUG=WARN"});
     CHECK(nccl.exit_code == 1);
-    CHECK(binary_contains(nccl.out, "NCCL WARN"));
-    CHECK(binary_contains(nccl.err, "tpverify: replay: ncclAllReduce failed: unhandled cuda error"));
-    CHECK(binary_contains(nccl.out, R"({"event":"ready"})"));
+    CHECK(contains(nccl.out, "NCCL WARN"));
+    CHECK(contains(nccl.err, "tpverify: replay: ncclAllReduce failed: unhandled cuda error"));
+    CHECK(contains(nccl.out, R"({"event":"ready"})"));
 
     CommandResult oom = sim_binary_run({"--json", "--inject", "cuda-oom@init"});
     CHECK(oom.exit_code == 1);
-    CHECK(binary_contains(oom.err, "tpverify: init: cudaMalloc failed: out of memory"));
-    CHECK(binary_contains(oom.err, "CUDA out of memory"));
-    CHECK_FALSE(binary_contains(oom.out, "\"event\":\"capture\""));
+    CHECK(contains(oom.err, "tpverify: init: cudaMalloc failed: out of memory"));
+    CHECK(contains(oom.err, "CUDA out of memory"));
+    CHECK_FALSE(contains(oom.out, "\"event\":\"capture\""));
 
     CommandResult ex = sim_binary_run({"--json", "--inject", "exit@warmup"});
     CHECK(ex.exit_code == 1);
@@ -212,7 +216,7 @@ TEST_CASE("tpverify sim: injected capture-fail, nccl-error, cuda-oom, exit") {
 TEST_CASE("tpverify sim: injected segv really crashes") {
     CommandResult r = sim_binary_run({"--json", "--inject", "segv"});
     CHECK(r.exit_code == 128 + 11);
-    CHECK(binary_contains(r.out, R"({"event":"ready"})"));
+    CHECK(contains(r.out, R"({"event":"ready"})"));
 }
 
 TEST_CASE("tpverify sim: injected hang really hangs until killed or the watchdog fires") {
@@ -220,12 +224,12 @@ TEST_CASE("tpverify sim: injected hang really hangs until killed or the watchdog
     CommandResult killed =
         run_command({"timeout", "2", bin, "--backend", "sim", "--json", "--inject", "hang"});
     CHECK(killed.exit_code == 124);
-    CHECK(binary_contains(killed.out, R"({"event":"ready"})"));
-    CHECK_FALSE(binary_contains(killed.out, "result"));
+    CHECK(contains(killed.out, R"({"event":"ready"})"));
+    CHECK_FALSE(contains(killed.out, "result"));
 
     CommandResult watchdog = sim_binary_run({"--json", "--inject", "hang@warmup", "--timeout", "0.3"});
     CHECK(watchdog.exit_code == 1);
-    CHECK(binary_contains(watchdog.err, "timed out after 0.3 s"));
+    CHECK(contains(watchdog.err, "timed out after 0.3 s"));
 
     CommandResult stall = sim_binary_run({"--json", "--inject", "hang:0.2"});
     CHECK(stall.exit_code == 0);
@@ -249,8 +253,10 @@ TEST_CASE("tpverify sim: NCCLSWEEP_REPEAT gives each repeat its own fixed noise"
 }
 
 TEST_CASE("tpverify sim: the pass a server runs: routed experts, attention, draft and parts") {
-    const CommandResult four = sim_binary_run({"--json", "--tp", "8", "--tokens", "4", "--iters", "3"});
-    const CommandResult one = sim_binary_run({"--json", "--tp", "8", "--tokens", "1", "--iters", "3"});
+    const CommandResult four =
+        sim_binary_run({"--json", "--tp", "8", "--tokens", "4", "--iters", "3", "--expert-format", "bf16"});
+    const CommandResult one =
+        sim_binary_run({"--json", "--tp", "8", "--tokens", "1", "--iters", "3", "--expert-format", "bf16"});
     REQUIRE(four.exit_code == 0);
     const std::string start = lines(four.out).front();
     CHECK(field(start, "process_model") == "\"process-per-rank\"");
@@ -282,4 +288,32 @@ TEST_CASE("tpverify sim: the pass a server runs: routed experts, attention, draf
     const std::string fixed =
         result_line(sim_binary_run({"--json", "--draft-steps", "0", "--draft-us", "1234", "--iters", "3"}));
     CHECK(field(fixed, "draft") == "1234");
+}
+
+TEST_CASE("tpverify sim: --inject stale is caught by --check, and unseen without it") {
+    const CommandResult caught = sim_binary_run({"--json", "--tp", "8", "--check", "--inject", "stale"});
+    CHECK(caught.exit_code == 1);
+    CHECK(contains(caught.err, "the collective returned the previous call's data"));
+    CHECK(result_line(caught).empty());
+    // Without --check a stale collective changes no timing: nothing to see.
+    CHECK(sim_binary_run({"--json", "--tp", "8", "--inject", "stale"}).exit_code == 0);
+}
+
+TEST_CASE("tpverify sim: SGLang's preset and the draft's collectives are in the start event") {
+    const CommandResult r = sim_binary_run({"--json", "--tp", "8"}, {"NCCL_PROTO=LL"});
+    REQUIRE(r.exit_code == 0);
+    const std::string start = lines(r.out).front();
+    CHECK(field(start, "server") == "\"sglang\"");
+    CHECK(field(start, "capture_mode") == "\"global\"");
+    CHECK(contains(start, R"("nccl_env":{"NCCL_CUMEM_ENABLE":"0","NCCL_NVLS_ENABLE":"0",)"));
+    CHECK(contains(start, R"("NCCL_PROTO":"LL"})"));
+    CHECK(contains(start, R"("nccl_env_from_caller":["NCCL_PROTO"])"));
+    CHECK(field(start, "draft_all_reduces") == "9");
+    CHECK(field(start, "draft_all_gathers") == "3");
+    // A GPU nothing was measured on says what prices it instead.
+    CHECK(contains(start, R"("gpu_price_assumption":"nothing measured on NVIDIA RTX PRO 6000)"));
+    const CommandResult h200 = sim_binary_run({"--json", "--tp", "1", "--topology", "nvlink"});
+    CHECK(contains(lines(h200.out).front(),
+                   R"x("gpu_prices":"kernel times measured on NVIDIA H200 (builtin:h200)")x"));
+    CHECK(!contains(lines(h200.out).front(), "gpu_price_assumption"));
 }

@@ -153,7 +153,7 @@ TEST_CASE("measure collectives: the sim prices a one-rank pass from the H200 rec
     const CommandResult r = simulate(file);
     INFO(r.out << r.err);
     REQUIRE(r.exit_code == 0);
-    CHECK(result_field(r, "collective_times") == "calibration");
+    CHECK(result_field(r, "collective_times") == "calibrated");
     CHECK(result_field(r, "calibrated_collectives") == "124");
     // 123 all-reduces of 57344 B and the logits all-gather of 1310720 B, as measured, plus the
     // sim's 1 us launch gap per collective inside a graph (docs/engine.md).
@@ -184,7 +184,7 @@ TEST_CASE("measure collectives: the sim ranks NCCL settings as the H200 measurem
         const CommandResult r = simulate(file.string(), env);
         INFO(name << "\n" << r.out << r.err);
         REQUIRE(r.exit_code == 0);
-        CHECK(result_field(r, "collective_times") == "calibration");
+        CHECK(result_field(r, "collective_times") == "calibrated");
         measured_and_sim.emplace_back(measured, std::stod(result_field(r, "comm_pass_us")));
     }
     for (std::size_t i = 0; i < measured_and_sim.size(); ++i)

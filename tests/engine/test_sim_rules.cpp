@@ -5,26 +5,17 @@
 #include <string>
 
 #include "engine/sim/sim_model.hpp"
+#include "tests/engine/sim_env.hpp"
 #include "tests/support/catch.hpp"
 
 using namespace tpverify;
 using namespace tpverify::sim;
+using tpverify::sim::testing::env_of;
 
 namespace {
-NcclEnv rules_env_of(const std::map<std::string, std::string>& vars) {
-    NcclEnv env;
-    std::string warn;
-    REQUIRE(parse_nccl_env(
-        [&](const char* name) -> const char* {
-            auto it = vars.find(name);
-            return it == vars.end() ? nullptr : it->second.c_str();
-        },
-        env, warn));
-    return env;
-}
 Choice rules_pick(const std::map<std::string, std::string>& vars, Func f, std::uint64_t bytes,
                   const TopologyModel& topo = topology_model(Topology::pcie_gen5), int ranks = 8) {
-    return Comm(topo, rules_env_of(vars), ranks).choose(f, bytes);
+    return Comm(topo, env_of(vars), ranks).choose(f, bytes);
 }
 }  // namespace
 
@@ -46,19 +37,19 @@ TEST_CASE("sim rules: NCCL_P2P_LEVEL numbers are NCCL's old numbering LOC PIX PX
 
 TEST_CASE("sim rules: NCCL_P2P_LEVEL=3 and PHB give the same transport and the same pass") {
     const auto topo = topology_model(Topology::pcie_gen5);
-    const Comm by_number(topo, rules_env_of({{"NCCL_P2P_LEVEL", "3"}}), 8);
-    const Comm by_name(topo, rules_env_of({{"NCCL_P2P_LEVEL", "PHB"}}), 8);
+    const Comm by_number(topo, env_of({{"NCCL_P2P_LEVEL", "3"}}), 8);
+    const Comm by_name(topo, env_of({{"NCCL_P2P_LEVEL", "PHB"}}), 8);
     CHECK(by_number.transport() == Transport::p2p);  // the GPUs sit behind the host bridge (PHB)
     CHECK(by_name.transport() == Transport::p2p);
     CHECK(by_number.choose(Func::all_reduce, 57344).time_us ==
           by_name.choose(Func::all_reduce, 57344).time_us);
     // Lower case is not a level for NCCL: the default (PXB) applies and NCCL goes through SHM.
-    CHECK(Comm(topo, rules_env_of({{"NCCL_P2P_LEVEL", "phb"}}), 8).transport() == Transport::shm);
-    CHECK(Comm(topo, rules_env_of({{"NCCL_P2P_LEVEL", "2"}}), 8).transport() == Transport::shm);
+    CHECK(Comm(topo, env_of({{"NCCL_P2P_LEVEL", "phb"}}), 8).transport() == Transport::shm);
+    CHECK(Comm(topo, env_of({{"NCCL_P2P_LEVEL", "2"}}), 8).transport() == Transport::shm);
     // NCCL_P2P_DISABLE counts only when it is 1; it wins over NCCL_P2P_LEVEL.
-    CHECK(Comm(topo, rules_env_of({{"NCCL_P2P_DISABLE", "2"}, {"NCCL_P2P_LEVEL", "SYS"}}), 8).transport() ==
+    CHECK(Comm(topo, env_of({{"NCCL_P2P_DISABLE", "2"}, {"NCCL_P2P_LEVEL", "SYS"}}), 8).transport() ==
           Transport::p2p);
-    CHECK(Comm(topo, rules_env_of({{"NCCL_P2P_DISABLE", "1"}, {"NCCL_P2P_LEVEL", "SYS"}}), 8).transport() ==
+    CHECK(Comm(topo, env_of({{"NCCL_P2P_DISABLE", "1"}, {"NCCL_P2P_LEVEL", "SYS"}}), 8).transport() ==
           Transport::shm);
 }
 
@@ -128,8 +119,8 @@ TEST_CASE("sim rules: LL128 is capped per channel by architecture and off by def
     nvl.gpu.sm = 100;
     CHECK(ring_ll128(nvl) == Approx(bytes / (1000.0 * 16 * 40.0 * ar_ratio)).epsilon(1e-4));  // Blackwell
     const auto gen5 = topology_model(Topology::pcie_gen5);
-    CHECK_FALSE(Comm(gen5, rules_env_of({}), 8).ll128_default());
-    CHECK(Comm(topology_model(Topology::nvlink), rules_env_of({}), 8).ll128_default());
+    CHECK_FALSE(Comm(gen5, env_of({}), 8).ll128_default());
+    CHECK(Comm(topology_model(Topology::nvlink), env_of({}), 8).ll128_default());
 }
 
 TEST_CASE("sim rules: Simple's extra warp comes after the channel cut") {
@@ -150,16 +141,16 @@ TEST_CASE("sim rules: Simple's extra warp comes after the channel cut") {
 TEST_CASE("sim rules: fusion runs only with peer access and at most 8 ranks") {
     const auto topo = topology_model(Topology::pcie_gen5);
     std::string reason;
-    CHECK(fusion_possible(topo, rules_env_of({}), 8, reason));
+    CHECK(fusion_possible(topo, env_of({}), 8, reason));
     CHECK(reason.empty());
-    CHECK_FALSE(fusion_possible(topo, rules_env_of({{"NCCL_P2P_DISABLE", "1"}}), 8, reason));
+    CHECK_FALSE(fusion_possible(topo, env_of({{"NCCL_P2P_DISABLE", "1"}}), 8, reason));
     CHECK(reason.find("NCCL_P2P_DISABLE") != std::string::npos);
     reason.clear();
-    CHECK_FALSE(fusion_possible(topo, rules_env_of({}), 16, reason));
+    CHECK_FALSE(fusion_possible(topo, env_of({}), 16, reason));
     CHECK(reason.find("at most 8 ranks") != std::string::npos);
     TopologyModel no_peer = topo;
     no_peer.peer_access = false;
     reason.clear();
-    CHECK_FALSE(fusion_possible(no_peer, rules_env_of({}), 8, reason));
+    CHECK_FALSE(fusion_possible(no_peer, env_of({}), 8, reason));
     CHECK(reason.find("cannot access") != std::string::npos);
 }

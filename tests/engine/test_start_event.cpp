@@ -59,3 +59,24 @@ TEST_CASE("start event: fused only when fusion is on and nothing made it fall ba
     CHECK(line.find(R"("fused":false)") != std::string::npos);
     CHECK(line.find(R"("fusion_fallback":"no peer access between the ranks")") != std::string::npos);
 }
+
+TEST_CASE("start event: the server preset, its capture mode, the environment and the draft's collectives") {
+    Options o;
+    const PassPlan plan = kimi_pass(8, 4);
+    StartFacts facts{"cuda", "2.28.3", ProcessModel::processes, 8, 3, ""};
+    facts.draft_all_reduces = 9;
+    facts.draft_all_gathers = 3;
+    facts.nccl_env = R"({"NCCL_CUMEM_ENABLE":"0","NCCL_PROTO":"LL"})";
+    facts.nccl_env_from_caller = R"(["NCCL_PROTO"])";
+    facts.libnccl = "/usr/lib/x86_64-linux-gnu/libnccl.so.2";
+    const std::string line = start_event_fields(o, plan, facts).str();
+    CHECK(line.find(R"("capture_mode":"global","server":"sglang")") != std::string::npos);
+    CHECK(line.find(R"("draft_steps":3,"draft_all_reduces":9,"draft_all_gathers":3)") != std::string::npos);
+    CHECK(line.find(R"("nccl_env":{"NCCL_CUMEM_ENABLE":"0","NCCL_PROTO":"LL"})") != std::string::npos);
+    CHECK(line.find(R"("nccl_env_from_caller":["NCCL_PROTO"])") != std::string::npos);
+    CHECK(line.find(R"("libnccl":"/usr/lib/x86_64-linux-gnu/libnccl.so.2")") != std::string::npos);
+    o.server = Server::none;
+    o.capture_mode = CaptureMode::thread_local_mode;
+    CHECK(start_event_fields(o, plan, facts).str().find(R"("capture_mode":"thread-local","server":"none")") !=
+          std::string::npos);
+}

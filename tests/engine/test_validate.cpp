@@ -19,10 +19,14 @@ TEST_CASE("validate: tp 3 for kimi-k2.5 is refused naming tp and the heads") {
 }
 
 TEST_CASE("validate: flags that exclude each other and unknown flags are refused") {
-    const Verdict sim_only = validate_args({"--backend", "cuda", "--topology", "nvlink"});
+    // The sim's machine (--topology, --noise, --calibration) is ignored on CUDA, not refused: a
+    // study written for the sim plans unchanged with backend=cuda. A fault is refused.
+    CHECK(validate_args({"--backend", "cuda", "--topology", "nvlink", "--noise", "0.01"}).valid);
+    const Verdict sim_only = validate_args({"--backend", "cuda", "--inject", "hang"});
     CHECK_FALSE(sim_only.valid);
     REQUIRE_FALSE(sim_only.parameters.empty());
-    CHECK(sim_only.parameters.front() == "topology");  // then backend, as the message names them
+    CHECK(sim_only.parameters.front() == "inject");  // then backend, as the message names them
+    CHECK(validate_args({"--backend", "cuda", "--inject", "stale"}).valid);  // both backends have it
     const Verdict unknown = validate_args({"--topolgy", "nvlink"});
     CHECK_FALSE(unknown.valid);
     CHECK(unknown.error == "unknown flag --topolgy");

@@ -14,6 +14,7 @@
 #include "remote/local_target.hpp"
 #include "remote/slurm_target.hpp"
 #include "tests/support/catch.hpp"
+#include "tests/support/manual_clock.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace ncclsweep;
@@ -92,6 +93,9 @@ struct FakeSlurm final : SlurmCommands {
 
 struct Fixture {
     TempDir dir;
+    /// The target's time: its waits move it, so poll intervals, graces and pending_timeout pass
+    /// exactly and at once, however loaded the machine is.
+    test::ManualClock clock;
     FakeSlurm* slurm = nullptr;
     std::unique_ptr<SlurmTarget> target;
     std::string workdir;
@@ -113,6 +117,7 @@ struct Fixture {
         options.shared_check_grace = std::chrono::milliseconds(100);
         options.workdir_root = dir.path().string();
         options.warn = [this](const std::string& message) { warnings.push_back(message); };
+        options.clock = &clock;
         if (adjust) adjust(options);
         target = std::make_unique<SlurmTarget>(std::make_unique<LocalTarget>(login_options), std::move(fake),
                                                options);
@@ -135,12 +140,12 @@ struct Fixture {
     }
 };
 
-/// Polls `process` until it ends (or 5 s pass); returns the lines read and the final state.
+/// Polls `process` until it ends (at most 5,000 polls of 20 ms: 100 s on the target's clock);
+/// returns the lines read and the final state.
 std::pair<std::vector<OutputLine>, PollState> drain(Process& process) {
     std::vector<OutputLine> lines;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     OutputLine line;
-    while (std::chrono::steady_clock::now() < deadline) {
+    for (int polls = 0; polls < 5000; ++polls) {
         PollState state = process.poll(std::chrono::milliseconds(20), line);
         if (state == PollState::line) {
             lines.push_back(line);
@@ -431,8 +436,7 @@ TEST_CASE(
         REQUIRE(process);
         f.slurm->end("100_0", "COMPLETED 0:0");
         OutputLine line;
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-        while (f.slurm->count("scontrol") == 0 && std::chrono::steady_clock::now() < deadline)
+        for (int polls = 0; polls < 5000 && f.slurm->count("scontrol") == 0; ++polls)
             REQUIRE((*process)->poll(std::chrono::milliseconds(20), line) == PollState::timeout);
         REQUIRE(f.slurm->count("scontrol") > 0);  // Slurm's final state is known; the files are not here yet
         f.write("100_0", ".out", "tok_s=1\n");
@@ -451,10 +455,10 @@ TEST_CASE("slurm target: tasks no node starts are warned about once and cancelle
     REQUIRE(f.target->submit(items));
     for (const auto& task : {"100_0", "100_1", "100_2"})
         f.slurm->reasons[task] = "ReqNodeNotAvail, UnavailableNodes:node3";
-    const auto began = std::chrono::steady_clock::now();
+    const double began = f.clock.seconds();
     auto started = f.target->start(items[0].command);
     REQUIRE_FALSE(started);
-    CHECK(std::chrono::steady_clock::now() - began >= std::chrono::milliseconds(400));
+    CHECK(f.clock.seconds() - began >= 0.4);  // on the target's clock: not before pending_timeout
     CHECK(started.error().kind == ErrorKind::infrastructure);
     CHECK(started.error().message.find(
               "for 0.4 s (target.slurm.pending_timeout) no node of partition debug started") !=

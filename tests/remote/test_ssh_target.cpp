@@ -9,9 +9,11 @@
 #include <random>
 #include <thread>
 
+#include "remote/slurm_target.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/test_sshd.hpp"
+#include "tests/support/test_user.hpp"
 
 using namespace ncclsweep;
 using namespace std::chrono_literals;
@@ -23,6 +25,7 @@ namespace {
 
 /// The shared TestSshd plus what SshTarget needs to reach it.
 struct TestSshd : test::TestSshd {
+    using test::TestSshd::TestSshd;
     [[nodiscard]] SshOptions options() const {
         SshOptions o;
         o.known_hosts = (dir.path() / "known_hosts").string();
@@ -63,6 +66,29 @@ std::vector<OutputLine> collect(Process& p, PollState& last, std::chrono::millis
 std::string unique_sleep() {
     std::random_device rd;
     return "1000." + std::to_string(rd() % 1000000 + 1000000);
+}
+
+/// The exec channels sshd opened so far (one per login-shell start).
+int exec_channels(const TestSshd& sshd) {
+    const std::string log = test::read_file(sshd.dir.path() / "sshd.log");
+    int count = 0;
+    for (auto at = log.find("Starting session: command"); at != std::string::npos;
+         at = log.find("Starting session: command", at + 1))
+        ++count;
+    return count;
+}
+
+/// Runs `argv` on `target` to its end; its output lines joined by '\n'.
+std::string run_to_end(Target& target, std::vector<std::string> argv) {
+    Command command;
+    command.argv = std::move(argv);
+    auto p = target.start(command);
+    REQUIRE(p.ok());
+    PollState last;
+    std::string text;
+    for (const auto& l : collect(**p, last)) text += (text.empty() ? "" : "\n") + l.text;
+    REQUIRE(last == PollState::exited);
+    return text;
 }
 
 bool processes_with(const std::string& marker) {
@@ -121,6 +147,8 @@ TEST_CASE("ssh: streams, exit status and signals", "[remote][ssh]") {
     auto out = target->capture({"echo", "captured"}, 10s);  // the same connection serves many channels
     REQUIRE(out.ok());
     CHECK(*out == "captured\n");
+    // No signal ignored, SIGINT and SIGQUIT included (sh ignores them for background commands).
+    CHECK(run_to_end(*target, {"grep", "SigIgn", "/proc/self/status"}) == "SigIgn:\t0000000000000000");
 }
 
 TEST_CASE("ssh: unknown host refused, accepted with accept-new and then remembered", "[remote][ssh]") {
@@ -200,11 +228,11 @@ TEST_CASE("ssh: put_file through SFTP creates parents and replaces atomically", 
     REQUIRE(replaced.ok());
     CHECK(test::read_file(path) == big);
     CHECK(std::distance(std::filesystem::directory_iterator(*work + "/exp-1/site"), {}) == 1);
-    // Replacing stays within SFTP: no command (a login-shell start on the host) was run for it.
-    // sshd logs each exec channel at LogLevel VERBOSE as "Starting session: command".
+    // Replacing stays within SFTP: no command was run for it. sshd logs each exec channel at
+    // LogLevel VERBOSE as "Starting session: command": the agent's, and no other.
     const std::string log = test::read_file(sshd.dir.path() / "sshd.log");
     CHECK(log.find("subsystem 'sftp'") != std::string::npos);
-    CHECK(log.find("Starting session: command") == std::string::npos);
+    CHECK(exec_channels(sshd) == 1);
     auto cat = target->capture({"cat", path}, 10s);
     REQUIRE(cat.ok());
     CHECK(*cat == big);
@@ -228,8 +256,8 @@ TEST_CASE("ssh: kill ends the remote process group", "[remote][ssh]") {
     (*p)->kill(500ms);
     REQUIRE((*p)->exit_info());
     CHECK((*p)->exit_info()->signal != 0);
-    bool gone = false;
-    for (int i = 0; i < 50 && !gone; ++i) {
+    bool gone = false;  // polled: the kill reaches the sleeps asynchronously (at most 20 s)
+    for (int i = 0; i < 400 && !gone; ++i) {
         gone = !processes_with(marker);
         if (!gone) std::this_thread::sleep_for(50ms);
     }
@@ -276,7 +304,7 @@ TEST_CASE(
     // The SFTP server of this connection runs as "sshd: USER@internal-sftp"; kill only it.
     auto killed = test::run_command({"pkill", "-KILL", "-f", "@internal-sftp"});
     REQUIRE(killed.exit_code == 0);
-    for (int i = 0; i < 100 && test::run_command({"pgrep", "-f", "@internal-sftp"}).exit_code == 0; ++i)
+    for (int i = 0; i < 500 && test::run_command({"pgrep", "-f", "@internal-sftp"}).exit_code == 0; ++i)
         std::this_thread::sleep_for(20ms);
     // The same work directory again (every part of the path exists, /tmp included), then a file.
     auto again = target->prepare_workdir("sweep-s");
@@ -286,4 +314,114 @@ TEST_CASE(
     INFO((put.ok() ? std::string() : put.error().message));
     REQUIRE(put.ok());
     CHECK(test::read_file(*work + "/exp-2/env") == "B=2\n");
+}
+
+TEST_CASE("ssh: the login shell runs once per connection, always the same fixed line", "[remote][ssh]") {
+    // A real login shell's start-up file records every line sshd gives the shell.
+    test::TestUser user("ncclsweep-rc", "/bin/bash",
+                        {{".bashrc", "printf '%s\\n' \"$BASH_EXECUTION_STRING\" >> \"$HOME/logins\"\n"}});
+    if (!user.available) return;
+    std::filesystem::remove(user.home / "logins");
+    TestSshd sshd;
+    if (!sshd.available) return;
+    user.allow_on(sshd);
+    auto options = sshd.options();
+    options.workdir_root = user.own(sshd.dir.path() / "rc-work").string();
+    auto url = sshd.target_url();
+    url.user = user.name;
+    auto connected = SshTarget::connect(url, options);
+    REQUIRE(connected.ok());
+    auto& target = *connected;
+    auto work = target->prepare_workdir("sweep-l");
+    REQUIRE(work.ok());
+    const std::string hostile = "it's \\' \"$(touch pwned)\" `touch pwned` %s\n{a,b} $HOME !! \\";
+    for (int i = 0; i < 5; ++i) {
+        REQUIRE(target->put_file(*work + "/exp/value", hostile + std::to_string(i)).ok());
+        CHECK(run_to_end(*target, {"cat", *work + "/exp/value"}) == hostile + std::to_string(i));
+        CHECK(run_to_end(*target, {"printf", "%s", hostile}) == hostile);
+    }
+    Command sleeper;
+    sleeper.argv = {"sleep", unique_sleep()};
+    auto p = target->start(sleeper);
+    REQUIRE(p.ok());
+    (*p)->kill(300ms);
+    CHECK((*p)->exit_info()->signal == SIGTERM);
+    auto out = target->capture({"echo", "captured"}, 10s);
+    REQUIRE(out.ok());
+    CHECK(*out == "captured\n");
+    // 11 commands, a kill, a capture and 5 files: one login, whose command line is fixed.
+    CHECK(user.lines_of("logins") == std::vector<std::string>{"exec /bin/sh -s"});
+    CHECK(exec_channels(sshd) == 1);
+    CHECK_FALSE(std::filesystem::exists(*work + "/pwned"));
+}
+
+TEST_CASE("ssh: a lost connection takes the commands its agent started with it", "[remote][ssh]") {
+    TestSshd sshd;
+    if (!sshd.available) return;
+    auto target = sshd.connect();
+    const std::string marker = unique_sleep();
+    Command command;
+    command.argv = {"sh", "-c", "sleep " + marker + " & echo up; wait"};
+    auto p = target->start(command);
+    REQUIRE(p.ok());
+    OutputLine line;
+    REQUIRE((*p)->poll(10s, line) == PollState::line);
+    REQUIRE(line.text == "up");
+    REQUIRE(processes_with(marker));
+    sshd.drop_connections();  // the agent reads the end of its input and ends its groups
+    PollState last;
+    collect(**p, last, 20s);
+    CHECK(last == PollState::lost);
+    bool gone = false;
+    for (int i = 0; i < 200 && !gone; ++i) {
+        gone = !processes_with(marker);
+        if (!gone) std::this_thread::sleep_for(50ms);
+    }
+    CHECK(gone);
+    if (!gone) test::run_command({"pkill", "-KILL", "-f", "sleep " + marker});
+    REQUIRE(target->reconnect().ok());
+    CHECK(run_to_end(*target, {"echo", "again"}) == "again");
+}
+
+TEST_CASE("ssh: a group member left behind by its leader is ended after the drain grace", "[remote][ssh]") {
+    TestSshd sshd;
+    if (!sshd.available) return;
+    auto options = sshd.options();
+    options.process.drain_grace = 300ms;
+    auto target = SshTarget::connect(sshd.target_url(), options);
+    REQUIRE(target.ok());
+    const std::string marker = unique_sleep();
+    Command command;
+    command.argv = {"sh", "-c", "sleep " + marker + " & echo leader done; exit 3"};
+    auto p = (*target)->start(command);
+    REQUIRE(p.ok());
+    PollState last;
+    auto lines = collect(**p, last);
+    REQUIRE(last == PollState::exited);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].text == "leader done");
+    CHECK((*p)->exit_info()->exit_code == 3);
+    bool gone = false;
+    for (int i = 0; i < 200 && !gone; ++i) {
+        gone = !processes_with(marker);
+        if (!gone) std::this_thread::sleep_for(50ms);
+    }
+    CHECK(gone);
+    if (!gone) test::run_command({"pkill", "-KILL", "-f", "sleep " + marker});
+}
+
+TEST_CASE("ssh: Slurm's client commands run through the same agent when the login node is an ssh host",
+          "[remote][ssh]") {
+    TestSshd sshd;
+    if (!sshd.available) return;
+    auto target = sshd.connect();
+    auto commands = remote::login_node_commands(*target);
+    for (int i = 0; i < 3; ++i) {
+        auto out = commands->run({"sh", "-c", "echo 'JOB|RUNNING|None'; echo warn >&2; exit 2"});
+        REQUIRE(out.ok());
+        CHECK(out->out == "JOB|RUNNING|None\n");
+        CHECK(out->err == "warn\n");
+        CHECK(out->exit_code == 2);
+    }
+    CHECK(exec_channels(sshd) == 1);
 }

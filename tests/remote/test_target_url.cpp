@@ -42,22 +42,25 @@ TEST_CASE("target url: bad forms are bad_input naming the url", "[remote][url]")
     }
 }
 
-TEST_CASE("remote command line quotes every word and value", "[remote][quote]") {
+TEST_CASE("a command's script quotes every word and value", "[remote][quote]") {
     CHECK(remote::shell_quote("it's") == "'it'\\''s'");
     CHECK(remote::shell_quote("") == "''");
     Command command;
     command.argv = {"prog", "a b"};
     command.env = {{"A", "$(x)"}};
     command.pythonpath_prepend = "/w/site";
-    auto line = remote::remote_command_line(command, "/w d");
-    REQUIRE(line.ok());
-    CHECK(line->rfind("exec /bin/sh -c '", 0) == 0);
-    CHECK(line->find("cd '\\''/w d'\\''") != std::string::npos);
+    auto script = remote::command_script(command, "/w d", remote::ExecLast::yes, "ssh");
+    REQUIRE(script.ok());
+    CHECK(*script ==
+          "cd '/w d' || exit 126; PYTHONPATH='/w/site'\"${PYTHONPATH:+:$PYTHONPATH}\"; export PYTHONPATH; "
+          "exec env -- 'A=$(x)' 'prog' 'a b'");
     command.env = {{"BAD NAME", "x"}};
-    CHECK_FALSE(remote::remote_command_line(command, "").ok());
+    auto bad_name = remote::command_script(command, "", remote::ExecLast::yes, "ssh");
+    REQUIRE_FALSE(bad_name.ok());
+    CHECK(bad_name.error().message.rfind("ssh: ", 0) == 0);
     command.env = {{"A", std::string("x\0y", 3)}};
-    CHECK_FALSE(remote::remote_command_line(command, "").ok());
+    CHECK_FALSE(remote::command_script(command, "", remote::ExecLast::yes, "ssh").ok());
     command.env.clear();
     command.argv.clear();
-    CHECK_FALSE(remote::remote_command_line(command, "").ok());
+    CHECK_FALSE(remote::command_script(command, "", remote::ExecLast::yes, "ssh").ok());
 }

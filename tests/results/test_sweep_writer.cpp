@@ -11,6 +11,7 @@
 #include "tests/results/store_fixtures.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/fake_target.hpp"
+#include "tests/support/quiet_observer.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace ncclsweep;
@@ -25,12 +26,6 @@ namespace {
 Store open_writer_store(const std::filesystem::path& path) {
     return test::open_store(path, {}, Durability::normal);
 }
-
-struct WriterQuietObserver final : SweepObserver {
-    void started(const Experiment&, int, int, int) override {}
-    void finished(const Experiment&, const ExperimentReport&, int, int) override {}
-    void notice(const std::string&) override {}
-};
 
 SweepRunOptions run_options() {
     SweepRunOptions options;
@@ -68,7 +63,7 @@ std::int64_t interrupted_sweep(const std::filesystem::path& db, const std::strin
     hanging.end = FakeRun::End::hang;
     hanging.on_drained = [&stop]() { stop = true; };
     target.script = {fake_ok("tok_s", 5), hanging};
-    WriterQuietObserver observer;
+    test::QuietObserver observer;
     auto outcome = run_sweep(request_with(flags), target, writer, observer, run_options(), stop);
     REQUIRE(outcome);
     REQUIRE(outcome->summary.interrupted);
@@ -111,7 +106,7 @@ TEST_CASE(
         Store store = open_writer_store(db);
         SweepWriter writer(store);
         FakeTarget target;
-        WriterQuietObserver observer;
+        test::QuietObserver observer;
         std::atomic<bool> stop{false};
         auto request = request_with("--set topology=nvlink");
         request.resume_id = id;
@@ -138,7 +133,7 @@ TEST_CASE("sweep writer: an accepted resume reopens the sweep and runs what did 
     SweepWriter writer(store);
     FakeTarget target;
     target.fallback = fake_ok("tok_s", 9);
-    WriterQuietObserver observer;
+    test::QuietObserver observer;
     std::atomic<bool> stop{false};
     auto request = request_with("--set tokens=8");
     request.resume_id = id;

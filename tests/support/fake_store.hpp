@@ -109,6 +109,8 @@ public:
 
     /// The sweep being written.
     [[nodiscard]] FakeSweep& current() { return sweeps.at(m_current); }
+    /// Its id (0 before create or reopen).
+    [[nodiscard]] std::int64_t current_id() const { return m_current; }
 
 private:
     std::int64_t m_current = 0;

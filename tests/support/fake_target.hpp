@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/clock.hpp"
 #include "core/target.hpp"
 
 namespace ncclsweep::test {
@@ -45,16 +46,18 @@ struct FakeLog {
     int reconnects = 0;
 };
 
-/// A process that plays one FakeRun.
+/// A process that plays one FakeRun. Its lines are all in the pipe at once; once they are read,
+/// a hanging process makes poll() wait its full `wait` on `clock` (a test's ManualClock moves on
+/// at once; without one, the steady clock sleeps), as a silent real process would.
 class FakeProcess final : public Process {
 public:
-    FakeProcess(FakeRun run, std::shared_ptr<FakeLog> log, long group)
-        : m_run(std::move(run)), m_log(std::move(log)), m_group(group) {}
+    FakeProcess(FakeRun run, std::shared_ptr<FakeLog> log, long group, const Clock* clock = nullptr)
+        : m_run(std::move(run)), m_log(std::move(log)), m_group(group), m_clock(clock_or_steady(clock)) {}
 
-    PollState poll(std::chrono::milliseconds /*wait*/, OutputLine& line) override {
+    PollState poll(std::chrono::milliseconds wait, OutputLine& line) override {
         if (m_next < m_run.lines.size() && !m_killed) {
             const auto& [stream, text] = m_run.lines[m_next++];
-            line = OutputLine{stream, text, std::chrono::steady_clock::now(), false};
+            line = OutputLine{stream, text, m_clock.now(), false};
             return PollState::line;
         }
         if (!m_drained) {
@@ -72,6 +75,7 @@ public:
             case FakeRun::End::lost:
                 return PollState::lost;
             case FakeRun::End::hang:
+                m_clock.sleep_for(wait);
                 return PollState::timeout;
         }
         return PollState::timeout;
@@ -92,6 +96,7 @@ private:
     FakeRun m_run;
     std::shared_ptr<FakeLog> m_log;
     long m_group = 0;
+    const Clock& m_clock;
     std::size_t m_next = 0;
     bool m_killed = false;
     bool m_drained = false;
@@ -109,8 +114,18 @@ public:
     std::optional<Error> prepare_error;    ///< prepare_workdir fails with it
     std::optional<Error> reconnect_error;  ///< reconnect fails with it
     std::optional<Error> halt;             ///< halt_reason() (set it from a run's on_start)
+    /// What slots() and schedules_batches() say (for the run's policy; the loop's own tests of
+    /// several slots and of batches use targets of their own).
+    int slot_count = 1;
+    bool batches = false;
+    std::string name = "fake";     ///< describe()
+    const Clock* clock = nullptr;  ///< what its processes wait on (nullptr = the steady clock)
+    /// When set, answers capture() (e.g. the engine's --describe and --validate); "" otherwise.
+    std::function<Result<std::string>(const std::vector<std::string>& argv)> answer;
 
-    [[nodiscard]] std::string describe() const override { return "fake"; }
+    [[nodiscard]] std::string describe() const override { return name; }
+    [[nodiscard]] int slots() const override { return slot_count; }
+    [[nodiscard]] bool schedules_batches() const override { return batches; }
     Result<std::string> prepare_workdir(const std::string& sweep_id) override {
         log->calls.push_back("prepare " + sweep_id);
         if (prepare_error) return *prepare_error;
@@ -133,11 +148,13 @@ public:
         }
         if (run.start_error) return *run.start_error;
         if (run.on_start) run.on_start();
-        return std::unique_ptr<Process>(std::make_unique<FakeProcess>(std::move(run), log, m_next_group++));
+        return std::unique_ptr<Process>(
+            std::make_unique<FakeProcess>(std::move(run), log, m_next_group++, clock));
     }
     Result<std::string> capture(const std::vector<std::string>& argv,
                                 std::chrono::seconds /*timeout*/) override {
         log->calls.push_back("capture " + (argv.empty() ? std::string() : argv.front()));
+        if (answer) return answer(argv);
         return std::string();
     }
     [[nodiscard]] std::optional<Error> halt_reason() const override { return halt; }

@@ -91,6 +91,16 @@ struct TestSshd {
         if (std::sscanf(text.c_str() + close + 1, " %c %ld", &state, &parent) != 2) return 0;
         return static_cast<pid_t>(parent);
     }
+    /// The per-connection sshd process above `pid` (its nearest ancestor named sshd), or 0.
+    [[nodiscard]] static pid_t session_of(pid_t pid) {
+        for (pid_t at = parent_of(pid); at > 1; at = parent_of(at)) {
+            std::ifstream comm("/proc/" + std::to_string(at) + "/comm");
+            std::string name;
+            std::getline(comm, name);
+            if (name.rfind("sshd", 0) == 0) return at;
+        }
+        return 0;
+    }
     /// ssh://USER@127.0.0.1:PORT for the current user.
     [[nodiscard]] std::string url() const {
         return "ssh://" + std::string(::getpwuid(::getuid())->pw_name) + "@127.0.0.1:" + std::to_string(port);

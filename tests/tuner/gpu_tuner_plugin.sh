@@ -2,7 +2,8 @@
 # GPU test of libnccl-tuner-ncclsweep.so inside real NCCL (CTest label "gpu"): tpverify's CUDA
 # backend runs with NCCL_TUNER_PLUGIN pointing at the plugin, and NCCL's own log must show it
 # loaded through the v5 ABI and initialised with the profile; a malformed profile must be a
-# WARN while the run still succeeds. Exits 77 (skipped) without a GPU or a CUDA build.
+# WARN while the run still succeeds. Exits 77 (skipped) without a GPU; fails when a GPU is
+# listed but tpverify was built without CUDA (tests/support/gpu_without_cuda.sh checks it).
 # Usage: gpu_tuner_plugin.sh /path/to/tpverify /path/to/libnccl-tuner-ncclsweep.so [LOG_DIR]
 set -u
 tpv=${1:?usage: gpu_tuner_plugin.sh TPVERIFY PLUGIN [LOG_DIR]}
@@ -27,7 +28,8 @@ run() {  # run PROFILE LOGNAME
 }
 
 run "$good" tpverify_plugin.log; rc=$?
-if grep -q "built without CUDA" "$logs/tpverify_plugin.log"; then echo "tpverify built without CUDA: skipped"; exit 77; fi
+grep -q "built without CUDA" "$logs/tpverify_plugin.log" &&
+  fail "nvidia-smi -L lists a GPU but $tpv was built without CUDA: build it where nvcc and NCCL are found"
 [ $rc -eq 0 ] || fail "tpverify with the plugin exited $rc (log: $logs/tpverify_plugin.log)"
 grep -q 'Using ncclsweep (v5)' "$logs/tpverify_plugin.log" || fail "NCCL did not load the plugin through v5"
 grep -q 'ncclsweep tuner: profile .* loaded: 2 rules, 2 for nRanks 1 nNodes 1' "$logs/tpverify_plugin.log" ||

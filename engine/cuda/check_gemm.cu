@@ -1,0 +1,276 @@
+// --check of the weight-streaming GEMMs at the pass's shapes (engine/cuda/check.cuh).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "engine/cuda/check.cuh"
+
+namespace tpverify::cuda {
+namespace {
+
+float as_float(bf16 v) {
+    unsigned short bits;
+    std::memcpy(&bits, &v, 2);
+    unsigned w = unsigned(bits) << 16;
+    float f;
+    std::memcpy(&f, &w, 4);
+    return f;
+}
+
+bf16 as_bf16(float f) {
+    unsigned w;
+    std::memcpy(&w, &f, 4);
+    w += 0x7fffu + ((w >> 16) & 1u);  // round to nearest even
+    return __ushort_as_bfloat16(static_cast<unsigned short>(w >> 16));
+}
+
+/// Device buffers freed at scope exit.
+struct Scratch {
+    std::vector<void*> ptrs;
+    ~Scratch() {
+        for (void* p : ptrs) cudaFree(p);
+    }
+    template <typename T>
+    Status alloc(T*& p, std::uint64_t count) {
+        void* raw = nullptr;
+        TPV_CUDA("check", cudaMalloc(&raw, std::max<std::uint64_t>(count, 1) * sizeof(T)));
+        ptrs.push_back(raw);
+        p = static_cast<T*>(raw);
+        return {};
+    }
+};
+
+/// One case: `rows.size()` matrices [n x k] of `format`, x rows with stride ldx.
+struct Case {
+    std::string what;
+    sg::Format format = sg::Format::bf16;
+    int n = 0, k = 0, ldx = 0;
+    std::vector<int> rows;
+    bool through_run_gemm = false;  ///< one bf16 GEMM, dispatched as the pass dispatches it
+};
+
+Status check_case(RankEngine& engine, const Case& c, std::uint64_t seed, CheckOutcome& out) {
+    cudaStream_t s = engine.stream();
+    const int count = int(c.rows.size());
+    const int most = *std::max_element(c.rows.begin(), c.rows.end());
+    std::mt19937_64 rng(seed);
+    const bool int4 = c.format == sg::Format::int4;
+    const std::uint64_t nk = std::uint64_t(c.n) * c.k;
+    // Checkpoint layout: INT4 words [n][k/8] + scales [n][k/32]; bf16 [n][k].
+    std::vector<unsigned> words(int4 ? nk / 8 * count : 0);
+    std::vector<bf16> scales(int4 ? nk / 32 * count : 0), dense(int4 ? 0 : nk * count);
+    for (auto& w : words) w = unsigned(rng());
+    for (auto& v : scales) v = as_bf16(float(rng() % 1000) / 64000.0f + 0.001f);
+    for (auto& v : dense) v = as_bf16(float(int(rng() % 2001) - 1000) / 64000.0f);
+    std::vector<bf16> x(std::uint64_t(most) * c.ldx * count);
+    for (auto& v : x) v = as_bf16(float(int(rng() % 2001) - 1000) / 1000.0f);
+    Scratch scratch;
+    unsigned* d_words = nullptr;
+    bf16 *d_scales = nullptr, *d_dense = nullptr, *d_x = nullptr, *d_y = nullptr;
+    unsigned char* d_w = nullptr;
+    const std::uint64_t matrix = sg::matrix_bytes(c.format, c.n, c.k);
+    TPV_TRY(scratch.alloc(d_w, matrix * count));
+    TPV_TRY(scratch.alloc(d_x, x.size()));
+    TPV_TRY(scratch.alloc(d_y, std::uint64_t(most) * c.n * count));
+    TPV_CUDA("check", cudaMemcpy(d_x, x.data(), x.size() * sizeof(bf16), cudaMemcpyHostToDevice));
+    if (int4) {
+        TPV_TRY(scratch.alloc(d_words, words.size()));
+        TPV_TRY(scratch.alloc(d_scales, scales.size()));
+        TPV_CUDA("check", cudaMemcpy(d_words, words.data(), words.size() * 4, cudaMemcpyHostToDevice));
+        TPV_CUDA("check", cudaMemcpy(d_scales, scales.data(), scales.size() * 2, cudaMemcpyHostToDevice));
+    } else {
+        TPV_TRY(scratch.alloc(d_dense, dense.size()));
+        TPV_CUDA("check", cudaMemcpy(d_dense, dense.data(), dense.size() * 2, cudaMemcpyHostToDevice));
+    }
+    // Repacked on the device into the layout the kernel reads, as a load would.
+    for (int e = 0; e < count; ++e) {
+        if (int4)
+            TPV_CUDA("check", sg::repack_int4(d_words + nk / 8 * e, d_scales + nk / 32 * e, d_w + matrix * e,
+                                              c.n, c.k, s));
+        else
+            TPV_CUDA("check", sg::repack_bf16(d_dense + nk * e, d_w + matrix * e, c.n, c.k, s));
+    }
+    TPV_CUDA("check",
+             cudaMemsetAsync(d_y, 0xff, std::uint64_t(most) * c.n * count * sizeof(bf16), s));  // NaN
+    if (c.through_run_gemm) {
+        Gemm g;
+        g.m = c.rows[0];
+        g.n = c.n;
+        g.k = c.k;
+        TPV_TRY(run_gemm(engine.cublas(), engine.gemm_path(), engine.workspace(), g, d_w, d_x, d_y, false, s,
+                         "check", c.ldx));
+    } else {
+        sg::Batch batch;
+        batch.count = count;
+        for (int e = 0; e < count; ++e) {
+            batch.w[e] = d_w + matrix * e;
+            batch.x[e] = d_x + std::uint64_t(most) * c.ldx * e;
+            batch.y[e] = d_y + std::uint64_t(most) * c.n * e;
+            batch.rows[e] = c.rows[std::size_t(e)];
+        }
+        TPV_CUDA("check", sg::run(c.format, batch, c.n, c.k, c.ldx, false, engine.workspace(), s));
+    }
+    std::vector<bf16> y(std::uint64_t(most) * c.n * count);
+    TPV_CUDA("check", cudaMemcpyAsync(y.data(), d_y, y.size() * sizeof(bf16), cudaMemcpyDeviceToHost, s));
+    TPV_CUDA("check", cudaStreamSynchronize(s));
+    // References of the checked outputs first, for their RMS.
+    struct Out {
+        double ref, got;
+    };
+    std::vector<Out> outs;
+    for (int e = 0; e < count; ++e)
+        for (int col = 0; col < c.n; col += e == 0 ? 1 : 7)
+            for (int r = 0; r < c.rows[std::size_t(e)]; ++r) {
+                double ref = 0;
+                const bf16* xr = x.data() + std::uint64_t(most) * c.ldx * e + std::uint64_t(r) * c.ldx;
+                for (int j = 0; j < c.k; ++j) {
+                    double w;
+                    if (int4) {
+                        const unsigned word = words[nk / 8 * e + std::uint64_t(col) * (c.k / 8) + j / 8];
+                        w = double(int((word >> (4 * (j % 8))) & 15u) - 8) *
+                            as_float(scales[nk / 32 * e + std::uint64_t(col) * (c.k / 32) + j / 32]);
+                    } else {
+                        w = as_float(dense[nk * e + std::uint64_t(col) * c.k + j]);
+                    }
+                    ref += w * as_float(xr[j]);
+                }
+                outs.push_back(
+                    {ref, as_float(y[std::uint64_t(most) * c.n * e + std::uint64_t(r) * c.n + col])});
+            }
+    double squares = 0;
+    for (const Out& o : outs) squares += o.ref * o.ref;
+    const double rms = std::sqrt(squares / double(std::max<std::size_t>(outs.size(), 1)));
+    long long wrong = 0;
+    for (const Out& o : outs) {
+        const double err = std::fabs(o.got - o.ref);
+        if (!(err <= 1e-2 * std::fabs(o.ref) + 1e-2 * rms)) ++wrong;
+        if (rms > 0 && (std::isnan(err) || err / rms > out.gemm_max_rel_err))
+            out.gemm_max_rel_err = std::isnan(err) ? INFINITY : err / rms;
+    }
+    out.gemm_checked += (long long)outs.size();
+    out.checked += (long long)outs.size();
+    out.wrong += wrong;
+    if (wrong > 0 && out.detail.empty())
+        out.detail = c.what + ": " + std::to_string(wrong) + " of " + std::to_string(outs.size()) +
+                     " outputs differ from the double-precision reference";
+    return {};
+}
+
+}  // namespace
+
+Status check_attention(RankEngine& engine, const PassPlan& plan, CheckOutcome& out) {
+    bool mla = false;
+    for (const Step& s : plan.steps) mla = mla || (s.kind == Step::Kind::attention && mla_shape(s.attention));
+    if (!mla || !fused_attention_chosen()) return {};
+    // 80 query rows (two row blocks, one partial) over 1000 cached rows (a partial last tile),
+    // split as the pass would split them, and in one split.
+    constexpr int rows = 80, context = 1000, dim = 576, vdim = 512;
+    std::mt19937_64 rng(777 + std::uint64_t(engine.comm().rank()));
+    std::vector<bf16> q(std::size_t(rows) * dim), cache(std::size_t(context) * dim);
+    for (auto& v : q) v = as_bf16(float(int(rng() % 2001) - 1000) / 500.0f);
+    for (auto& v : cache) v = as_bf16(float(int(rng() % 2001) - 1000) / 500.0f);
+    // Reference: softmax(q k / sqrt(576)) v, v = the first 512 of each cached row.
+    std::vector<double> ref(std::size_t(rows) * vdim, 0.0);
+    for (int r = 0; r < rows; ++r) {
+        std::vector<double> score(context);
+        double most = -1e300;
+        for (int j = 0; j < context; ++j) {
+            double dot = 0;
+            for (int d = 0; d < dim; ++d)
+                dot +=
+                    double(as_float(q[std::size_t(r) * dim + d])) * as_float(cache[std::size_t(j) * dim + d]);
+            score[j] = dot / std::sqrt(double(dim));
+            most = std::max(most, score[j]);
+        }
+        double sum = 0;
+        for (double& x : score) sum += (x = std::exp(x - most));
+        for (int j = 0; j < context; ++j)
+            for (int d = 0; d < vdim; ++d)
+                ref[std::size_t(r) * vdim + d] += score[j] / sum * as_float(cache[std::size_t(j) * dim + d]);
+    }
+    int sms = 0, device = 0;
+    TPV_CUDA("check", cudaGetDevice(&device));
+    TPV_CUDA("check", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    Scratch scratch;
+    bf16 *d_q = nullptr, *d_cache = nullptr, *d_out = nullptr;
+    float* d_ws = nullptr;
+    const int splits = mla_splits(rows, context, sms);
+    TPV_TRY(scratch.alloc(d_q, q.size()));
+    TPV_TRY(scratch.alloc(d_cache, cache.size()));
+    TPV_TRY(scratch.alloc(d_out, std::size_t(rows) * vdim));
+    TPV_TRY(scratch.alloc(d_ws, mla_workspace_floats(rows, std::max(splits, 1))));
+    cudaStream_t s = engine.stream();
+    TPV_CUDA("check", cudaMemcpy(d_q, q.data(), q.size() * 2, cudaMemcpyHostToDevice));
+    TPV_CUDA("check", cudaMemcpy(d_cache, cache.data(), cache.size() * 2, cudaMemcpyHostToDevice));
+    TPV_CUDA("check", mla_setup());
+    for (int use : {splits, 1}) {
+        TPV_CUDA("check", cudaMemsetAsync(d_out, 0xff, std::size_t(rows) * vdim * 2, s));  // NaN
+        TPV_CUDA("check", mla_decode(d_q, d_cache, d_out, rows, context, use, d_ws, s));
+        std::vector<bf16> got(std::size_t(rows) * vdim);
+        TPV_CUDA("check", cudaMemcpyAsync(got.data(), d_out, got.size() * 2, cudaMemcpyDeviceToHost, s));
+        TPV_CUDA("check", cudaStreamSynchronize(s));
+        double squares = 0;
+        for (double x : ref) squares += x * x;
+        const double rms = std::sqrt(squares / double(ref.size()));
+        long long wrong = 0;
+        for (std::size_t i = 0; i < got.size(); ++i) {
+            const double err = std::fabs(as_float(got[i]) - ref[i]);
+            if (!(err <= 1e-2 * std::fabs(ref[i]) + 2e-2 * rms)) ++wrong;
+            if (rms > 0 && (std::isnan(err) || err / rms > out.attention_max_rel_err))
+                out.attention_max_rel_err = std::isnan(err) ? INFINITY : err / rms;
+        }
+        out.attention_checked += (long long)got.size();
+        out.checked += (long long)got.size();
+        out.wrong += wrong;
+        if (wrong > 0 && out.detail.empty())
+            out.detail = "fused MLA decode attention (" + std::to_string(use) +
+                         " splits): " + std::to_string(wrong) + " of " + std::to_string(got.size()) +
+                         " outputs differ from the double-precision reference";
+    }
+    return {};
+}
+
+Status check_stream_gemms(RankEngine& engine, const PassPlan& plan, CheckOutcome& out) {
+    std::vector<Case> cases;
+    // The first MoE layer's experts, both sides, as the pass launches them (up to 4 experts).
+    for (const Step& s : plan.steps) {
+        if (s.kind != Step::Kind::experts || s.experts.count() == 0) continue;
+        const Experts& x = s.experts;
+        Case c;
+        c.what = "W4A16/bf16 experts " + std::string(x.gate_up ? "gate_up" : "down") + " of " + s.label;
+        c.format = x.int4 ? sg::Format::int4 : sg::Format::bf16;
+        c.n = x.n;
+        c.k = x.k;
+        c.ldx = x.gate_up ? x.k : 2 * x.k;  // down reads the first half of each gate_up row
+        c.rows.assign(x.rows.begin(), x.rows.begin() + std::min(4, x.count()));
+        if (!sg::fits(c.n, c.k)) continue;
+        if (!x.int4 && engine.gemm_path() == GemmPath::cublas) continue;
+        cases.push_back(c);
+        if (!x.gate_up) break;
+    }
+    // Up to 3 bf16 GEMMs the streaming kernel runs, of distinct shapes.
+    std::set<std::pair<int, int>> shapes;
+    for (const Step& s : plan.steps) {
+        if (s.kind != Step::Kind::gemm || !streams(engine.gemm_path(), s.gemm, false) || s.gemm.int4)
+            continue;
+        if (!shapes.insert({s.gemm.n, s.gemm.k}).second || shapes.size() > 3) continue;
+        // lm_head-sized matrices make a slow host reference; the kernel is the same at any n.
+        if (std::uint64_t(s.gemm.n) * s.gemm.k > (64ull << 20)) continue;
+        Case c;
+        c.what = "bf16 GEMM " + s.label;
+        c.n = s.gemm.n;
+        c.k = s.gemm.k;
+        c.ldx = s.gemm.k;
+        c.rows = {s.gemm.m};
+        c.through_run_gemm = true;
+        cases.push_back(c);
+    }
+    std::uint64_t seed = 12345 + std::uint64_t(engine.comm().rank());
+    for (const Case& c : cases) TPV_TRY(check_case(engine, c, seed++, out));
+    return {};
+}
+
+}  // namespace tpverify::cuda

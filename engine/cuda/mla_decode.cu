@@ -1,0 +1,266 @@
+// Fused decode attention of absorbed MLA (one latent KV row of 576 shared by every head): a
+// split-KV "flash decoding" kernel on tensor cores and a combine kernel, as FlashMLA runs it
+// (two launches; the facts of the method, our code). engine/cuda/attention.cuh declares it.
+//
+// Split kernel: grid (splits, ceil(rows / 64)), 16 warps. A block holds 64 query rows in shared
+// memory and walks its split of the context 32 tokens at a time, the next 32 loaded with
+// cp.async while these are used. Warp (g, d) of the 4 x 4: S for rows 16g..16g+15 and tokens
+// 8d..8d+7 of the tile (36 mma over the 576 dims), written to shared memory; then every warp of
+// row group g reads the 16 x 32 scores, does the online softmax (fp32, exp2) and multiplies P
+// into its quarter of the 512 output dims (V = the first 512 of each cached row, read with
+// ldmatrix.trans). Each split writes its unnormalised O and (max, sum) per row; the combine
+// kernel weights them.
+#include <algorithm>
+#include <cmath>
+
+#include "engine/cuda/attention.cuh"
+#include "engine/cuda/stream_gemm.cuh"
+
+namespace tpverify::cuda {
+namespace {
+
+constexpr int k_dim = 576, k_vdim = 512;
+constexpr int k_pitch = k_dim + 8;  // bf16 per shared row (16-byte aligned, no bank conflicts)
+constexpr int k_rows_per_block = 64;
+constexpr int k_tokens = 32;  // tokens per tile
+constexpr int k_s_pitch = k_tokens + 4;
+constexpr int k_threads = 512;
+constexpr std::size_t k_smem =
+    (std::size_t(k_rows_per_block) * k_pitch + 2ull * k_tokens * k_pitch) * sizeof(bf16) +
+    std::size_t(k_rows_per_block) * k_s_pitch * sizeof(float);
+
+__device__ __forceinline__ unsigned smem_address(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void ldmatrix_x2(unsigned address, unsigned& r0, unsigned& r1) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];"
+                 : "=r"(r0), "=r"(r1)
+                 : "r"(address));
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned address, unsigned (&r)[4]) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(address));
+}
+
+__device__ __forceinline__ void copy_async16(void* smem, const void* global) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_address(smem)), "l"(global));
+}
+
+__device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<unsigned*>(&v);
+}
+
+__global__ void __launch_bounds__(k_threads, 1)
+    mla_split_kernel(const bf16* q, const bf16* cache, int rows, int context, int split_len, float scale_log2,
+                     float* o_part, float* ml_part, bf16* out) {
+    extern __shared__ uint4 smem_raw[];
+    bf16* qs = reinterpret_cast<bf16*>(smem_raw);
+    bf16* ks = qs + k_rows_per_block * k_pitch;
+    float* ss = reinterpret_cast<float*>(ks + 2 * k_tokens * k_pitch);
+    const int split = blockIdx.x, block_row0 = blockIdx.y * k_rows_per_block;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int group = warp >> 2, quarter = warp & 3;
+    const int g = lane >> 2, t = lane & 3;
+    const int t0 = split * split_len, t1 = min(context, t0 + split_len);
+    const int tiles = t1 > t0 ? (t1 - t0 + k_tokens - 1) / k_tokens : 0;
+
+    constexpr int vecs = k_dim / 8;  // 16-byte vectors per row
+    for (int i = threadIdx.x; i < k_rows_per_block * vecs; i += k_threads) {
+        const int r = i / vecs, c = i % vecs, row = block_row0 + r;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (row < rows) v = *reinterpret_cast<const uint4*>(q + std::uint64_t(row) * k_dim + c * 8);
+        *reinterpret_cast<uint4*>(qs + r * k_pitch + c * 8) = v;
+    }
+    auto load_tile = [&](int tile, int buffer) {
+        for (int i = threadIdx.x; i < k_tokens * vecs; i += k_threads) {
+            const int r = i / vecs, c = i % vecs;
+            const int token = min(t0 + tile * k_tokens + r, context - 1);  // past the end: masked below
+            copy_async16(ks + (buffer * k_tokens + r) * k_pitch + c * 8,
+                         cache + std::uint64_t(token) * k_dim + c * 8);
+        }
+        asm volatile("cp.async.commit_group;");
+    };
+    if (tiles > 0) load_tile(0, 0);
+
+    float o[16][4];
+#pragma unroll
+    for (int n = 0; n < 16; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f};
+    for (int tile = 0; tile < tiles; ++tile) {
+        if (tile + 1 < tiles) {
+            load_tile(tile + 1, (tile + 1) & 1);
+            asm volatile("cp.async.wait_group 1;" ::: "memory");
+        } else {
+            asm volatile("cp.async.wait_group 0;" ::: "memory");
+        }
+        __syncthreads();
+        const bf16* kb = ks + (tile & 1) * k_tokens * k_pitch;
+        // S = Q K^T for this warp's 16 rows and 8 tokens.
+        float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        const unsigned a_base = smem_address(qs + (group * 16 + (lane & 15)) * k_pitch + 8 * (lane >> 4));
+        const unsigned b_base =
+            smem_address(kb + (quarter * 8 + (lane & 7)) * k_pitch + 8 * ((lane >> 3) & 1));
+#pragma unroll 4
+        for (int step = 0; step < k_dim / 16; ++step) {
+            unsigned a[4], b0, b1;
+            sg::ldmatrix_x4(a_base + step * 32, a);
+            ldmatrix_x2(b_base + step * 32, b0, b1);
+            sg::mma_bf16(s, a, b0, b1);
+        }
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int col = quarter * 8 + 2 * t + (i & 1);
+            const int token = t0 + tile * k_tokens + col;
+            ss[(group * 16 + g + 8 * (i >> 1)) * k_s_pitch + col] =
+                token < t1 ? s[i] * scale_log2 : -INFINITY;
+        }
+        __syncthreads();
+        // Online softmax of rows g and g + 8 of the group over the tile's 32 tokens; the lane's
+        // scores are at tokens 2t, 2t+1, 2t+8, 2t+9 of each 16 (its A fragments of P).
+        float p[2][8];
+        unsigned pa[2][4];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const float* row = ss + (group * 16 + g + 8 * h) * k_s_pitch;
+            float most = -INFINITY;
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+                p[h][j] = row[(j >> 1) * 8 + 2 * t + (j & 1)];
+                most = fmaxf(most, p[h][j]);
+            }
+            most = fmaxf(most, __shfl_xor_sync(0xffffffffu, most, 1));
+            most = fmaxf(most, __shfl_xor_sync(0xffffffffu, most, 2));
+            const float new_max = fmaxf(row_max[h], most);
+            const float correction = new_max == -INFINITY ? 1.0f : exp2f(row_max[h] - new_max);
+            float sum = 0.0f;
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+                p[h][j] = new_max == -INFINITY ? 0.0f : exp2f(p[h][j] - new_max);
+                sum += p[h][j];
+            }
+            sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+            sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+            row_sum[h] = row_sum[h] * correction + sum;
+            row_max[h] = new_max;
+#pragma unroll
+            for (int n = 0; n < 16; ++n) o[n][2 * h] *= correction, o[n][2 * h + 1] *= correction;
+        }
+#pragma unroll
+        for (int kk = 0; kk < 2; ++kk) {
+            pa[kk][0] = pack_bf16(p[0][4 * kk + 0], p[0][4 * kk + 1]);
+            pa[kk][1] = pack_bf16(p[1][4 * kk + 0], p[1][4 * kk + 1]);
+            pa[kk][2] = pack_bf16(p[0][4 * kk + 2], p[0][4 * kk + 3]);
+            pa[kk][3] = pack_bf16(p[1][4 * kk + 2], p[1][4 * kk + 3]);
+        }
+        // O += P V over this warp's 128 dims: 16 n8 tiles, V^T fragments by ldmatrix.trans.
+#pragma unroll
+        for (int kk = 0; kk < 2; ++kk) {
+            const unsigned v_base =
+                smem_address(kb + (kk * 16 + (lane & 7) + 8 * ((lane >> 3) & 1)) * k_pitch + quarter * 128 +
+                             8 * (lane >> 4));
+#pragma unroll
+            for (int np = 0; np < 8; ++np) {
+                unsigned b[4];
+                ldmatrix_x4_trans(v_base + np * 32, b);
+                sg::mma_bf16(o[2 * np], pa[kk], b[0], b[1]);
+                sg::mma_bf16(o[2 * np + 1], pa[kk], b[2], b[3]);
+            }
+        }
+        __syncthreads();  // the tile's buffer and the scores are reused
+    }
+    // This split's rows: unnormalised O, and (max, sum); or, with one split, the output.
+    const int splits = gridDim.x;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int row = block_row0 + group * 16 + g + 8 * h;
+        if (row >= rows) continue;
+#pragma unroll
+        for (int n = 0; n < 16; ++n) {
+            const int dim = quarter * 128 + n * 8 + 2 * t;
+            if (splits == 1) {
+                const float inv = row_sum[h] > 0.0f ? 1.0f / row_sum[h] : 0.0f;
+                *reinterpret_cast<__nv_bfloat162*>(out + std::uint64_t(row) * k_vdim + dim) =
+                    __floats2bfloat162_rn(o[n][2 * h] * inv, o[n][2 * h + 1] * inv);
+            } else {
+                *reinterpret_cast<float2*>(o_part + (std::uint64_t(split) * rows + row) * k_vdim + dim) =
+                    make_float2(o[n][2 * h], o[n][2 * h + 1]);
+            }
+        }
+        if (splits > 1 && quarter == 0 && t == 0)
+            *reinterpret_cast<float2*>(ml_part + (std::uint64_t(split) * rows + row) * 2) =
+                make_float2(row_max[h], row_sum[h]);
+    }
+}
+
+// One block per row: the splits' results weighted by exp2(max_s - max) and normalised.
+__global__ void mla_combine_kernel(const float* o_part, const float* ml_part, int rows, int splits,
+                                   bf16* out) {
+    const int row = blockIdx.x;
+    __shared__ float weight[256];
+    __shared__ float total;
+    if (threadIdx.x == 0) {
+        float most = -INFINITY;
+        for (int s = 0; s < splits; ++s) most = fmaxf(most, ml_part[(std::uint64_t(s) * rows + row) * 2]);
+        float sum = 0.0f;
+        for (int s = 0; s < splits; ++s) {
+            const float m = ml_part[(std::uint64_t(s) * rows + row) * 2];
+            const float w = m == -INFINITY ? 0.0f : exp2f(m - most);
+            weight[s] = w;
+            sum += w * ml_part[(std::uint64_t(s) * rows + row) * 2 + 1];
+        }
+        total = sum > 0.0f ? 1.0f / sum : 0.0f;
+    }
+    __syncthreads();
+    for (int d = threadIdx.x * 2; d < k_vdim; d += blockDim.x * 2) {
+        float2 acc = make_float2(0.0f, 0.0f);
+        for (int s = 0; s < splits; ++s) {
+            const float2 v =
+                *reinterpret_cast<const float2*>(o_part + (std::uint64_t(s) * rows + row) * k_vdim + d);
+            acc.x += weight[s] * v.x;
+            acc.y += weight[s] * v.y;
+        }
+        *reinterpret_cast<__nv_bfloat162*>(out + std::uint64_t(row) * k_vdim + d) =
+            __floats2bfloat162_rn(acc.x * total, acc.y * total);
+    }
+}
+
+}  // namespace
+
+std::size_t mla_workspace_floats(int rows, int splits) {
+    return std::size_t(splits) * rows * (k_vdim + 2);
+}
+
+int mla_splits(int rows, int context, int sms) {
+    const int row_blocks = (rows + k_rows_per_block - 1) / k_rows_per_block;
+    // About one block per SM, each split at least one tile of tokens; at most 256 (the combine's table).
+    int splits = std::max(1, sms / row_blocks);
+    splits = std::min({splits, (context + k_tokens - 1) / k_tokens, 256});
+    return splits;
+}
+
+cudaError_t mla_setup() {
+    return cudaFuncSetAttribute(mla_split_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(k_smem));
+}
+
+cudaError_t mla_decode(const bf16* q, const bf16* cache, bf16* out, int rows, int context, int splits,
+                       float* workspace, cudaStream_t s) {
+    if (rows < 1 || context < 1 || splits < 1 || splits > 256) return cudaErrorInvalidValue;
+    const int per_split = ((context + splits - 1) / splits + k_tokens - 1) / k_tokens * k_tokens;
+    const int used = (context + per_split - 1) / per_split;
+    const dim3 grid(unsigned(used), unsigned((rows + k_rows_per_block - 1) / k_rows_per_block));
+    float* o_part = workspace;
+    float* ml_part = workspace + std::size_t(used) * rows * k_vdim;
+    const float scale_log2 = 1.4426950408889634f / std::sqrt(float(k_dim));
+    mla_split_kernel<<<grid, k_threads, k_smem, s>>>(q, cache, rows, context, per_split, scale_log2, o_part,
+                                                     ml_part, out);
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    if (used == 1) return cudaSuccess;
+    mla_combine_kernel<<<rows, 128, 0, s>>>(o_part, ml_part, rows, used, out);
+    return cudaGetLastError();
+}
+
+}  // namespace tpverify::cuda

@@ -1,0 +1,178 @@
+// The layer's small kernels: one element (or one 8-element vector) per thread over many blocks,
+// so that each costs about its launch and one round trip to memory.
+#include <algorithm>
+
+#include "engine/cuda/ops.cuh"
+
+namespace tpverify::cuda {
+namespace {
+
+constexpr int k_threads = 128;
+
+unsigned blocks_for(std::uint64_t items) {
+    const std::uint64_t b = (items + k_threads - 1) / k_threads;
+    return unsigned(b == 0 ? 1 : (b > 65535 ? 65535 : b));
+}
+
+// One block per row; each thread one pair, reduced through shared memory.
+__global__ void rmsnorm_rows_kernel(bf16* x, int width, int ld, const bf16* gamma, float eps) {
+    __shared__ float partial[32];
+    bf16* row = x + std::uint64_t(blockIdx.x) * ld;
+    float squares = 0.0f;
+    float2 v[4], g[4];
+    int n = 0;
+    for (int i = 2 * threadIdx.x; i < width && n < 4; i += 2 * blockDim.x, ++n) {
+        v[n] = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(row + i));
+        g[n] = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(gamma + i));  // before the sum
+        squares += v[n].x * v[n].x + v[n].y * v[n].y;
+    }
+    for (int o = 16; o > 0; o >>= 1) squares += __shfl_xor_sync(0xffffffffu, squares, o);
+    if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = squares;
+    __syncthreads();
+    float total = 0.0f;
+    for (int w = 0; w < int(blockDim.x + 31) / 32; ++w) total += partial[w];
+    const float inv = rsqrtf(total / float(width) + eps);
+    n = 0;
+    for (int i = 2 * threadIdx.x; i < width && n < 4; i += 2 * blockDim.x, ++n)
+        *reinterpret_cast<__nv_bfloat162*>(row + i) =
+            __floats2bfloat162_rn(v[n].x * inv * g[n].x, v[n].y * inv * g[n].y);
+}
+
+__global__ void rope_kernel(bf16* x, int rows, int pairs_per_row, int ld, int position) {
+    const std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x;
+    if (i >= std::uint64_t(rows) * pairs_per_row) return;
+    const int r = int(i / pairs_per_row), p = int(i % pairs_per_row);
+    __nv_bfloat162* pair = reinterpret_cast<__nv_bfloat162*>(x + std::uint64_t(r) * ld) + p;
+    const float2 v = __bfloat1622float2(*pair);
+    const float angle = float(position + r) * __powf(10000.0f, -float(p % 32) / 32.0f);
+    float s, c;
+    __sincosf(angle, &s, &c);
+    *pair = __floats2bfloat162_rn(v.x * c - v.y * s, v.x * s + v.y * c);
+}
+
+__global__ void copy_rows_kernel(const bf16* src, int rows, int pairs_per_row, int ld, bf16* dst,
+                                 int dst_ld) {
+    const std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x;
+    if (i >= std::uint64_t(rows) * pairs_per_row) return;
+    const int r = int(i / pairs_per_row), p = int(i % pairs_per_row);
+    reinterpret_cast<__nv_bfloat162*>(dst + std::uint64_t(r) * dst_ld)[p] =
+        reinterpret_cast<const __nv_bfloat162*>(src + std::uint64_t(r) * ld)[p];
+}
+
+// One warp per token: k rounds of a warp-wide arg-max over the sigmoid scores.
+__global__ void topk_kernel(const bf16* logits, int tokens, int experts, int k, int* ids, float* weights) {
+    const int warp = int((blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x) / 32),
+              lane = threadIdx.x & 31;
+    if (warp >= tokens) return;
+    const bf16* row = logits + std::uint64_t(warp) * experts;
+    constexpr int k_per_lane = 16;  // up to 512 experts
+    float score[k_per_lane];
+#pragma unroll
+    for (int j = 0; j < k_per_lane; ++j) {
+        const int e = lane + 32 * j;
+        score[j] = e < experts ? 1.0f / (1.0f + __expf(-__bfloat162float(row[e]))) : -1.0f;
+    }
+    float sum = 0.0f, mine = 0.0f;
+    int my_id = -1;
+    for (int round = 0; round < k; ++round) {
+        float best = -1.0f;
+        int best_j = 0;
+#pragma unroll
+        for (int j = 0; j < k_per_lane; ++j)
+            if (score[j] > best) best = score[j], best_j = j;
+        int id = lane + 32 * best_j;
+        for (int o = 16; o > 0; o >>= 1) {
+            const float other = __shfl_xor_sync(0xffffffffu, best, o);
+            const int other_id = __shfl_xor_sync(0xffffffffu, id, o);
+            if (other > best || (other == best && other_id < id)) best = other, id = other_id;
+        }
+        if (lane == round) mine = best, my_id = id;
+        sum += best;
+        if ((id & 31) == lane)
+#pragma unroll
+            for (int j = 0; j < k_per_lane; ++j)       // (a constant index keeps score in registers)
+                if (j == (id >> 5)) score[j] = -2.0f;  // taken
+    }
+    if (lane < k) {
+        ids[std::uint64_t(warp) * k + lane] = my_id;
+        weights[std::uint64_t(warp) * k + lane] = sum > 0.0f ? mine / sum : 0.0f;
+    }
+}
+
+__global__ void silu_mul_kernel(bf16* x, int rows, int inter, int ld) {
+    const std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x;
+    const int pairs = inter / 2;
+    if (i >= std::uint64_t(rows) * pairs) return;
+    const int r = int(i / pairs), p = int(i % pairs);
+    __nv_bfloat162* gate = reinterpret_cast<__nv_bfloat162*>(x + std::uint64_t(r) * ld) + p;
+    const float2 g = __bfloat1622float2(*gate);
+    const float2 u = __bfloat1622float2(*(gate + pairs));
+    *gate = __floats2bfloat162_rn(g.x / (1.0f + __expf(-g.x)) * u.x, g.y / (1.0f + __expf(-g.y)) * u.y);
+}
+
+__global__ void expert_sum_kernel(const bf16* outs, const int* slots, const float* weights, int tokens, int k,
+                                  int hidden, bf16* y, int accumulate) {
+    const std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x;
+    const int pairs = hidden / 2;
+    if (i >= std::uint64_t(tokens) * pairs) return;
+    const int t = int(i / pairs), p = int(i % pairs);
+    __nv_bfloat162* out = reinterpret_cast<__nv_bfloat162*>(y + std::uint64_t(t) * hidden) + p;
+    float2 acc = accumulate ? __bfloat1622float2(*out) : make_float2(0.0f, 0.0f);
+    for (int j = 0; j < k; ++j) {
+        const float w = weights[t * k + j];
+        const float2 v = __bfloat1622float2(
+            reinterpret_cast<const __nv_bfloat162*>(outs + std::uint64_t(slots[t * k + j]) * hidden)[p]);
+        acc.x += w * v.x;
+        acc.y += w * v.y;
+    }
+    *out = __floats2bfloat162_rn(acc.x, acc.y);
+}
+
+}  // namespace
+
+cudaError_t rmsnorm_rows(bf16* x, int rows, int width, int ld, const bf16* gamma, float eps, cudaStream_t s) {
+    if (width % 2 != 0 || ld % 2 != 0 || width > 8 * 1024) return cudaErrorInvalidValue;
+    // Up to 4 pairs per thread, at least one warp.
+    const int threads = std::max(32, ((width / 2 + 3) / 4 + 31) / 32 * 32);
+    rmsnorm_rows_kernel<<<rows, threads, 0, s>>>(x, width, ld, gamma, eps);
+    return cudaGetLastError();
+}
+
+cudaError_t rope(bf16* x, int rows, int width, int ld, int position, cudaStream_t s) {
+    if (width % 2 != 0 || ld % 2 != 0) return cudaErrorInvalidValue;
+    rope_kernel<<<blocks_for(std::uint64_t(rows) * (width / 2)), k_threads, 0, s>>>(x, rows, width / 2, ld,
+                                                                                    position);
+    return cudaGetLastError();
+}
+
+cudaError_t kv_write(const bf16* src, int rows, int width, int ld, bf16* cache, int cache_width, int at,
+                     cudaStream_t s) {
+    if (width % 2 != 0 || ld % 2 != 0 || cache_width % 2 != 0 || at < 0) return cudaErrorInvalidValue;
+    copy_rows_kernel<<<blocks_for(std::uint64_t(rows) * (width / 2)), k_threads, 0, s>>>(
+        src, rows, width / 2, ld, cache + std::uint64_t(at) * cache_width, cache_width);
+    return cudaGetLastError();
+}
+
+cudaError_t topk(const bf16* logits, int tokens, int experts, int k, int* ids, float* weights,
+                 cudaStream_t s) {
+    if (k < 1 || k > 32 || experts > 512 || experts < k) return cudaErrorInvalidValue;
+    topk_kernel<<<blocks_for(std::uint64_t(tokens) * 32), k_threads, 0, s>>>(logits, tokens, experts, k, ids,
+                                                                             weights);
+    return cudaGetLastError();
+}
+
+cudaError_t silu_mul(bf16* x, int rows, int inter, int ld, cudaStream_t s) {
+    if (inter % 2 != 0 || ld % 2 != 0) return cudaErrorInvalidValue;
+    silu_mul_kernel<<<blocks_for(std::uint64_t(rows) * (inter / 2)), k_threads, 0, s>>>(x, rows, inter, ld);
+    return cudaGetLastError();
+}
+
+cudaError_t expert_sum(const bf16* outs, const int* slots, const float* weights, int tokens, int k,
+                       int hidden, bf16* y, bool accumulate, cudaStream_t s) {
+    if (hidden % 2 != 0) return cudaErrorInvalidValue;
+    expert_sum_kernel<<<blocks_for(std::uint64_t(tokens) * (hidden / 2)), k_threads, 0, s>>>(
+        outs, slots, weights, tokens, k, hidden, y, accumulate ? 1 : 0);
+    return cudaGetLastError();
+}
+
+}  // namespace tpverify::cuda

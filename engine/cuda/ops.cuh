@@ -1,0 +1,31 @@
+#pragma once
+// The small kernels of a layer (engine/model/model.hpp, Op): norms of the MLA projections, RoPE,
+// the KV-cache write, the router's top-k, SiLU-and-mul and the weighted sum of the routed
+// experts. Each is one launch spread over enough blocks that its time is the launch and one
+// round trip to memory; what they compute is real arithmetic on the pass's buffers, but the data
+// they connect are stand-ins (docs/engine.md: the positions, the KV rows and the routing are the
+// plan's, not the values').
+#include "engine/cuda/common.cuh"
+
+namespace tpverify::cuda {
+
+/// In place: each of `rows` rows of `width` bf16 (row stride `ld`) becomes RMSNorm(row) * gamma.
+cudaError_t rmsnorm_rows(bf16* x, int rows, int width, int ld, const bf16* gamma, float eps, cudaStream_t s);
+/// In place: rotates the (even, odd) pairs of the first `width` elements of each row by the
+/// angle position * 10000^(-2i / width) (positions start at `position`).
+cudaError_t rope(bf16* x, int rows, int width, int ld, int position, cudaStream_t s);
+/// Copies `rows` rows of `width` bf16 (source row stride `ld`) into rows [at, at + rows) of a
+/// cache whose rows are `cache_width` apart.
+cudaError_t kv_write(const bf16* src, int rows, int width, int ld, bf16* cache, int cache_width, int at,
+                     cudaStream_t s);
+/// Per token: the top `k` of `experts` router logits by sigmoid score, their ids and weights
+/// (the scores normalised to sum 1), one warp per token. k <= 32.
+cudaError_t topk(const bf16* logits, int tokens, int experts, int k, int* ids, float* weights,
+                 cudaStream_t s);
+/// In place: row r's first `inter` elements become SiLU(x[r][i]) * x[r][inter + i] (row stride ld).
+cudaError_t silu_mul(bf16* x, int rows, int inter, int ld, cudaStream_t s);
+/// y[t] (+)= sum over j < k of weights[t][j] * outs[slots[t][j]], rows of `hidden` bf16.
+cudaError_t expert_sum(const bf16* outs, const int* slots, const float* weights, int tokens, int k,
+                       int hidden, bf16* y, bool accumulate, cudaStream_t s);
+
+}  // namespace tpverify::cuda

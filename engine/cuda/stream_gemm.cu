@@ -1,0 +1,163 @@
+// Weight-streaming GEMMs (engine/cuda/stream_gemm.cuh): the load-time repacks and the launcher,
+// which picks how many k slices a launch splits into.
+#include <algorithm>
+
+#include "engine/cuda/stream_gemm.cuh"
+
+namespace tpverify::cuda::sg {
+
+__global__ void int4_repack_kernel(const unsigned* ct_words, const bf16* ct_scales, unsigned char* out, int n,
+                                   int k) {
+    const std::uint64_t words = std::uint64_t(n) * k / 8;
+    const int chunks = k / k_chunk;
+    unsigned* out_words = reinterpret_cast<unsigned*>(out);
+    bf16* out_scales = reinterpret_cast<bf16*>(out + int4_packed_bytes(n, k));
+    for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < words + words / 4;
+         i += std::uint64_t(gridDim.x) * blockDim.x) {
+        if (i < words) {
+            // i = ((tile * chunks + chunk) * 32 + lane) * 4 + step
+            const int step = int(i % 4), lane = int(i / 4 % 32);
+            const std::uint64_t tc = i / 128;
+            const int chunk = int(tc % chunks), tile = int(tc / chunks);
+            const int g = lane >> 2, t = lane & 3;
+            unsigned word = 0;
+            for (int j = 0; j < 8; ++j) {
+                const int r = j & 3, half = j >> 2;
+                const int col = tile * k_tile + g + 8 * (r & 1);
+                const int kk = chunk * k_chunk + 16 * step + 2 * t + 8 * (r >> 1) + half;
+                const unsigned src = ct_words[std::uint64_t(col) * (k / 8) + kk / 8];
+                word |= ((src >> (4 * (kk % 8))) & 15u) << (4 * j);
+            }
+            out_words[i] = word;
+        } else {
+            // s = ((tile * chunks + chunk) * 8 + g) * 4 + q
+            const std::uint64_t s = i - words;
+            const int q = int(s % 4), g = int(s / 4 % 8);
+            const std::uint64_t tc = s / 32;
+            const int chunk = int(tc % chunks), tile = int(tc / chunks);
+            const int col = tile * k_tile + g + 8 * (q & 1);
+            out_scales[s] = ct_scales[std::uint64_t(col) * (k / 32) + chunk * 2 + (q >> 1)];
+        }
+    }
+}
+
+__global__ void bf16_repack_kernel(const bf16* w, unsigned char* out, int n, int k) {
+    const std::uint64_t pairs = std::uint64_t(n) * k / 2;
+    const int chunks = k / k_chunk;
+    auto* out_pairs = reinterpret_cast<__nv_bfloat162*>(out);
+    for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < pairs;
+         i += std::uint64_t(gridDim.x) * blockDim.x) {
+        // i = (((tile * chunks + chunk) * 4 + step) * 32 + lane) * 4 + r
+        const int r = int(i % 4), lane = int(i / 4 % 32), step = int(i / 128 % 4);
+        const std::uint64_t tc = i / 512;
+        const int chunk = int(tc % chunks), tile = int(tc / chunks);
+        const int g = lane >> 2, t = lane & 3;
+        const int row = tile * k_tile + g + 8 * (r & 1);
+        const int kk = chunk * k_chunk + 16 * step + 2 * t + 8 * (r >> 1);
+        out_pairs[i] = __halves2bfloat162(w[std::uint64_t(row) * k + kk], w[std::uint64_t(row) * k + kk + 1]);
+    }
+}
+
+namespace {
+
+int g_sms = 132;
+int g_max_dynamic_smem = 48 << 10;
+
+template <Format F, int U>
+cudaError_t allow_smem(int bytes) {
+    return cudaFuncSetAttribute(stream_gemm_kernel<F, U>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+}
+
+}  // namespace
+
+cudaError_t setup(int device) {
+    cudaDeviceProp prop{};
+    if (cudaError_t e = cudaGetDeviceProperties(&prop, device); e != cudaSuccess) return e;
+    g_sms = prop.multiProcessorCount;
+    // The kernel's static shared memory is one int; leave 1 KiB for it and the runtime.
+    g_max_dynamic_smem = int(prop.sharedMemPerBlockOptin) - 1024;
+    if (cudaError_t e = allow_smem<Format::int4, k_int4_unroll>(g_max_dynamic_smem); e != cudaSuccess)
+        return e;
+    return allow_smem<Format::bf16, k_bf16_unroll>(g_max_dynamic_smem);
+}
+
+bool fits(int n, int k) {
+    return n > 0 && k > 0 && n % k_tile == 0 && k % k_chunk == 0;
+}
+
+LaunchShape plan_launch(Format format, int n, int k, int count, int max_rows, const Workspace& ws) {
+    LaunchShape shape;
+    const int chunks = k / k_chunk;
+    const int groups = (n + k_group_cols - 1) / k_group_cols;
+    const long long blocks = (long long)groups * count;
+    // Enough blocks for 4 per SM (32 warps), each slice at least 2 rounds of the unroll (INT4)
+    // or 4 chunks (bf16).
+    const long long target = 4ll * g_sms;
+    const int min_len = format == Format::int4 ? 2 * k_int4_unroll : 4 * k_bf16_unroll;
+    int slices = blocks >= target ? 1 : int((target + blocks - 1) / blocks);
+    slices = std::min(slices, std::max(1, chunks / min_len));
+    auto needs = [&](int s) { return std::uint64_t(count) * s * k_rows * std::uint64_t(n); };
+    const bool room = std::uint64_t(count) * groups <= ws.counter_count;
+    while (slices > 1 && (needs(slices) > ws.partial_floats || !room)) --slices;
+    for (;;) {
+        shape.slice_chunks = (chunks + slices - 1) / slices;
+        shape.slices = (chunks + shape.slice_chunks - 1) / shape.slice_chunks;
+        shape.smem =
+            std::size_t(std::max(max_rows, 1)) * (shape.slice_chunks * k_chunk + k_pad) * sizeof(bf16);
+        if (shape.smem <= std::size_t(g_max_dynamic_smem) || shape.slice_chunks == 1) break;
+        ++slices;  // x of the slice must fit in shared memory: cut k finer
+    }
+    shape.ok = shape.smem <= std::size_t(g_max_dynamic_smem) &&
+               (shape.slices == 1 || (needs(shape.slices) <= ws.partial_floats && room));
+    return shape;
+}
+
+cudaError_t run(Format format, const Batch& batch, int n, int k, int ldx, bool accumulate,
+                const Workspace& ws, cudaStream_t stream) {
+    if (!fits(n, k) || batch.count < 1 || batch.count > k_max_batch || ldx % 8 != 0)
+        return cudaErrorInvalidValue;
+    int most = 0;
+    for (int e = 0; e < batch.count; ++e) most = std::max(most, batch.rows[e]);
+    // At most k_rows rows of x per launch: more rows are more launches over the same weights.
+    for (int r0 = 0; r0 < most; r0 += k_rows) {
+        Batch part;
+        int max_rows = 0;
+        for (int e = 0; e < batch.count; ++e) {
+            if (batch.rows[e] <= r0) continue;
+            const int i = part.count++;
+            part.w[i] = batch.w[e];
+            part.x[i] = batch.x[e] + std::uint64_t(r0) * ldx;
+            part.y[i] = batch.y[e] + std::uint64_t(r0) * n;
+            part.rows[i] = std::min(k_rows, batch.rows[e] - r0);
+            max_rows = std::max(max_rows, part.rows[i]);
+        }
+        const LaunchShape shape = plan_launch(format, n, k, part.count, max_rows, ws);
+        if (!shape.ok) return cudaErrorInvalidValue;
+        const dim3 grid(unsigned((n + k_group_cols - 1) / k_group_cols), unsigned(shape.slices),
+                        unsigned(part.count));
+        const int acc = accumulate ? 1 : 0;
+        if (format == Format::int4)
+            stream_gemm_kernel<Format::int4, k_int4_unroll><<<grid, k_threads, shape.smem, stream>>>(
+                part, n, k, ldx, shape.slice_chunks, shape.slices, acc, ws);
+        else
+            stream_gemm_kernel<Format::bf16, k_bf16_unroll><<<grid, k_threads, shape.smem, stream>>>(
+                part, n, k, ldx, shape.slice_chunks, shape.slices, acc, ws);
+        if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
+}
+
+cudaError_t repack_int4(const unsigned* ct_words, const bf16* ct_scales, void* out, int n, int k,
+                        cudaStream_t s) {
+    if (!fits(n, k)) return cudaErrorInvalidValue;
+    int4_repack_kernel<<<1024, 256, 0, s>>>(ct_words, ct_scales, static_cast<unsigned char*>(out), n, k);
+    return cudaGetLastError();
+}
+
+cudaError_t repack_bf16(const bf16* w, void* out, int n, int k, cudaStream_t s) {
+    if (!fits(n, k)) return cudaErrorInvalidValue;
+    bf16_repack_kernel<<<1024, 256, 0, s>>>(w, static_cast<unsigned char*>(out), n, k);
+    return cudaGetLastError();
+}
+
+}  // namespace tpverify::cuda::sg

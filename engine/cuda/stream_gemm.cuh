@@ -1,0 +1,345 @@
+#pragma once
+// Weight-streaming GEMMs for few rows (m <= 8 per launch) on tensor cores: y[m x n] (+)= x[m x k]
+// W^T with W in INT4 (W4A16: one bf16 scale per 32 along k) or bf16, fp32 accumulation.
+//
+// The weights are the mma.m16n8k16 A operand (its 16 rows are 16 output columns) and up to 8
+// rows of x the B operand (its 8 columns are tokens), so one mma covers 16 columns x 16 k for
+// every token at once; a warp streams one 16-column "tile" of W over a slice of k, 64 k (a
+// "chunk") at a time. Both formats are laid out at load so that each lane reads its fragments
+// with 16-byte coalesced loads (a Marlin-style layout; the facts, not Marlin's code):
+//
+//   INT4  weights [n/16][k/64][32 lanes][4 words]  then scales [n/16][k/64][8 g][4 bf16]
+//   bf16  weights [n/16][k/64][4 k16 steps][32 lanes][4 bf16x2]
+//
+// Lane L = 4g + t holds, for k16 step s of a chunk, the A fragment of columns g and g + 8 of the
+// tile at k = 16s + {2t, 2t+1, 2t+8, 2t+9}. INT4: word s holds its eight 4-bit weights (stored
+// as q + 8, as the checkpoint stores them); nibble j (bits 4j..4j+3) is the low and nibble j+4
+// the high half of fragment register j, so `(word >> 4j) & 0x000f000f | 0x43004300` is two bf16
+// 128 + q + 8 and one bf16x2 subtraction of 136 leaves q, exactly. The four scales of lane (g, t)
+// are (g, group 0), (g + 8, group 0), (g, group 1), (g + 8, group 1); each 16 x 32 block's dot
+// products are scaled once, in fp32.
+//
+// A launch: grid (ceil(n / 128), k slices, experts); 8 warps per block, one tile each, over the
+// block's k slice; the block first asks for its first weights, then stages its slice of x in
+// shared memory (ldmatrix reads B from there). With one slice the warps write y; with several,
+// each block writes fp32 partial sums to a workspace and the last block of a column group to
+// arrive (an atomic counter, reset by that block) sums the slices in order and writes y, so
+// results do not depend on arrival order.
+#include "engine/cuda/common.cuh"
+
+namespace tpverify::cuda::sg {
+
+enum class Format { int4, bf16 };
+
+constexpr int k_threads = 256;  ///< threads per block: 8 warps
+constexpr int k_warps = k_threads / 32;
+constexpr int k_chunk = 64;                     ///< k per chunk: four mma k16 steps, two scale groups
+constexpr int k_tile = 16;                      ///< output columns per warp (mma m16)
+constexpr int k_group_cols = k_tile * k_warps;  ///< output columns per block
+constexpr int k_rows = 8;                       ///< rows of x per launch (mma n8)
+constexpr int k_pad = 8;                        ///< bf16 of padding per staged x row (no bank conflicts)
+constexpr int k_max_batch = 40;                 ///< experts per launch
+constexpr int k_int4_unroll = 4;                ///< chunks each warp keeps in flight (INT4: 4 x 512 B)
+constexpr int k_bf16_unroll = 1;                ///< chunks each warp keeps in flight (bf16: 1 x 2 KiB)
+
+/// Bytes of packed INT4 weights of an [n x k] matrix (the scales follow them).
+__host__ __device__ constexpr std::uint64_t int4_packed_bytes(int n, int k) {
+    return std::uint64_t(n) * std::uint64_t(k) / 2;
+}
+/// Bytes of an [n x k] matrix in `format` (INT4: weights + scales).
+__host__ __device__ constexpr std::uint64_t matrix_bytes(Format format, int n, int k) {
+    return format == Format::int4 ? int4_packed_bytes(n, k) + std::uint64_t(n) * std::uint64_t(k / 32) * 2
+                                  : std::uint64_t(n) * std::uint64_t(k) * 2;
+}
+
+/// Operands of up to k_max_batch GEMMs of one shape: y_e[rows_e x n] (+)= x_e[rows_e x k] W_e^T,
+/// x_e with row stride ldx. rows_e <= k_rows.
+struct Batch {
+    const void* w[k_max_batch];
+    const bf16* x[k_max_batch];
+    bf16* y[k_max_batch];
+    int rows[k_max_batch];
+    int count = 0;
+};
+
+/// Split-k scratch: fp32 partial sums and per-(expert, column group) arrival counters, which
+/// must be zero before the first launch (each launch leaves them zero).
+struct Workspace {
+    float* partial = nullptr;
+    std::uint64_t partial_floats = 0;
+    unsigned* counters = nullptr;
+    unsigned counter_count = 0;
+};
+
+__device__ __forceinline__ uint4 load_stream128(const void* p) {
+    uint4 v;
+    asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p));
+    return v;
+}
+
+__device__ __forceinline__ uint2 load_stream64(const void* p) {
+    uint2 v;
+    asm("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
+    return v;
+}
+
+__device__ __forceinline__ unsigned and_or(unsigned a, unsigned b, unsigned c) {
+    unsigned d;
+    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(a), "r"(b), "r"(c));  // (a & b) | c
+    return d;
+}
+
+/// Eight stored 4-bit weights of one word -> four bf16x2 fragment registers (value - 8, exact).
+__device__ __forceinline__ void dequant(unsigned q, unsigned (&r)[4]) {
+    constexpr unsigned mask = 0x000f000fu, exponent = 0x43004300u;  // bf16 128.0 + nibble
+    r[0] = and_or(q, mask, exponent);
+    r[1] = and_or(q >> 4, mask, exponent);
+    r[2] = and_or(q >> 8, mask, exponent);
+    r[3] = and_or(q >> 12, mask, exponent);
+    const __nv_bfloat162 bias = __bfloat162bfloat162(__ushort_as_bfloat16(0x4308));  // 136.0
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        __nv_bfloat162 v = *reinterpret_cast<__nv_bfloat162*>(&r[j]);
+        v = __hsub2(v, bias);
+        r[j] = *reinterpret_cast<unsigned*>(&v);
+    }
+}
+
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned address, unsigned (&r)[4]) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(address));
+}
+
+__device__ __forceinline__ float2 bf16x2_to_float2(unsigned v) {
+    return make_float2(__uint_as_float(v << 16), __uint_as_float(v & 0xffff0000u));
+}
+
+/// One chunk's operands as a lane holds them.
+template <Format F>
+struct Fragments;
+template <>
+struct Fragments<Format::int4> {
+    uint4 w;  ///< four words: k16 steps 0..3
+    uint2 s;  ///< scales (g, group 0 | g + 8, group 0), (g, group 1 | g + 8, group 1)
+};
+template <>
+struct Fragments<Format::bf16> {
+    uint4 w[4];  ///< one A fragment per k16 step
+};
+
+/// Where a warp's chunks are: lane-offset pointers, one chunk apart per `load(c)`.
+template <Format F>
+struct Stream;
+template <>
+struct Stream<Format::int4> {
+    const uint4* w;
+    const uint2* s;
+    __device__ Stream(const void* base, int n, int k, int tile, int first_chunk, int lane) {
+        const int chunks = k / k_chunk;
+        const std::uint64_t tc = std::uint64_t(tile) * chunks + first_chunk;
+        w = static_cast<const uint4*>(base) + tc * 32 + lane;
+        s = reinterpret_cast<const uint2*>(static_cast<const char*>(base) + int4_packed_bytes(n, k)) +
+            tc * 8 + (lane >> 2);
+    }
+    __device__ Fragments<Format::int4> load(int c) const {
+        return {load_stream128(w + std::uint64_t(c) * 32), load_stream64(s + std::uint64_t(c) * 8)};
+    }
+};
+template <>
+struct Stream<Format::bf16> {
+    const uint4* w;
+    __device__ Stream(const void* base, int, int k, int tile, int first_chunk, int lane) {
+        const int chunks = k / k_chunk;
+        w = static_cast<const uint4*>(base) + (std::uint64_t(tile) * chunks + first_chunk) * 128 + lane;
+    }
+    __device__ Fragments<Format::bf16> load(int c) const {
+        Fragments<Format::bf16> f;
+#pragma unroll
+        for (int s = 0; s < 4; ++s) f.w[s] = load_stream128(w + std::uint64_t(c) * 128 + 32 * s);
+        return f;
+    }
+};
+
+/// One chunk of one warp tile. `x_address`: this lane's ldmatrix row address at the chunk.
+__device__ __forceinline__ void chunk_mma(const Fragments<Format::int4>& f, unsigned x_address,
+                                          float (&acc)[4]) {
+    unsigned b0[4], b1[4];
+    ldmatrix_x4(x_address, b0);       // k 0..31: steps 0 and 1
+    ldmatrix_x4(x_address + 64, b1);  // k 32..63: steps 2 and 3
+    const float2 s0 = bf16x2_to_float2(f.s.x), s1 = bf16x2_to_float2(f.s.y);
+    unsigned a[4];
+    float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    dequant(f.w.x, a);
+    mma_bf16(t, a, b0[0], b0[1]);
+    dequant(f.w.y, a);
+    mma_bf16(t, a, b0[2], b0[3]);
+    acc[0] = fmaf(s0.x, t[0], acc[0]);
+    acc[1] = fmaf(s0.x, t[1], acc[1]);
+    acc[2] = fmaf(s0.y, t[2], acc[2]);
+    acc[3] = fmaf(s0.y, t[3], acc[3]);
+    float u[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    dequant(f.w.z, a);
+    mma_bf16(u, a, b1[0], b1[1]);
+    dequant(f.w.w, a);
+    mma_bf16(u, a, b1[2], b1[3]);
+    acc[0] = fmaf(s1.x, u[0], acc[0]);
+    acc[1] = fmaf(s1.x, u[1], acc[1]);
+    acc[2] = fmaf(s1.y, u[2], acc[2]);
+    acc[3] = fmaf(s1.y, u[3], acc[3]);
+}
+
+__device__ __forceinline__ void chunk_mma(const Fragments<Format::bf16>& f, unsigned x_address,
+                                          float (&acc)[4]) {
+    unsigned b0[4], b1[4];
+    ldmatrix_x4(x_address, b0);
+    ldmatrix_x4(x_address + 64, b1);
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+        const unsigned a[4] = {f.w[s].x, f.w[s].y, f.w[s].z, f.w[s].w};
+        const unsigned* b = s < 2 ? b0 : b1;
+        mma_bf16(acc, a, b[2 * (s & 1)], b[2 * (s & 1) + 1]);
+    }
+}
+
+/// The kernel (see the top of this file). Dynamic shared memory: m_max x (slice_chunks x 64 +
+/// k_pad) bf16. `slices` x `slice_chunks` >= k / 64; the last slice may be shorter. Each warp
+/// keeps U chunks in flight ahead of the U it multiplies.
+template <Format F, int U>
+__global__ void __launch_bounds__(k_threads)
+    stream_gemm_kernel(Batch batch, int n, int k, int ldx, int slice_chunks, int slices, int accumulate,
+                       Workspace ws) {
+    extern __shared__ uint4 dynamic_smem[];
+    __shared__ int last_block;
+    bf16* xs = reinterpret_cast<bf16*>(dynamic_smem);
+    const int e = blockIdx.z, slice = blockIdx.y, group = blockIdx.x;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int tile = group * k_warps + warp;
+    const int first = slice * slice_chunks;
+    const int len = min(k / k_chunk, first + slice_chunks) - first;  // chunks in this slice
+    const int m = batch.rows[e];
+    const int stride = len * k_chunk + k_pad;
+    const bool active = tile * k_tile < n;
+    const Stream<F> stream(batch.w[e], n, k, active ? tile : 0, first, lane);
+
+    // The first weights do not depend on x: ask for them before staging it.
+    Fragments<F> next[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+        if (active && u < len) next[u] = stream.load(u);
+    const bf16* x = batch.x[e] + std::uint64_t(first) * k_chunk;
+    const int vecs = len * (k_chunk / 8);
+    for (int i = threadIdx.x; i < m * vecs; i += k_threads) {
+        const int r = i / vecs, v = i - r * vecs;
+        *reinterpret_cast<uint4*>(xs + r * stride + v * 8) =
+            *reinterpret_cast<const uint4*>(x + std::uint64_t(r) * ldx + v * 8);
+    }
+    __syncthreads();
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (active) {
+        // ldmatrix row = token (lane % 8); rows past m repeat row 0 (their outputs are dropped).
+        const int row = (lane & 7) < m ? (lane & 7) : 0;
+        const unsigned x_address =
+            static_cast<unsigned>(__cvta_generic_to_shared(xs + row * stride + 8 * (lane >> 3)));
+        for (int c0 = 0; c0 < len; c0 += U) {
+            Fragments<F> cur[U];
+#pragma unroll
+            for (int u = 0; u < U; ++u) cur[u] = next[u];
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+                if (c0 + U + u < len) next[u] = stream.load(c0 + U + u);
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+                if (c0 + u < len) chunk_mma(cur[u], x_address + unsigned(c0 + u) * k_chunk * 2, acc);
+        }
+    }
+    // acc[0], acc[1]: column g, tokens 2t and 2t + 1; acc[2], acc[3]: column g + 8.
+    const int g = lane >> 2, t = lane & 3;
+    const int col = tile * k_tile + g;
+    if (slices == 1) {
+        if (!active) return;
+        bf16* y = batch.y[e];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int token = 2 * t + (i & 1);
+            if (token >= m) continue;
+            bf16* out = y + std::uint64_t(token) * n + col + (i >> 1) * 8;
+            *out = __float2bfloat16(acc[i] + (accumulate ? __bfloat162float(*out) : 0.0f));
+        }
+        return;
+    }
+    float* partial = ws.partial + (std::uint64_t(e) * slices + slice) * k_rows * std::uint64_t(n);
+    if (active)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int token = 2 * t + (i & 1);
+            if (token < m) partial[std::uint64_t(token) * n + col + (i >> 1) * 8] = acc[i];
+        }
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned* counter = ws.counters + std::uint64_t(e) * gridDim.x + group;
+        const unsigned arrived = atomicAdd(counter, 1u);
+        last_block = arrived == unsigned(slices - 1);
+        if (last_block) *counter = 0;  // every block of the group has arrived: ready for the next launch
+    }
+    __syncthreads();
+    if (!last_block) return;
+    __threadfence();
+    const float* all = ws.partial + std::uint64_t(e) * slices * k_rows * std::uint64_t(n);
+    bf16* y = batch.y[e];
+    for (int i = threadIdx.x; i < k_group_cols * m; i += k_threads) {
+        const int token = i / k_group_cols, c = group * k_group_cols + i % k_group_cols;
+        if (c >= n) continue;
+        float sum = 0.0f;
+        for (int s = 0; s < slices; ++s) sum += __ldcg(all + (std::uint64_t(s) * k_rows + token) * n + c);
+        bf16* out = y + std::uint64_t(token) * n + c;
+        *out = __float2bfloat16(sum + (accumulate ? __bfloat162float(*out) : 0.0f));
+    }
+}
+
+/// How run() cuts one launch: k slices of slice_chunks chunks, and the dynamic shared memory.
+struct LaunchShape {
+    int slices = 1, slice_chunks = 1;
+    std::size_t smem = 0;
+    bool ok = false;  ///< false: x of one chunk does not fit, or the workspace is too small
+};
+
+/// Reads the device's SM count and shared-memory limit and lets both kernels use it; once per
+/// device, before the first run() (and outside any capture).
+cudaError_t setup(int device);
+/// Whether the kernels take an [n x k] matrix (n % 16 == 0, k % 64 == 0).
+bool fits(int n, int k);
+/// The slices of one launch over `count` matrices with at most `max_rows` rows of x: one slice
+/// when the column groups alone give 4 blocks per SM, else enough slices for that (each at least
+/// two rounds of the unroll for INT4, four for bf16), within the workspace and the shared memory.
+LaunchShape plan_launch(Format format, int n, int k, int count, int max_rows, const Workspace& ws);
+/// Enqueues the batch (rows above k_rows run as more launches of up to k_rows rows each).
+cudaError_t run(Format format, const Batch& batch, int n, int k, int ldx, bool accumulate,
+                const Workspace& ws, cudaStream_t stream);
+/// Repacks one INT4 matrix from the checkpoint's layout into `out` (matrix_bytes(int4, n, k)).
+cudaError_t repack_int4(const unsigned* ct_words, const bf16* ct_scales, void* out, int n, int k,
+                        cudaStream_t s);
+/// Repacks one row-major bf16 [n][k] matrix into `out` (matrix_bytes(bf16, n, k)).
+cudaError_t repack_bf16(const bf16* w, void* out, int n, int k, cudaStream_t s);
+
+/// Repacks an INT4 matrix from the checkpoint's layout (compressed-tensors "pack-quantized":
+/// int32 words [n][k/8], weight i of a word at bits 4i, stored as q + 8; bf16 scales [n][k/32])
+/// into the layout above at `out` (matrix_bytes(int4, n, k)): one thread per output word, then
+/// one per output scale.
+__global__ void int4_repack_kernel(const unsigned* ct_words, const bf16* ct_scales, unsigned char* out, int n,
+                                   int k);
+/// Repacks a bf16 matrix from row-major [n][k] (the checkpoint's nn.Linear weight) into the
+/// layout above at `out`: one thread per output bf16 pair.
+__global__ void bf16_repack_kernel(const bf16* w, unsigned char* out, int n, int k);
+
+}  // namespace tpverify::cuda::sg

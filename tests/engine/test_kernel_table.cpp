@@ -1,0 +1,85 @@
+// The sim's measured kernel table (engine/sim/kernel_table.hpp) and the sim against the H200 run
+// it was measured beside.
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/sim/kernel_table.hpp"
+#include "tests/support/catch.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using namespace tpverify::sim;
+using ncclsweep::test::binary_path;
+using ncclsweep::test::read_file;
+using ncclsweep::test::run_command;
+using ncclsweep::test::source_path;
+
+namespace {
+double number_after(const std::string& line, const std::string& key) {
+    const std::string k = "\"" + key + "\":";
+    const auto at = line.find(k);
+    REQUIRE(at != std::string::npos);
+    return std::stod(line.substr(at + k.size()));
+}
+std::string result_of(const std::string& text) {
+    std::istringstream in(text);
+    for (std::string l; std::getline(in, l);)
+        if (l.rfind("{\"event\":\"result\"", 0) == 0) return l;
+    return "";
+}
+}  // namespace
+
+TEST_CASE("kernel table: builtin:h200 is tests/fixtures/tpverify-kernels/h200.txt word for word") {
+    CHECK(builtin_kernel_table("h200") == read_file(source_path("tests/fixtures/tpverify-kernels/h200.txt")));
+    const KernelTable& t = h200_kernel_table();
+    CHECK(t.gpu == "NVIDIA H200");
+    CHECK(t.copy_gbps == 4243);
+    CHECK(t.gemms.size() > 40);
+    CHECK(t.attention.size() >= 4);
+    CHECK(t.norms.size() >= 2);
+    CHECK(builtin_kernel_table("l40s").empty());
+}
+
+TEST_CASE("kernel table: lines parse, errors name the line") {
+    KernelTable t;
+    std::string error;
+    REQUIRE(
+        parse_kernel_table("tpverify-kernels 1\n# note\ngpu NVIDIA H200\ncopy_gbps 4000\n"
+                           "gemm int4 1 4096 7168 8 38.5\ngemm int4 1 4096 7168 8 99\nop topk 4 384 5.8\n"
+                           "attention 4 64 1 576 576 512 4096 19.3\nnorm 57344 3.4\n",
+                           "t.txt", t, error));
+    REQUIRE(t.gemms.size() == 1);  // a repeated line keeps the first time
+    CHECK(t.gemms[0].us == 38.5);
+    CHECK(t.gemms[0].bytes() == 8 * (4096.0 * 7168 / 2 + 4096.0 * 7168 / 32 * 2));
+    CHECK(t.ops[0].name == "topk");
+    CHECK(t.attention[0].context == 4096);
+    CHECK(t.note == "note");
+    CHECK_FALSE(parse_kernel_table("gpu x\n", "a.txt", t, error));
+    CHECK(error == "a.txt:1: expected the header 'tpverify-kernels 1' first");
+    CHECK_FALSE(
+        parse_kernel_table("tpverify-kernels 1\ncopy_gbps 1\ngemm fp8 1 2 3 4 5\n", "b.txt", t, error));
+    CHECK(error == "b.txt:3: expected 'gemm int4|bf16 ROWS N K COUNT US'");
+    CHECK_FALSE(parse_kernel_table("tpverify-kernels 1\ngpu x\n", "c.txt", t, error));
+    CHECK(error == "c.txt: no copy_gbps line");
+}
+
+TEST_CASE("kernel table: the sim's H200 pass is within 10 % of the CUDA run measured beside the table") {
+    // tests/fixtures/tpverify-kernels/run3-t4-int4.jsonl: the CUDA backend on one H200, TP 1,
+    // Kimi-K2.5 with INT4 experts, 4 tokens, cuBLAS for bf16 GEMMs and attention (tpverify's
+    // defaults), 2026-12-03; its 1-token pass too (baseline_us).
+    const std::string cuda =
+        result_of(read_file(source_path("tests/fixtures/tpverify-kernels/run3-t4-int4.jsonl")));
+    REQUIRE(!cuda.empty());
+    const auto sim = run_command({binary_path("engine/tpverify").string(), "--backend", "sim", "--json",
+                                  "--tp", "1", "--topology", "nvlink", "--tokens", "4", "--iters", "3"});
+    REQUIRE(sim.exit_code == 0);
+    const std::string r = result_of(sim.out);
+    const double verify = number_after(r, "verify_us_p50"), measured = number_after(cuda, "verify_us_p50");
+    INFO("sim " << verify << " us, CUDA " << measured << " us");
+    CHECK(verify > 0.9 * measured);
+    CHECK(verify < 1.1 * measured);
+    const double one = number_after(r, "baseline_us"), one_measured = number_after(cuda, "baseline_us");
+    INFO("1 token: sim " << one << " us, CUDA " << one_measured << " us");
+    CHECK(one > 0.9 * one_measured);
+    CHECK(one < 1.1 * one_measured);
+}
