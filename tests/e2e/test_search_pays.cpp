@@ -54,8 +54,9 @@ TEST_CASE("quickstart: the same recommendation for seeds 1 2 and 3") {
     }
     CHECK(
         recommended[0] ==
-        "recommended (tok_s, higher is better): experiment 10 (defaults fusion=on): no setting beats NCCL's "
-        "defaults: leave NCCL alone");
+        "recommended (tok_s, higher is better): experiment 9 (defaults fusion=off): no setting beats NCCL's "
+        "defaults: leave NCCL alone; NOT calibrated: collective times modelled: NCCL's estimate, nothing "
+        "measured");  // fusion=on is a what-if since the sim prices the fused kernel: never recommended
     CHECK(recommended[1] == recommended[0]);
     CHECK(recommended[2] == recommended[0]);
 }
