@@ -22,6 +22,7 @@ struct ExportOptions {
     std::string db;
     bool json = false;
     bool format_given = false;
+    bool force = false;
 };
 
 ExitStatus run_export(const ExportOptions& options) {
@@ -39,6 +40,7 @@ ExitStatus run_export(const ExportOptions& options) {
     request.format = *format;
     request.metric = options.metric;
     request.best = options.best;
+    request.force = options.force;
     if (options.experiment_given) request.experiment = options.experiment;
     auto text = ex::export_sweep(*sweep, request);
     if (!text) return report_error(text.error());
@@ -68,6 +70,9 @@ Command setup_export(CLI::App& app) {
     sub->add_flag("--best", options->best, "Point formats: export the best experiment by --metric");
     sub->add_option("--metric", options->metric, "Metric for --best and the md table (default tok_s)");
     sub->add_option("--experiment", options->experiment, "Point formats: export this experiment id");
+    sub->add_flag("--force", options->force,
+                  "Point formats: export a point that did not run to a result (failed, timed out, pruned);\n"
+                  "the file then says so in its first lines");
     sub->add_option("-o,--output", options->output, "Write to FILE (atomically) instead of stdout");
     add_db_flag(*sub, options->db);
     sub->callback([sub, options]() {

@@ -40,23 +40,24 @@ void print_recommendation(results::Store& store, std::int64_t sweep_id, const Me
     if (!table || !results::require_metric(*table, choice.name)) return;
     auto best = results::best_experiment(*table, results::resolve_metric(choice, table->sweep.record));
     if (!best) return;
-    std::string params;
-    for (const auto& [name, value] : best->best.params)
-        params += (params.empty() ? "" : " ") + name + "=" + value;
-    const std::string tie =
-        best->tie() ? fmt::format("; a tie of {} points diff cannot tell apart, this is the simplest",
-                                  best->tie_group.size())
-                    : "";
-    std::fprintf(stdout, "\nrecommended: experiment %d (%s) by %s, %s is better%s%s\n", best->best.exp_id,
-                 params.c_str(), choice.name.c_str(),
-                 std::string(better_word(best->metric.direction)).c_str(), tie.c_str(),
+    std::fprintf(stdout, "\nrecommended (%s, %s is better): %s%s\n", choice.name.c_str(),
+                 std::string(better_word(best->metric.direction)).c_str(),
+                 results::recommendation_text(*best).c_str(),
                  results::recommendation_caveat(best->best).c_str());
+    if (best->tie()) std::fprintf(stdout, "  tie: %s\n", results::tie_text(*best).c_str());
     if (auto what_if = results::what_if_line(*best)) std::fprintf(stdout, "\n%s\n", what_if->c_str());
 }
 
 /// The summary table, the recommendation and the closing lines on stdout.
 void print_summary(const RunReport& report, const ProgressPrinter& printer, results::RunDatabase& database) {
     const std::string metric = printer.summary_metric(report.metric.name);
+    if (metric != report.metric.name)
+        NCCLSWEEP_LOG(warning,
+                      "metric '{}' was never recorded (no run printed a match); the summary ranks by '{}'; "
+                      "check the metric's regex against the workload's output (`ncclsweep results log`)",
+                      report.metric.name, metric);
+    if (auto note = results::simulated_note(report.backend); !note.empty())
+        std::fprintf(stdout, "%s\n", note.c_str());
     printer.print_summary(stdout, metric, report.definitions, terminal_columns(STDOUT_FILENO));
     if (results::Store* store = database.store())
         print_recommendation(*store, report.outcome.sweep_id,
@@ -137,7 +138,8 @@ Command setup_run(CLI::App& app) {
                     "Private key file for ssh (default: ssh-agent, then ~/.ssh/id_*)");
     sub->add_option("--rules", options->run.rules_file, "Extra watcher rules (YAML); see docs/watcher.md");
     sub->add_flag("--json", options->json, "One JSON object per experiment on stdout; nothing decorative");
-    sub->add_option("--metric", options->run.metric, "Metric the summary sorts by (default tok_s)");
+    sub->add_option("--metric", options->run.metric,
+                    "Metric the summary sorts by (default: the spec's first declared metric, else tok_s)");
     sub->add_option("--kill-grace", options->kill_grace, "Seconds between SIGTERM and SIGKILL (default 2)");
     sub->add_option(
         "--budget", options->run.budget,

@@ -20,6 +20,9 @@ struct Experiment {
     std::vector<Assignment> workload;  ///< workload parameters: engine args + lower_case axes
     std::vector<std::string> argv;     ///< the command to run (argv[0] = program)
     bool shell = false;                ///< argv is {"/bin/sh","-c",script}: a string command
+    /// NCCL's defaults point: the sweep sweeps NCCL variables and this point sets none of them
+    /// (core/plan/baseline.hpp; the planner adds one per combination of the other axes).
+    bool defaults = false;
 };
 
 }  // namespace ncclsweep

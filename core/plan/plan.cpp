@@ -157,6 +157,7 @@ Result<PlanSummary> check_plan(const Spec& spec, const PlanOptions& options,
         if (!more) return more.error();
         if (!*more) break;
         ++summary.count;
+        if (experiment.defaults) summary.defaults.add(experiment.id);
         nccl::WorkloadContext context = workload_context(spec, experiment);
         cache_key.assign(std::to_string(context.max_message_bytes.value_or(0)));
         cache_key.append("|").append(context.topology.value_or("")).append("|");

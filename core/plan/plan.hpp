@@ -51,6 +51,7 @@ struct WarningGroup {
 struct PlanSummary {
     std::uint64_t count = 0;             ///< experiments (after exclude and include)
     std::vector<WarningGroup> warnings;  ///< identical warnings grouped, in order of first appearance
+    IdRanges defaults;                   ///< NCCL's defaults points (Experiment::defaults)
     /// How many warning groups mention experiment `id`.
     [[nodiscard]] int warnings_for(int id) const;
 };

@@ -97,6 +97,8 @@ PlanFingerprint fingerprint_of(const Spec& spec, const std::vector<Override>& ov
     f.parts.emplace_back("env delivery", std::string(delivery_text(spec.target.env_delivery)));
     f.parts.emplace_back("engine", spec.workload.engine.empty() ? "" : options.engine_path);
     f.parts.emplace_back("repeats", std::to_string(spec.repeats));
+    // Empty for the default, so sweeps recorded before `baseline:` existed compare equal on it.
+    f.parts.emplace_back("baseline", spec.baseline == Baseline::none ? "none" : "");
     f.parts.emplace_back(
         "timeouts", fmt::format("startup {} s, capture {} s, stall {} s, total {} s", spec.timeouts.startup,
                                 spec.timeouts.capture, spec.timeouts.stall, spec.timeouts.total));

@@ -5,11 +5,18 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <optional>
+
+#include "core/plan/baseline.hpp"
 
 namespace ncclsweep::inline plan {
 namespace {
 
 constexpr const char* k_unset = "(unset)";
+/// What the defaults point shows for a swept NCCL variable it leaves to NCCL.
+constexpr const char* k_default_cell = "(default)";
+/// Suffix of a cell whose value is fixed by `env:` or `workload.args`, not by the point.
+constexpr const char* k_fixed_suffix = " (fixed)";
 
 using Json = nlohmann::ordered_json;
 
@@ -35,6 +42,14 @@ public:
                     may_be_unset || std::none_of(point.values.begin(), point.values.end(),
                                                  [&](const auto& v) { return v.first == m_columns[c].name; });
             if (may_be_unset) m_columns[c].width = std::max(m_columns[c].width, display_width(k_unset));
+            // A name fixed in env: or args: runs with that value where a point does not set it.
+            if (const SpecValue* fixed = fixed_value(spec, m_columns[c].name)) {
+                m_columns[c].fixed = fixed->text;
+                m_columns[c].width =
+                    std::max(m_columns[c].width, display_width(display_cell(fixed->text) + k_fixed_suffix));
+            }
+            if (is_nccl_variable(m_columns[c].name))
+                m_columns[c].width = std::max(m_columns[c].width, display_width(k_default_cell));
         }
         std::uint64_t runs = summary.count * static_cast<std::uint64_t>(spec.repeats);
         m_out << fmt::format("sweep {}: {} experiment{} x {} repeat{} = {} run{}; target {}; workload {}\n",
@@ -42,6 +57,19 @@ public:
                              spec.repeats, spec.repeats == 1 ? "" : "s", runs, runs == 1 ? "" : "s",
                              display_cell(spec.target.url),
                              spec.workload.engine.empty() ? "command" : spec.workload.engine);
+        // What every point runs with: the fixed environment and engine arguments, with their values.
+        std::string fixed;
+        for (const auto& [name, value] : spec.env) fixed += " " + name + "=" + display_cell(value.text);
+        for (const auto& [name, value] : spec.workload.args)
+            fixed += " " + name + "=" + display_cell(value.text);
+        if (!fixed.empty()) m_out << "fixed:" << fixed << '\n';
+        if (summary.defaults.count() > 0)
+            m_out << fmt::format(
+                "defaults: experiment{} {} set{} none of the swept NCCL variables: NCCL's defaults, what "
+                "every "
+                "recommendation is measured against (`baseline: none` leaves {} out)\n",
+                summary.defaults.count() == 1 ? "" : "s", summary.defaults.to_text(k_warning_ranges),
+                summary.defaults.count() == 1 ? "s" : "", summary.defaults.count() == 1 ? "it" : "them");
         if (spec.search.enabled()) {
             // A search runs a subset: its rules, and the product it bounds (docs/search.md).
             const std::uint64_t worst =
@@ -59,7 +87,9 @@ public:
     void experiment(const Experiment& experiment, int warnings) override {
         std::string row = fmt::format("{:>{}}", experiment.id, m_id_width);
         for (const auto& column : m_columns) {
-            std::string cell = k_unset;
+            std::string cell = column.fixed ? display_cell(*column.fixed) + k_fixed_suffix
+                               : experiment.defaults && is_nccl_variable(column.name) ? k_default_cell
+                                                                                      : k_unset;
             for (const auto& [name, value] : experiment.params)
                 if (name == column.name) cell = display_cell(value);
             row += "  " + pad(cell, column.width);
@@ -85,13 +115,22 @@ private:
     struct Column {
         std::string name;
         std::size_t width = 0;
+        std::optional<std::string> fixed;  ///< the env:/args: value where a point does not set it
     };
+
+    static const SpecValue* fixed_value(const Spec& spec, const std::string& name) {
+        for (const auto& [key, value] : spec.env)
+            if (key == name) return &value;
+        for (const auto& [key, value] : spec.workload.args)
+            if (key == name) return &value;
+        return nullptr;
+    }
 
     void add_column(const std::string& name, const std::vector<SpecValue>& values) {
         auto it =
             std::find_if(m_columns.begin(), m_columns.end(), [&](const Column& c) { return c.name == name; });
         if (it == m_columns.end()) {
-            m_columns.push_back(Column{name, display_width(display_cell(name))});
+            m_columns.push_back(Column{name, display_width(display_cell(name)), std::nullopt});
             it = std::prev(m_columns.end());
         }
         for (const auto& value : values)
@@ -143,6 +182,7 @@ public:
         append_json_string(b, experiment.key);
         b.append(",\"canonical\":");
         append_json_string(b, experiment.canonical);
+        if (experiment.defaults) b.append(",\"defaults\":true");
         append_object(b, "params", experiment.params);
         append_object(b, "env", experiment.env);
         append_object(b, "workload", experiment.workload);

@@ -7,6 +7,7 @@
 #include <limits>
 #include <set>
 
+#include "core/plan/baseline.hpp"
 #include "core/plan/key.hpp"
 #include "core/plan/render.hpp"
 
@@ -44,6 +45,10 @@ Result<Planner> Planner::create(const Spec& spec, const PlanOptions& options) {
     std::uint64_t total = planner.m_product_size;
     if (total <= std::numeric_limits<std::uint64_t>::max() - planner.m_includes.size())
         total += planner.m_includes.size();
+    if (total <= std::numeric_limits<std::uint64_t>::max() - planner.m_defaults_size)
+        total += planner.m_defaults_size;
+    else
+        total = std::numeric_limits<std::uint64_t>::max();
     if (total > options.max_experiments) {
         std::vector<std::string> factors;
         for (const auto& digit : planner.m_digits) {
@@ -59,7 +64,10 @@ Result<Planner> Planner::create(const Spec& spec, const PlanOptions& options) {
             "axes, "
             "or pass --max-experiments {} if you mean it",
             spec.path, count, fmt::join(factors, " x "),
-            planner.m_includes.empty() ? "" : fmt::format(" + {} include", planner.m_includes.size()),
+            fmt::format(
+                "{}{}",
+                planner.m_includes.empty() ? "" : fmt::format(" + {} include", planner.m_includes.size()),
+                planner.m_defaults_size == 0 ? "" : fmt::format(" + {} defaults", planner.m_defaults_size)),
             options.max_experiments, count));
     }
     return planner;
@@ -119,7 +127,61 @@ void Planner::compile() {
         if (in_product(params) || !seen.insert(canonical_text(params)).second) continue;
         m_includes.push_back(std::move(params));
     }
+    m_include_texts = std::move(seen);
     m_product_done = m_product_size == 0;
+
+    // NCCL's defaults point (core/plan/baseline.hpp): none of the swept NCCL variables set, one
+    // per combination of the digits that hold other axes; exclude rules over those axes alone
+    // apply to it, a rule naming an NCCL axis never matches it.
+    m_nccl_axis.assign(axes.size(), false);
+    bool any_nccl = false;
+    for (std::size_t i = 0; i < axes.size(); ++i)
+        for (std::size_t i = 0; i < axes.size(); ++i) {
+            m_nccl_axis[i] = is_nccl_variable(axes[i].name);
+            any_nccl = any_nccl || m_nccl_axis[i];
+        }
+    m_sweeps_nccl = any_nccl;
+    for (const auto& point : m_includes)
+        for (const auto& [name, value] : point) m_sweeps_nccl = m_sweeps_nccl || is_nccl_variable(name);
+    if (m_spec->baseline == Baseline::defaults && any_nccl) {
+        m_defaults_size = 1;
+        for (std::size_t d = 0; d < m_digits.size(); ++d)
+            if (std::any_of(m_digits[d].axes.begin(), m_digits[d].axes.end(),
+                            [&](std::size_t axis) { return !m_nccl_axis[axis]; })) {
+                m_defaults_digits.push_back(d);
+                m_defaults_size = saturating_multiply(m_defaults_size, m_digits[d].radix);
+            }
+        for (const auto& rule : m_excludes)
+            if (std::none_of(rule.allowed.begin(), rule.allowed.end(),
+                             [&](const auto& entry) { return m_nccl_axis[entry.first]; }))
+                m_defaults_excludes.push_back(rule);
+    }
+    m_default_index.assign(axes.size(), 0);
+    m_defaults_done = m_defaults_size == 0;
+}
+
+bool Planner::defaults_excluded() const {
+    for (const auto& rule : m_defaults_excludes) {
+        bool all = !rule.allowed.empty();
+        for (const auto& [axis, allowed] : rule.allowed)
+            if (!allowed[m_default_index[axis]]) {
+                all = false;
+                break;
+            }
+        if (all) return true;
+    }
+    return false;
+}
+
+void Planner::advance_defaults() {
+    for (std::size_t k = m_defaults_digits.size(); k-- > 0;) {
+        const Digit& digit = m_digits[m_defaults_digits[k]];
+        std::size_t next = m_default_index[digit.axes[0]] + 1;
+        if (next == digit.radix) next = 0;
+        for (std::size_t axis : digit.axes) m_default_index[axis] = next;
+        if (next != 0) return;
+    }
+    m_defaults_done = true;
 }
 
 bool Planner::excluded(const std::vector<std::size_t>& value_index) const {
@@ -168,6 +230,8 @@ void Planner::rewind() {
     std::fill(m_value_index.begin(), m_value_index.end(), 0);
     m_product_done = m_product_size == 0;
     m_next_include = 0;
+    std::fill(m_default_index.begin(), m_default_index.end(), 0);
+    m_defaults_done = m_defaults_size == 0;
     m_next_id = 1;
 }
 
@@ -183,11 +247,29 @@ Result<bool> Planner::next(Experiment& out) {
         if (!skip) return build(m_params, out);
     }
     if (m_next_include < m_includes.size()) return build(m_includes[m_next_include++], out);
+    while (!m_defaults_done) {
+        bool skip = defaults_excluded();
+        if (!skip) {
+            m_params.clear();
+            for (std::size_t a = 0; a < m_spec->axes.size(); ++a)
+                if (!m_nccl_axis[a])
+                    m_params.emplace_back(m_spec->axes[a].name,
+                                          m_spec->axes[a].values[m_default_index[a]].text);
+            // An include point that already is this defaults point is not added again.
+            skip = m_include_texts.count(canonical_text(m_params)) > 0;
+        }
+        advance_defaults();
+        if (!skip) return build(m_params, out);
+    }
     return false;
 }
 
 Result<bool> Planner::build(const std::vector<Assignment>& params, Experiment& out) {
     out.id = m_next_id++;
+    // The one rule of core/plan/baseline.hpp (an include point that sets no NCCL variable is one too).
+    out.defaults = m_sweeps_nccl && std::none_of(params.begin(), params.end(), [](const Assignment& a) {
+                       return is_nccl_variable(a.first);
+                   });
     out.params = params;
     out.env.clear();
     for (const auto& [name, value] : m_spec->env) out.env.emplace_back(name, value.text);

@@ -1,9 +1,11 @@
 #pragma once
 // Expansion of a validated spec into experiments (docs/spec.md "Expansion"): a lazy odometer
-// over the axes (first axis slowest, zip groups as one digit), exclude, then include points.
-// Nothing is materialised: 1,000,000 points take bounded memory.
+// over the axes (first axis slowest, zip groups as one digit), exclude, then include points,
+// then NCCL's defaults points (core/plan/baseline.hpp; a second odometer over the digits that
+// hold other axes). Nothing is materialised: 1,000,000 points take bounded memory.
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +44,9 @@ public:
     [[nodiscard]] std::uint64_t product_size() const { return m_product_size; }
     /// Include points that survive deduplication.
     [[nodiscard]] std::size_t include_count() const { return m_includes.size(); }
+    /// Combinations of the other axes that get a defaults point, before exclude and
+    /// deduplication (0 with `baseline: none` or without NCCL axes).
+    [[nodiscard]] std::uint64_t defaults_size() const { return m_defaults_size; }
     /// The spec being planned.
     [[nodiscard]] const Spec& spec() const { return *m_spec; }
 
@@ -60,6 +65,8 @@ private:
     [[nodiscard]] bool excluded(const std::vector<std::size_t>& value_index) const;
     [[nodiscard]] bool in_product(const std::vector<Assignment>& point) const;
     void advance();
+    void advance_defaults();
+    [[nodiscard]] bool defaults_excluded() const;
     [[nodiscard]] Result<bool> build(const std::vector<Assignment>& params, Experiment& out);
 
     const Spec* m_spec;
@@ -71,6 +78,14 @@ private:
     std::uint64_t m_product_size = 1;
     bool m_product_done = false;
     std::size_t m_next_include = 0;
+    std::vector<std::size_t> m_defaults_digits;  ///< digits holding an axis that is not an NCCL variable
+    std::vector<bool> m_nccl_axis;               ///< per axis: an NCCL variable (left unset by defaults)
+    std::vector<std::size_t> m_default_index;    ///< value index per axis for the defaults odometer
+    std::vector<CompiledExclude> m_defaults_excludes;  ///< exclude rules that name only other axes
+    std::set<std::string> m_include_texts;             ///< canonical texts of the include points
+    std::uint64_t m_defaults_size = 0;
+    bool m_defaults_done = true;
+    bool m_sweeps_nccl = false;  ///< some point sets an NCCL variable (then a point setting none is defaults)
     int m_next_id = 1;
     std::vector<Assignment> m_params;           ///< scratch
     std::vector<Assignment> m_workload_params;  ///< scratch: lower_case params of the point

@@ -93,6 +93,7 @@ void Search::record(std::size_t index, const Observation& observation) {
 
 void Search::account(std::size_t index, const Observation& observation) {
     PointState& point = m_state.at(index);
+    if (!observation.effective.empty()) point.effective = std::string(choice_part(observation.effective));
     point.runs += observation.runs;
     point.values.insert(point.values.end(), observation.values.begin(), observation.values.end());
     m_progress.runs += observation.runs;
@@ -190,7 +191,7 @@ std::optional<Step> Search::work_in_round() {
     for (std::size_t i : m_round_order) {
         const PointState& point = m_state[i];
         if (point.state != State::pending && point.state != State::alive) continue;
-        if (point.runs >= wanted) continue;
+        if (point.runs >= wanted || point.settled) continue;
         Step step;
         step.action = Action::run;
         step.point = i;
@@ -201,39 +202,66 @@ std::optional<Step> Search::work_in_round() {
     return std::nullopt;
 }
 
-void Search::eliminate() {
-    if (!m_settings.race) return;
-    std::optional<std::size_t> leader;
+std::optional<std::size_t> Search::leader() const {
+    std::optional<std::size_t> best;
     for (std::size_t i : m_order) {
         if (m_state[i].state != State::alive || m_state[i].values.empty()) continue;
-        if (!leader) {
-            leader = i;
+        if (!best) {
+            best = i;
             continue;
         }
-        const double mine = *median_of(i), best = *median_of(*leader);
-        if (m_settings.direction == stats::Direction::higher_is_better ? mine > best : mine < best)
-            leader = i;
+        const double mine = *median_of(i), theirs = *median_of(*best);
+        if (m_settings.direction == stats::Direction::higher_is_better ? mine > theirs : mine < theirs)
+            best = i;
     }
-    if (!leader) return;
+    return best;
+}
+
+bool Search::racing(std::size_t index) const {
+    const PointState& point = m_state[index];
+    return (point.state == State::alive || point.state == State::pending) && !point.settled;
+}
+
+void Search::drop(std::size_t index, std::string reason) {
+    PointState& point = m_state[index];
+    if (point.settled) --m_progress.settled;
+    point.state = State::dropped;
+    point.settled = false;
+    point.reason = std::move(reason);
+    ++m_progress.dropped;
+}
+
+void Search::eliminate() {
+    if (!m_settings.race) return;
+    // After the first round (one sample per point by default): axes that show no effect are
+    // collapsed to their first value, which also estimates the noise (search_screen.cpp).
+    if (!m_collapse_done) {
+        m_collapse_done = true;
+        collapse();
+    }
+    estimate_noise();
+    auto best_point = leader();
+    if (!best_point) return;
     // The test and threshold of `diff` (core/stats compare): a point is dropped only when the
     // U test says it is worse than the leader at alpha = 1 - confidence AND by more than the
     // minimum effect that counts.
-    const stats::CompareOptions options{1 - m_settings.race->confidence, stats::k_default_threshold,
-                                        m_settings.direction};
-    const auto& best = m_state[*leader].values;
+    const stats::CompareOptions options{stats::level_from_confidence(m_settings.race->confidence),
+                                        stats::k_default_threshold, m_settings.direction};
+    const auto& best = m_state[*best_point].values;
     for (std::size_t i : m_order) {
         PointState& point = m_state[i];
-        if (i == *leader || point.state != State::alive || point.values.empty()) continue;
+        if (i == *best_point || point.state != State::alive || point.values.empty()) continue;
         auto verdict = stats::compare(best, point.values, options);
         if (!verdict || verdict->verdict != stats::Verdict::regression) continue;
-        point.state = State::dropped;
-        point.reason = fmt::format(
-            "behind experiment {} after round {}: median {:.6g} vs {:.6g} ({:+.1f}%), {}, "
-            "n={}+{}",
-            m_points[*leader].exp_id, m_progress.round, verdict->candidate.median, verdict->base.median,
-            verdict->delta * 100, verdict->reason, best.size(), point.values.size());
-        ++m_progress.dropped;
+        drop(i, fmt::format("behind experiment {} after round {}: median {:.6g} vs {:.6g} ({:+.1f}%), {}, "
+                            "n={}+{}",
+                            m_points[*best_point].exp_id, m_progress.round, verdict->candidate.median,
+                            verdict->base.median, verdict->delta * 100, verdict->reason, best.size(),
+                            point.values.size()));
     }
+    // Where the samples are too few for the U test: the noise estimate screens out the points
+    // clearly behind, and settles those within the threshold of the leader.
+    screen(*best_point);
 }
 
 void Search::order_round_for_budget() {
@@ -266,17 +294,45 @@ Step Search::next() {
             eliminate();
             if (auto mark = pending_mark()) return *mark;
         }
-        int alive = 0;
-        for (const auto& point : m_state)
-            alive += point.state == State::alive || point.state == State::pending;
+        int alive = 0, racing_points = 0;
+        for (std::size_t i = 0; i < m_state.size(); ++i) {
+            alive += m_state[i].state == State::alive || m_state[i].state == State::pending;
+            racing_points += racing(i);
+        }
         Step done;
         done.action = Action::stop;
-        if (m_settings.race && alive <= 1) {
-            done.reason = alive == 1 ? fmt::format(
-                                           "one point is left after round {}: every other one was pruned, "
-                                           "failed or dropped",
-                                           m_progress.round)
-                                     : "no point is left to race";
+        // NCCL's defaults point within the threshold of the leader (settled) answers the question
+        // the race asks: no setting beats NCCL's defaults by more than the threshold, and no
+        // point can win `results best`'s tie rule against it (nothing set, nothing changed).
+        if (m_settings.race && m_collapse_done)
+            for (std::size_t i : m_order)
+                if (m_points[i].defaults && m_state[i].state == State::alive && m_state[i].settled) {
+                    done.reason = fmt::format(
+                        "decided after round {}: NCCL's defaults (experiment {}) is within the {}% threshold "
+                        "of "
+                        "the leader (experiment {}), so no setting can beat it by more than that; {} point{} "
+                        "still raced, {} settled",
+                        m_progress.round, m_points[i].exp_id,
+                        stats::format_level(stats::k_default_threshold * 100),
+                        leader() ? m_points[*leader()].exp_id : 0, racing_points,
+                        racing_points == 1 ? "" : "s", m_progress.settled);
+                    m_stopped = done;
+                    return done;
+                }
+        if (m_settings.race && racing_points <= 1) {
+            if (alive == racing_points)
+                done.reason = alive == 1
+                                  ? fmt::format(
+                                        "one point is left after round {}: every other one was pruned, "
+                                        "failed or dropped",
+                                        m_progress.round)
+                                  : "no point is left to race";
+            else
+                done.reason = fmt::format(
+                    "decided after round {}: {} point{} within the {}% threshold of the leader (settled), "
+                    "the others pruned, failed or dropped; `results best` picks among them by its tie rule",
+                    m_progress.round, alive - racing_points, alive - racing_points == 1 ? " is" : "s are",
+                    stats::format_level(stats::k_default_threshold * 100));
             m_stopped = done;
             return done;
         }

@@ -1,6 +1,8 @@
 #pragma once
 // What runs next (docs/search.md): the full product in plan order, or a search that prunes
-// failing values, races the survivors and keeps to a budget. The sweep loop asks `next()`
+// failing values, runs every point once, collapses the axes that show no effect, races the
+// survivors (dropping points behind the leader, settling those within the threshold of it) and
+// keeps to a budget. The sweep loop asks `next()`
 // before each dispatch (run these repeats of a point, record a point as pruned or dropped,
 // or stop) and reports every dispatch back with `record()`. The search runs nothing itself,
 // so it is tested and benchmarked without a target.
@@ -9,6 +11,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -40,6 +43,7 @@ struct Settings {
 struct Point {
     int exp_id = 0;
     std::vector<Assignment> params;
+    bool defaults = false;  ///< NCCL's defaults point (Experiment::defaults): what the race ends on
 };
 
 /// What the loop does next.
@@ -65,6 +69,7 @@ struct Step {
 /// What one dispatch of a point showed (or, for restore, everything a point showed so far).
 struct Observation {
     bool ok = true;                  ///< every repeat ended ok
+    std::string effective;           ///< NCCL's effective choice as recorded ("" = not seen)
     bool says_about_setting = true;  ///< false for infrastructure and timeouts: never prunes
     std::string failure_class;       ///< when not ok
     std::vector<double> values;      ///< samples of the race metric
@@ -76,7 +81,10 @@ struct Observation {
 struct Progress {
     int round = 1;
     int pruned = 0;
-    int dropped = 0;
+    int dropped = 0;     ///< dropped, the collapsed ones included
+    int collapsed = 0;   ///< dropped because an axis of theirs showed no effect
+    int settled = 0;     ///< ok points within the threshold of the leader: no more samples
+    double noise = 0;    ///< the per-run relative noise the race estimated (0 = none yet)
     int runs = 0;        ///< workload runs spent (restored ones included)
     double seconds = 0;  ///< their time
 };
@@ -113,6 +121,8 @@ private:
         std::vector<double> values;
         int runs = 0;
         bool announced = false;  ///< its mark was handed out by next() (or restored)
+        bool settled = false;    ///< alive, within the threshold of the leader: no more samples
+        std::string effective;   ///< NCCL's effective choice (its TUNING part)
         std::string reason;
     };
     /// Failures of one value: class -> experiment ids.
@@ -128,6 +138,12 @@ private:
     void account(std::size_t index, const Observation& observation);
     void prune_values_of(std::size_t index, const std::string& failure_class);
     void eliminate();
+    void collapse();
+    void estimate_noise();
+    void screen(std::size_t leader);
+    [[nodiscard]] std::optional<std::size_t> leader() const;
+    [[nodiscard]] bool racing(std::size_t index) const;
+    void drop(std::size_t index, std::string reason);
     void order_round_for_budget();
     [[nodiscard]] std::optional<double> median_of(std::size_t index) const;
 
@@ -139,8 +155,18 @@ private:
     std::map<Assignment, ValueRecord> m_values;
     Progress m_progress;
     int m_eliminated_round = 0;
+    bool m_collapse_done = false;
+    std::vector<double> m_pair_noise;  ///< collapsed pairs' log differences / sqrt(2): N(0, noise^2) draws
     std::optional<Step> m_stopped;
 };
+
+/// Groups of parameter names that only ever change together over `points` (a zip: every value
+/// of one maps to exactly one of the other and back), each name in one group, in first-seen order.
+[[nodiscard]] std::vector<std::vector<std::string>> parameter_groups(const std::vector<Point>& points);
+
+/// The TUNING part of a stored effective NCCL summary: what the choice comparison looks at
+/// ("env:" and "tuner:" parts left out).
+[[nodiscard]] std::string_view choice_part(std::string_view effective);
 
 /// The order of `points` (indices) in which each axis's values alternate, so a value that
 /// crashes shows itself early: each next point is the one whose values were seen longest ago

@@ -69,13 +69,17 @@ std::vector<std::string> Search::plan_lines() const {
             rounds += (rounds.empty() ? "" : ", ") + std::to_string(target(round));
             if (target(round) >= m_settings.max_repeats()) break;
         }
-        lines.push_back(
-            fmt::format("race on {} ({} is better): samples per point by round {}; after each round a point "
-                        "worse than the leader by the U test at alpha {:.3g} and by more than {:.0f}% is "
-                        "recorded `dropped`",
-                        m_settings.metric,
-                        m_settings.direction == stats::Direction::higher_is_better ? "higher" : "lower",
-                        rounds, 1 - m_settings.race->confidence, stats::k_default_threshold * 100));
+        lines.push_back(fmt::format(
+            "race on {} ({} is better): samples per point by round {}; after the first round an axis that "
+            "shows no effect is collapsed to its first value; after each round a point worse than the leader "
+            "by the U test at alpha {} and by more than {}% (or, with too few samples for the test, by more "
+            "than the threshold plus the measured noise allows) is recorded `dropped`, a point within {}% of "
+            "the leader gets no more samples",
+            m_settings.metric,
+            m_settings.direction == stats::Direction::higher_is_better ? "higher" : "lower", rounds,
+            stats::format_level(stats::level_from_confidence(m_settings.race->confidence)),
+            stats::format_level(stats::k_default_threshold * 100),
+            stats::format_level(stats::k_default_threshold * 100)));
     }
     lines.push_back(fmt::format("worst case: {} runs ({} points x {} repeats); the first round needs {}",
                                 worst, points, m_settings.max_repeats(), first_round));

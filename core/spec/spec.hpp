@@ -87,6 +87,34 @@ struct RuleSpec {
     SourceMark mark;
 };
 
+/// How the matches of one metric in one run become its value (docs/spec.md "Metrics").
+enum class Aggregate {
+    last,    ///< the last match (the default: a final summary line)
+    median,  ///< the median of the matches (a server logging throughput as it goes)
+    mean,    ///< their mean
+};
+
+/// `workload.metrics.NAME: {aggregate: median, warmup: 2}`: the matches of a run after the first
+/// `warmup` ones, aggregated.
+struct MetricExtraction {
+    Aggregate aggregate = Aggregate::last;
+    int warmup = 0;  ///< matches of a run skipped before aggregating
+};
+
+/// What ends one run of a command workload that becomes ready (a server) without a `client:`.
+struct StopAfter {
+    enum class Kind {
+        none,     ///< not given
+        exit,     ///< `stop_after: exit`: the command exits by itself once it has measured
+        matches,  ///< `stop_after: 20 matches`: stopped once every metric matched that often
+        seconds,  ///< `stop_after: 60s`: stopped that long after it became ready
+    };
+    Kind kind = Kind::none;
+    int matches = 0;
+    double seconds = 0;
+    SourceMark mark;
+};
+
 /// `workload:` — what each experiment runs.
 struct WorkloadSpec {
     /// "tpverify" when `engine:` is given; empty when `command:` is used.
@@ -104,6 +132,9 @@ struct WorkloadSpec {
     std::vector<std::pair<std::string, std::string>>
         metrics;                                       ///< metric name -> regex with one capture group
     std::vector<MetricDefinition> metric_definitions;  ///< one per `metrics` entry: unit, better
+    std::vector<MetricExtraction> metric_extraction;   ///< one per `metrics` entry: aggregate, warmup
+    StopAfter stop_after;                              ///< what ends a server run without a client
+    SourceMark ready_mark;                             ///< where `ready:` was written
     std::vector<RuleSpec> rules;
     SourceMark mark;
 };
@@ -129,7 +160,7 @@ struct Budget {
 
 /// `search.race`: successive elimination of the points that are statistically behind.
 struct RaceSpec {
-    int min_repeats = 2;       ///< samples every point gets before any comparison
+    int min_repeats = 1;       ///< samples every point gets in the first round
     int max_repeats = 0;       ///< samples a point gets at most (0 = the spec's `repeats`)
     double confidence = 0.95;  ///< 1 - the U test's alpha for dropping a point
 };
@@ -155,6 +186,12 @@ struct SearchSpec {
     [[nodiscard]] std::string describe(int repeats, bool with_budget = true) const;
 };
 
+/// `baseline:` — whether the planner adds NCCL's defaults point (docs/spec.md "Baseline").
+enum class Baseline {
+    defaults,  ///< one point per combination of the other axes with none of the swept NCCL variables set
+    none,      ///< no such point: the sweep's own points only
+};
+
 /// The whole parsed spec.
 struct Spec {
     std::string path;  ///< file it was read from
@@ -171,6 +208,8 @@ struct Spec {
     int repeats = 1;
     Timeouts timeouts;
     SearchSpec search;
+    Baseline baseline = Baseline::defaults;
+    SourceMark baseline_mark;  ///< where `baseline:` was written (file only when absent)
 };
 
 }  // namespace ncclsweep::inline spec

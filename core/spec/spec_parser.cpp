@@ -18,7 +18,7 @@ using namespace yaml;
 
 const std::vector<std::string> k_top_level_keys = {"sweep",   "target",   "workload", "env",
                                                    "axes",    "zip",      "exclude",  "include",
-                                                   "repeats", "timeouts", "search"};
+                                                   "repeats", "timeouts", "search",   "baseline"};
 
 SourceMark mark_at_offset(const std::string& text, std::size_t offset, const std::string& file) {
     SourceMark mark{file, 1, 1};
@@ -192,6 +192,19 @@ Result<void> parse_section(const std::string& key, const YAML::Node& value, cons
         auto repeats = read_int(value, at, "repeats", 1, 1000);
         if (!repeats) return repeats.error();
         spec.repeats = static_cast<int>(*repeats);
+        return success();
+    }
+    if (key == "baseline") {
+        auto baseline = read_scalar(value, at, "baseline");
+        if (!baseline) return baseline.error();
+        if (baseline->text != "defaults" && baseline->text != "none")
+            return error_at(
+                baseline->mark,
+                fmt::format("baseline: '{}' is neither `defaults` (add NCCL's defaults point, the "
+                            "default) nor `none` (no such point)",
+                            baseline->text));
+        spec.baseline = baseline->text == "none" ? Baseline::none : Baseline::defaults;
+        spec.baseline_mark = baseline->mark;
         return success();
     }
     if (key == "search") {

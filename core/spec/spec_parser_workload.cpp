@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "core/spec/metric.hpp"
+#include "core/spec/spec_metrics.hpp"
 #include "core/spec/spec_sections.hpp"
 
 namespace ncclsweep::inline spec::yaml {
@@ -280,8 +281,9 @@ Result<TargetSpec> parse_target(const YAML::Node& node, const Where& where) {
 Result<WorkloadSpec> parse_workload(const YAML::Node& node, const Where& where) {
     WorkloadSpec workload;
     workload.mark = mark_of(node, where);
-    if (auto ok = check_map(node, where, "workload",
-                            {"engine", "args", "command", "client", "ready", "metrics", "rules"});
+    if (auto ok =
+            check_map(node, where, "workload",
+                      {"engine", "args", "command", "client", "ready", "metrics", "rules", "stop_after"});
         !ok)
         return ok.error();
     bool has_engine = node["engine"].IsDefined(), has_command = node["command"].IsDefined();
@@ -294,7 +296,7 @@ Result<WorkloadSpec> parse_workload(const YAML::Node& node, const Where& where) 
         const std::string& key = entry.first.Scalar();
         Where at = inner(where, entry.first);
         std::string what = "workload." + key;
-        if (has_engine && (key == "client" || key == "ready" || key == "metrics"))
+        if (has_engine && (key == "client" || key == "ready" || key == "metrics" || key == "stop_after"))
             return error_at(at.fallback,
                             fmt::format("{} only applies to `command:` workloads; tpverify reports "
                                         "readiness and results itself, so remove it",
@@ -325,6 +327,11 @@ Result<WorkloadSpec> parse_workload(const YAML::Node& node, const Where& where) 
             if (!value) return value.error();
             if (auto ok = check_regex(value->text, value->mark, what, -1); !ok) return ok.error();
             workload.ready = value->text;
+            workload.ready_mark = value->mark;
+        } else if (key == "stop_after") {
+            auto stop = parse_stop_after(entry.second, at);
+            if (!stop) return stop.error();
+            workload.stop_after = *stop;
         } else if (key == "metrics") {
             if (auto ok = check_open_map(entry.second, at, what); !ok) return ok.error();
             for (const auto& metric : entry.second) {
@@ -334,9 +341,13 @@ Result<WorkloadSpec> parse_workload(const YAML::Node& node, const Where& where) 
                 // Short form `name: regex` (direction by the documented default), or the long
                 // form `name: {regex: ..., better: higher|lower, unit: ...}`.
                 MetricDefinition definition = definition_of(name, {});
+                MetricExtraction extraction;
                 if (metric.second.IsMap()) {
-                    if (auto ok =
-                            check_map(metric.second, metric_at, metric_what, {"regex", "better", "unit"});
+                    if (auto ok = check_map(metric.second, metric_at, metric_what,
+                                            {"regex", "better", "unit", "aggregate", "warmup"});
+                        !ok)
+                        return ok.error();
+                    if (auto ok = parse_metric_options(metric.second, metric_at, metric_what, extraction);
                         !ok)
                         return ok.error();
                     if (!metric.second["regex"].IsDefined())
@@ -363,8 +374,10 @@ Result<WorkloadSpec> parse_workload(const YAML::Node& node, const Where& where) 
                 auto value = read_scalar(regex_node, metric_at, metric_what);
                 if (!value) return value.error();
                 if (auto ok = check_regex(value->text, value->mark, metric_what, 1); !ok) return ok.error();
+                if (auto ok = check_number_group(*value, metric_what); !ok) return ok.error();
                 workload.metrics.emplace_back(name, value->text);
                 workload.metric_definitions.push_back(std::move(definition));
+                workload.metric_extraction.push_back(extraction);
             }
         } else if (key == "rules") {
             if (!entry.second.IsSequence())
@@ -379,6 +392,7 @@ Result<WorkloadSpec> parse_workload(const YAML::Node& node, const Where& where) 
             }
         }
     }
+    if (auto ok = check_server_ends(workload); !ok) return ok.error();
     return workload;
 }
 

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/result.hpp"
 
@@ -80,12 +81,12 @@ struct Summary {
 
 /// How the p-value of mann_whitney_u is computed.
 enum class UTestMethod {
-    automatic,  ///< exact when there are no ties and n_a + n_b <= k_exact_limit, else normal
-    exact,      ///< exact distribution up to k_exact_max_pairs; normal when larger or with ties
+    automatic,  ///< exact (with ties: the permutation distribution) when n_a + n_b <= k_exact_limit
+    exact,      ///< exact up to k_exact_max_pairs pairs (with ties: 100 values); normal when larger
     normal,     ///< normal approximation with tie and continuity correction
 };
 
-/// automatic uses the exact distribution up to this many samples in total (without ties).
+/// automatic uses the exact distribution up to this many samples in total (ties included).
 inline constexpr std::size_t k_exact_limit = 50;
 
 /// UTestMethod::exact is honoured up to n_a * n_b pairs of this size (cost grows as pairs squared).
@@ -93,22 +94,60 @@ inline constexpr std::size_t k_exact_max_pairs = 10000;
 
 /// Outcome of a two-sided Mann–Whitney U test of samples a against b.
 struct UTestResult {
-    double u = 0;                     ///< U of sample a: pairs (x in a, y in b) with x > y, ties count 1/2
-    double p_value = 1;               ///< two-sided p; NaN when a side is empty or a sample is NaN
-    bool exact = false;               ///< p comes from the exact distribution (else normal approximation)
-    bool too_few = false;             ///< a side has < 4 samples or min_possible_p > alpha: say "too few"
-    double min_possible_p = 1;        ///< smallest two-sided p these sizes can give: 2 / C(n_a+n_b, n_a)
+    double u = 0;          ///< U of sample a: pairs (x in a, y in b) with x > y, ties count 1/2
+    double p_value = 1;    ///< two-sided p; NaN when a side is empty or a sample is NaN
+    bool exact = false;    ///< p comes from the exact distribution (else normal approximation)
+    bool too_few = false;  ///< a side has < 4 samples or min_possible_p > alpha: say "too few"
+    /// Smallest two-sided p these samples can give: 2 / C(n_a+n_b, n_a) without ties; with ties
+    /// and an exact test, what the tied values allow (larger). No p_value is ever below it.
+    double min_possible_p = 1;
     std::size_t needed_per_side = 4;  ///< samples per side (equal sizes) at which alpha becomes reachable
 };
 
-/// Two-sided Mann–Whitney U (Wilcoxon rank-sum) test with mid-ranks for ties. `alpha` only
-/// decides `too_few`; the p-value does not depend on it.
+/// Two-sided Mann–Whitney U (Wilcoxon rank-sum) test with mid-ranks for ties: exact (the
+/// permutation distribution of the mid-rank sum when values tie) up to k_exact_limit samples,
+/// else the normal approximation, never below min_possible_p. `alpha` only decides `too_few`;
+/// the p-value does not depend on it.
 [[nodiscard]] UTestResult mann_whitney_u(std::span<const double> a, std::span<const double> b,
                                          double alpha = 0.05, UTestMethod method = UTestMethod::automatic);
 
 /// Exact two-sided p for U = u with sizes n_a, n_b and no ties: min(1, 2 P(U <= min(u, n_a n_b - u))).
 /// NaN when a size is 0. Costs O((n_a n_b)^2) time; meant for n_a n_b <= k_exact_max_pairs.
 [[nodiscard]] double mann_whitney_exact_p(double u, std::size_t n_a, std::size_t n_b);
+
+// ---- levels, multiple comparisons and power -----------------------------------------------
+
+/// A level or fraction as people wrote it: the shortest decimal with at most 6 significant
+/// digits ("0.05" for 1 - 0.95, not 0.050000000000000044).
+[[nodiscard]] std::string format_level(double value);
+
+/// 1 - confidence as the level people mean (0.95 -> exactly the double nearest 0.05).
+[[nodiscard]] double level_from_confidence(double confidence);
+
+/// Holm's step-down adjustment of `p_values` (any order; NaN stays NaN and is not counted):
+/// sorted ascending, p_(i) x (m - i + 1), made non-decreasing and capped at 1. Rejecting where
+/// the adjusted p <= alpha keeps the chance of any false alarm among the m tests <= alpha,
+/// whatever their dependence (Holm 1979).
+[[nodiscard]] std::vector<double> holm_adjust(std::span<const double> p_values);
+
+/// The standard normal quantile: z with Phi(z) = q, for q in (0, 1) (NaN outside).
+[[nodiscard]] double normal_quantile(double q);
+
+/// Robust relative noise of samples: 1.4826 x MAD / |median| (the standard deviation of a
+/// normal sample, not moved by one straggler). NaN below 2 samples or at a zero median.
+[[nodiscard]] double relative_noise(std::span<const double> samples);
+
+/// The smallest relative shift a two-sided U test at `alpha` detects with probability `power`
+/// between n_a and n_b samples of relative noise `noise`: (z(1 - alpha/2) + z(power)) x noise x
+/// sqrt(1/n_a + 1/n_b) x sqrt(pi/3) (the normal shift formula, widened by the U test's
+/// efficiency 3/pi). Infinity when no p at these sizes can reach alpha (2 / C(N, n_a) > alpha).
+[[nodiscard]] double detectable_shift(std::size_t n_a, std::size_t n_b, double noise, double alpha,
+                                      double power);
+
+/// The fewest samples per side (both sides alike) for which detectable_shift <= `shift`; 0 when
+/// more than `limit` would be needed.
+[[nodiscard]] std::size_t samples_to_detect(double shift, double noise, double alpha, double power,
+                                            std::size_t limit = 1000);
 
 // ---- comparison for diff -----------------------------------------------------------------
 

@@ -78,7 +78,8 @@ Result<Comparison> compare(std::span<const double> base, std::span<const double>
             c.reason = fmt::format(
                 "too few samples (n={}+{}): the smallest possible p is {:.3g} > alpha {}; "
                 "need >= {} samples per side",
-                base.size(), candidate.size(), c.test.min_possible_p, options.alpha, c.test.needed_per_side);
+                base.size(), candidate.size(), c.test.min_possible_p, format_level(options.alpha),
+                c.test.needed_per_side);
         } else {
             c.reason = fmt::format("too few samples (n={}+{}): need >= {} samples per side", base.size(),
                                    candidate.size(), c.test.needed_per_side);
@@ -87,20 +88,23 @@ Result<Comparison> compare(std::span<const double> base, std::span<const double>
     }
     if (!(c.p_value <= options.alpha)) {
         c.verdict = Verdict::no_change;
-        c.reason = fmt::format("not significant (p={:.3g} > alpha {})", c.p_value, options.alpha);
+        c.reason =
+            fmt::format("not significant (p={:.3g} > alpha {})", c.p_value, format_level(options.alpha));
         return c;
     }
     if (!(std::fabs(c.delta) > options.threshold)) {
         c.verdict = Verdict::no_change;
-        c.reason = fmt::format("significant (p={:.3g}) but |delta| {} is not above the threshold {}",
-                               c.p_value, percent(std::fabs(c.delta)), percent(options.threshold));
+        c.reason =
+            fmt::format("significant (p={:.3g}) but |delta| {} is not above the threshold {}", c.p_value,
+                        percent(std::fabs(c.delta)), format_level(options.threshold * 100) + "%");
         return c;
     }
     const bool went_up = c.delta > 0;
     const bool good = went_up == (options.direction == Direction::higher_is_better);
     c.verdict = good ? Verdict::improvement : Verdict::regression;
     c.reason = fmt::format("significant (p={:.3g} <= alpha {}) and |delta| {} > threshold {}", c.p_value,
-                           options.alpha, percent(std::fabs(c.delta)), percent(options.threshold));
+                           format_level(options.alpha), percent(std::fabs(c.delta)),
+                           format_level(options.threshold * 100) + "%");
     return c;
 }
 

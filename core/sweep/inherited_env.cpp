@@ -112,6 +112,34 @@ std::string inherited_warning(const std::vector<Assignment>& inherited, const st
         inherited.size() == 1 ? "a variable" : fmt::format("{} variables", inherited.size()), target, list);
 }
 
+std::string defaults_point_conflict(const std::vector<Assignment>& inherited,
+                                    const std::vector<Experiment>& experiments, const std::string& target) {
+    const Experiment* defaults = nullptr;
+    std::set<std::string> swept;
+    for (const auto& experiment : experiments) {
+        if (experiment.defaults && !defaults) defaults = &experiment;
+        if (!experiment.defaults)
+            for (const auto& [name, value] : experiment.env) swept.insert(name);
+    }
+    if (!defaults) return {};
+    std::string list, names;
+    for (const auto& [name, value] : inherited) {
+        const bool set_by_defaults = std::any_of(defaults->env.begin(), defaults->env.end(),
+                                                 [&](const Assignment& a) { return a.first == name; });
+        if (!swept.count(name) || set_by_defaults) continue;
+        list += fmt::format("{}{}={}", list.empty() ? "" : " ", name, value);
+        names += fmt::format("{}-u {}", names.empty() ? "" : " ", name);
+    }
+    if (list.empty()) return {};
+    return fmt::format(
+        "{} is exported in the environment commands start with on {}, and the sweep varies it: its NCCL's "
+        "defaults point (experiment {}) would run with that value and be stored as NCCL's defaults. Unset it "
+        "before `run` (e.g. `env {} ncclsweep run ...`), or write `baseline: none` in the spec to run "
+        "without "
+        "a defaults point",
+        list, target, defaults->id, names);
+}
+
 std::vector<std::string> inherited_differences(const std::vector<Assignment>& before,
                                                const std::vector<Assignment>& now) {
     std::set<std::string> names;

@@ -34,6 +34,13 @@ Result<std::vector<Assignment>> inherited_environment(Target& target,
 [[nodiscard]] std::string inherited_warning(const std::vector<Assignment>& inherited,
                                             const std::string& target);
 
+/// Why the sweep cannot run when an inherited variable is one the sweep varies and the plan has
+/// NCCL's defaults points: those points set none of the swept variables, so they would run with
+/// the inherited value and be stored as NCCL's defaults. "" when there is no such variable.
+[[nodiscard]] std::string defaults_point_conflict(const std::vector<Assignment>& inherited,
+                                                  const std::vector<Experiment>& experiments,
+                                                  const std::string& target);
+
 /// What differs between two recorded inherited environments, one sentence each ("NCCL_PROTO:
 /// Simple -> (not set)").
 [[nodiscard]] std::vector<std::string> inherited_differences(const std::vector<Assignment>& before,

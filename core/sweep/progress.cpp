@@ -1,4 +1,5 @@
 #include "core/sweep/progress.hpp"
+#include "core/plan/baseline.hpp"
 #include "core/text.hpp"
 
 #include <fmt/format.h>
@@ -36,12 +37,8 @@ std::string outcome_text(const ExperimentReport& report, const std::string& metr
 }  // namespace
 
 std::string describe_params(const Experiment& experiment) {
-    std::string out;
-    for (const auto& [name, value] : experiment.params) {
-        if (!out.empty()) out += ' ';
-        out += name + "=" + value;
-    }
-    return out.empty() ? "(no axes)" : out;
+    if (experiment.params.empty() && !experiment.defaults) return "(no axes)";
+    return point_text(experiment);  // "defaults fusion=on" for NCCL's defaults point
 }
 
 std::string pick_metric(const ExperimentReport& report, const std::string& preferred) {

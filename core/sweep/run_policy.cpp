@@ -154,7 +154,13 @@ Result<PreparedRun> prepare_run(const RunFlags& flags, RunHost& host, RunRecord&
     if (!overrides) return overrides.error();
     auto parsed = spec_of(flags, *overrides);
     if (!parsed) return parsed.error();
-    auto metric = parse_metric_choice(flags.metric);
+    // Without --metric, the summary, the recommendation and a race rank by the spec's first
+    // declared metric (a command workload's `metrics:`), else tok_s.
+    const std::string metric_text = !flags.metric.empty() ? flags.metric
+                                    : !parsed->workload.metrics.empty()
+                                        ? parsed->workload.metrics.front().first
+                                        : std::string("tok_s");
+    auto metric = parse_metric_choice(metric_text);
     if (!metric) return Error::bad_input("--metric: " + metric.error().message);
     PreparedRun run;
     run.spec = std::move(*parsed);
@@ -212,6 +218,9 @@ Result<PreparedRun> prepare_run(const RunFlags& flags, RunHost& host, RunRecord&
     // sweep (docs/targets.md, "Precedence").
     auto inherited = inherited_environment(*run.target, experiments, run.options.extra_env);
     if (!inherited) return inherited.error();
+    if (auto conflict = defaults_point_conflict(*inherited, experiments, run.target->describe());
+        !conflict.empty())
+        return Error::bad_input(conflict);
     if (auto warning = inherited_warning(*inherited, run.target->describe()); !warning.empty())
         NCCLSWEEP_LOG(warning, "{}", warning);
 
@@ -224,6 +233,15 @@ Result<PreparedRun> prepare_run(const RunFlags& flags, RunHost& host, RunRecord&
         run.request.resume_id = *id;
     }
     run.command_line = run_command_line(flags);
+    if (spec.search.budget.runs > 0 || spec.search.budget.seconds > 0) {
+        // A command that works as printed: the same flags, twice the budget (--resume added).
+        Budget larger = spec.search.budget;
+        larger.runs *= 2;
+        larger.seconds *= 2;
+        RunFlags next = flags;
+        next.budget = larger.to_string();
+        run.continue_command = run_command_line(next);
+    }
     const std::string target_name = run.target->describe();
     run.request.sweep = NewSweep{spec.name,         flags.tag,        spec.path,
                                  spec.text,         target_name,      run.host.record,
@@ -267,6 +285,9 @@ Result<RunReport> execute_run(PreparedRun& run, RunRecord& record, ProgressPrint
     report.metric = run.metric;
     report.searched = run.options.search.has_value();
     report.command_line = run.command_line;
+    report.backend = run.request.sweep.backend;
+    report.continue_command = run.continue_command;
+    if (!run.continue_command.empty()) report.budget = run.spec.search.budget.to_string();
     // The summary sorts by the sweep's own metric definitions; NAME:higher or NAME:lower on
     // --metric wins.
     report.definitions = run.request.sweep.metrics;
@@ -298,12 +319,16 @@ Result<RunReport> run_sweep_command(const RunFlags& flags, RunHost& host, RunRec
 std::vector<std::string> closing_lines(const RunReport& report) {
     const SweepRunSummary& ran = report.outcome.summary;
     const std::string searched =
-        report.searched ? fmt::format(", {} pruned, {} dropped; {} workload runs in {} round{}", ran.pruned,
-                                      ran.dropped, ran.runs, ran.rounds, ran.rounds == 1 ? "" : "s")
-                        : "";
+        // ok + failed (+ dropped after running) is what ran: the counts `results list` shows.
+        report.searched
+            ? fmt::format(
+                  ", {} dropped), {} pruned; {} workload runs in {} round{} ({} collapsed, {} settled)",
+                  ran.dropped_after_running, ran.pruned, ran.runs, ran.rounds, ran.rounds == 1 ? "" : "s",
+                  ran.collapsed, ran.settled)
+            : ")";
     const int before = report.outcome.skipped_finished;
     std::vector<std::string> lines = {
-        "", fmt::format("sweep {}: {} ran ({} ok, {} failed){}{}; results in {}", report.outcome.sweep_id,
+        "", fmt::format("sweep {}: {} ran ({} ok, {} failed{}{}; results in {}", report.outcome.sweep_id,
                         ran.ran, ran.ok, ran.failed, searched,
                         before ? fmt::format(", {} already finished", before) : "", report.database)};
     if (!ran.search_end.empty()) lines.push_back("search: " + ran.search_end);
@@ -328,9 +353,15 @@ ExitStatus conclude_run(const RunReport& report, SweepObserver& printer) {
             break;
     }
     if (outcome.summary.budget_spent)
-        printer.notice(fmt::format(
-            "sweep {} stopped at its budget; continue it with: {} --resume {} (with a larger --budget)",
-            outcome.sweep_id, report.command_line, outcome.sweep_id));
+        printer.notice(
+            report.continue_command.empty()
+                ? fmt::format(
+                      "sweep {} stopped at its budget; continue it with: {} --resume {} (with a larger "
+                      "--budget)",
+                      outcome.sweep_id, report.command_line, outcome.sweep_id)
+                : fmt::format(
+                      "sweep {} stopped at its budget of {}; continue it with twice that: {} --resume {}",
+                      outcome.sweep_id, report.budget, report.continue_command, outcome.sweep_id));
     return ExitStatus::done;
 }
 

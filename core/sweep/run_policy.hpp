@@ -38,7 +38,8 @@ struct RunFlags {
     std::string budget;      ///< --budget ("" = the spec's search.budget)
     std::optional<std::string> resume;  ///< --resume REF; "auto" = the newest unfinished sweep of the spec
     bool force = false;                 ///< --force: busy GPUs do not stop the run
-    std::string metric = "tok_s";       ///< --metric NAME[:higher|:lower]
+    /// --metric NAME[:higher|:lower]; "" = the spec's first declared metric, else tok_s.
+    std::string metric;
     std::chrono::milliseconds kill_grace{2000};
 };
 
@@ -100,6 +101,9 @@ struct PreparedRun {
     MetricChoice metric;              ///< --metric, parsed
     std::vector<std::string> search;  ///< what the search will do ("search: ..." notices); empty without one
     std::string command_line;         ///< the command that starts this run again
+    /// The command that continues this run with twice its search budget (docs/search.md); empty
+    /// without a budget.
+    std::string continue_command;
 };
 
 /// Plans and checks a run, in this order, stopping at the first error: the spec with --axis,
@@ -122,6 +126,9 @@ struct RunReport {
     MetricChoice metric;                        ///< --metric
     bool searched = false;                      ///< a search ran (docs/search.md)
     std::string command_line;                   ///< the command that starts it again
+    std::string backend;                        ///< the workload's backend ("sim": say SIMULATED)
+    std::string budget;                         ///< the search's budget as written ("" = none)
+    std::string continue_command;               ///< PreparedRun::continue_command
 };
 
 /// Prints the header and the search's plan to `printer`, runs the sweep, and adds to `printer`

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+#include <span>
 
 #include "core/plan/render.hpp"
 #include "core/stats/stats.hpp"
@@ -126,6 +128,28 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
     SuperviseOptions supervise_options;
     supervise_options.kill_grace = options.kill_grace;
     supervise_options.clock = &clock;
+    // A server without a client ends by `stop_after` (docs/spec.md "workload"): once every metric
+    // matched N times, or N seconds after it became ready.
+    const StopAfter& stop_after = options.workload.stop_after;
+    if (client_args.empty() &&
+        (stop_after.kind == StopAfter::Kind::matches || stop_after.kind == StopAfter::Kind::seconds)) {
+        std::optional<Clock::TimePoint> ready_at;
+        supervise_options.stop_when = [&watcher, &options, &stop_after, &clock, ready_at]() mutable {
+            if (watcher.state() != WatchState::ready && watcher.state() != WatchState::measuring)
+                return false;
+            if (stop_after.kind == StopAfter::Kind::seconds) {
+                if (!ready_at) ready_at = clock.now();
+                return std::chrono::duration<double>(clock.now() - *ready_at).count() >= stop_after.seconds;
+            }
+            for (const auto& [name, regex] : options.workload.metrics) {
+                auto found = watcher.metrics().find(name);
+                if (found == watcher.metrics().end() ||
+                    static_cast<int>(found->second.size()) < stop_after.matches)
+                    return false;
+            }
+            return true;
+        };
+    }
     if (!client_args.empty()) {
         supervise_options.stop_when = [&]() {
             if (client_done) return true;
@@ -196,28 +220,6 @@ RepeatOutcome run_repeat(Target& target, const Experiment& experiment, const std
         default:
             return finish(RepeatEnd::ok);
     }
-}
-
-std::optional<double> since(const std::optional<double>& a, const std::optional<double>& b) {
-    if (!a || !b) return std::nullopt;
-    return *b - *a;
-}
-
-void fill_from_watcher(ExperimentReport& report, const Watcher& watcher, int repeat) {
-    for (const auto& [name, values] : watcher.metrics())
-        if (!values.empty()) report.samples.push_back({repeat, name, values.back()});
-    const PhaseTimes& t = watcher.phase_times();
-    if (repeat == 0 || !report.ready_s) {
-        report.init_s = t.capture_begin ? t.capture_begin : t.ready;
-        report.capture_s = since(t.capture_begin, t.capture_end);
-        report.ready_s = t.ready;
-        report.measure_s = since(t.ready, t.end);
-    }
-    if (report.effective_nccl.empty()) report.effective_nccl = watcher.effective_nccl().summary();
-    if (auto label = watcher.result_text().find("collective_times"); label != watcher.result_text().end())
-        report.collective_times = weaker_collective_times(report.collective_times, label->second);
-    for (const auto& warning : watcher.warnings())
-        if (report.warnings.size() < 20) report.warnings.emplace_back(warning.rule, warning.line);
 }
 
 /// After a run of `repeat` that the watcher judged: the marker file of the experiment's
@@ -348,7 +350,7 @@ Result<ExperimentRun> run_experiment(Target& target, const Experiment& experimen
                 break;
             }
             const Watcher& watcher = *outcome.watcher;
-            fill_from_watcher(report, watcher, repeat);
+            detail::fill_from_watcher(report, watcher, repeat, options.workload);
             if (outcome.exit) {
                 report.exit_code = outcome.exit->exit_code;
                 if (outcome.exit->signal) report.exit_signal = outcome.exit->signal;
@@ -443,6 +445,7 @@ search::Observation observation_of(const ExperimentReport& report, const std::st
     observation.says_about_setting =
         report.status == RunStatus::failed && report.failure_class != k_delivery_class;
     observation.failure_class = report.failure_class;
+    observation.effective = report.effective_nccl;
     observation.values = values_of(report, metric, 0);
     int highest = -1;
     for (const auto& sample : report.samples) highest = std::max(highest, sample.repeat);
@@ -461,7 +464,7 @@ Result<SweepRunSummary> run_search(Target& target, const std::vector<Experiment>
     std::map<int, std::size_t> index_of;
     for (const auto& experiment : experiments) {
         index_of[experiment.id] = points.size();
-        points.push_back({experiment.id, experiment.params});
+        points.push_back({experiment.id, experiment.params, experiment.defaults});
     }
     search::Search search(std::move(points), settings);
     // A resume: what was recorded before is the search's starting point (marks first, so a
@@ -484,6 +487,7 @@ Result<SweepRunSummary> run_search(Target& target, const std::vector<Experiment>
     }
 
     SweepRunSummary summary;
+    std::set<int> counted_ok;  // points counted ok by this run (a resume's earlier ones are not)
     const int total = static_cast<int>(experiments.size());
     int round = search.progress().round;
     std::vector<long> previous_groups;
@@ -509,6 +513,12 @@ Result<SweepRunSummary> run_search(Target& target, const std::vector<Experiment>
             report.diagnosis = step.reason;
             if (auto done = sink.experiment_finished(report); !done) return done.error();
             ++(step.mark == search::Mark::pruned ? summary.pruned : summary.dropped);
+            // A point that ran ok in this run and is now dropped counts as dropped, not ok, so
+            // ok + failed + dropped is what ran and matches `results list`.
+            if (step.mark == search::Mark::dropped && counted_ok.erase(experiment.id) > 0) {
+                --summary.ok;
+                ++summary.dropped_after_running;
+            }
             observer.finished(experiment, report, index, total);
             continue;
         }
@@ -544,13 +554,17 @@ Result<SweepRunSummary> run_search(Target& target, const std::vector<Experiment>
         if (step.first_repeat == 0) {
             ++summary.ran;
             ++(report.status == RunStatus::ok ? summary.ok : summary.failed);
-        } else if (report.status != RunStatus::ok) {
+            if (report.status == RunStatus::ok) counted_ok.insert(experiment.id);
+        } else if (report.status != RunStatus::ok && counted_ok.erase(experiment.id) > 0) {
             // A point that fails in a later round is out of the race: count it as failed.
             --summary.ok;
             ++summary.failed;
         }
         observer.finished(experiment, report, index, total);
     }
+    summary.collapsed = search.progress().collapsed;
+    summary.settled = search.progress().settled;
+    summary.noise = search.progress().noise;
     return summary;
 }
 

@@ -119,9 +119,13 @@ struct SweepRunOptions {
 /// What a run of the loop did.
 struct SweepRunSummary {
     int ran = 0, ok = 0, failed = 0;
-    int pruned = 0, dropped = 0;  ///< points the search left out (this run)
-    int runs = 0;                 ///< workload runs started (this run)
-    int rounds = 1;               ///< the search's last round
+    int pruned = 0, dropped = 0;    ///< points the search left out (this run)
+    int dropped_after_running = 0;  ///< of the dropped: they ran in this run (ran = ok + failed + these)
+    int collapsed = 0;              ///< of the dropped: an axis of theirs showed no effect (whole search)
+    int settled = 0;                ///< ok points within the threshold of the leader (whole search)
+    double noise = 0;               ///< the race's estimate of one run's relative noise (0 = none)
+    int runs = 0;                   ///< workload runs started (this run)
+    int rounds = 1;                 ///< the search's last round
     bool interrupted = false;
     bool budget_spent = false;  ///< the search's budget ended the sweep (resumable with a larger one)
     std::string search_end;     ///< how the search ended ("" for the full product)

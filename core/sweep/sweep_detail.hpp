@@ -2,6 +2,7 @@
 // Internal to the sweep loop: one experiment (all its attempts and repeats) on one target,
 // shared by the dispatcher (core/sweep/sweep_dispatch.cpp) and core/sweep/sweep.cpp.
 #include <atomic>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,16 @@ Result<std::string> deliver(Target& target, const Experiment& experiment, const 
 [[nodiscard]] Command command_for(const std::vector<std::string>& argv, const Experiment& experiment,
                                   const std::string& dir, EnvDelivery delivery, int repeat, Batched batched,
                                   const std::vector<Assignment>& extra_env);
+
+/// One run's value of a metric from all its matches: after the first `warmup`, their last,
+/// median or mean (docs/spec.md "Metrics"); nullopt when the warm-up left none.
+[[nodiscard]] std::optional<double> run_value(const std::vector<double>& matches,
+                                              const MetricExtraction& extraction);
+
+/// Adds repeat `repeat`'s samples (run_value of each metric the watcher saw), phase times, the
+/// effective NCCL choice and warnings to `report`.
+void fill_from_watcher(ExperimentReport& report, const Watcher& watcher, int repeat,
+                       const WorkloadSpec& workload);
 
 /// The batch key of one repeat of an experiment ("exp-ID/rep-R").
 [[nodiscard]] std::string batch_key(int exp_id, int repeat);

@@ -105,13 +105,28 @@ std::string host_nccl_version(const SweepData& sweep) {
     return j["nccl_version"].get<std::string>();
 }
 
-std::string point_header(const SweepData& sweep, const StoredExperiment& point,
-                         const std::vector<std::string>& inert, const BestExperiment* best,
-                         std::string_view metric_text) {
+std::string assignments_text(const std::vector<SettingJudgement>& settings, SettingRole role) {
+    std::string out;
+    for (const auto& s : settings)
+        if (s.role == role) out += (out.empty() ? "" : " ") + s.name + "=" + s.value;
+    return out;
+}
+
+std::string point_header(const SweepData& sweep, const StoredExperiment& point, const PointSettings& settings,
+                         const BestExperiment* best, std::string_view metric_text) {
     std::vector<std::string> lines;
     const auto& e = point.experiment;
-    lines.push_back(fmt::format("ncclsweep: experiment {} of sweep {} ('{}'), key {}", e.id, sweep.info.id,
-                                sweep.info.record.name, e.key));
+    lines.push_back(fmt::format("ncclsweep: experiment {} of sweep {} ('{}'), key {}{}", e.id, sweep.info.id,
+                                sweep.info.record.name, e.key, e.defaults ? " (NCCL's defaults point)" : ""));
+    if (point.outcome.status != ExperimentStatus::ok) {
+        const std::string diagnosis = one_line_diagnosis(point.outcome.diagnosis);
+        lines.push_back(
+            fmt::format("{}: experiment {} is {}{}{}; exported with --force",
+                        point.outcome.status == ExperimentStatus::dropped ? "NOTE" : "FAILED", e.id,
+                        to_string(point.outcome.status),
+                        point.outcome.failure_class.empty() ? "" : " (" + point.outcome.failure_class + ")",
+                        diagnosis.empty() ? "" : ": " + diagnosis));
+    }
     const std::string backend = point_backend(sweep.info, e);
     if (!backend.empty())
         lines.push_back(backend == "sim" ? "data: " + simulated_note(backend)
@@ -136,13 +151,17 @@ std::string point_header(const SweepData& sweep, const StoredExperiment& point,
         lines.push_back(
             "inherited: not recorded (sweep recorded before ncclsweep looked at its environment)");
     }
-    if (!inert.empty()) {
-        std::string names;
-        for (const auto& name : inert)
-            for (const auto& [n, v] : e.env)
-                if (n == name) names += (names.empty() ? "" : " ") + n + "=" + v;
-        lines.push_back("left out as inert (NCCL ignores them for this workload): " + names);
-    }
+    if (auto own = assignments_text(settings.settings, SettingRole::nccl_choice); !own.empty())
+        lines.push_back(
+            "left to NCCL (its own choice at its defaults" +
+            (settings.defaults_id ? fmt::format(", experiment {}", *settings.defaults_id) : std::string()) +
+            "): " + own);
+    if (auto inert = assignments_text(settings.settings, SettingRole::inert); !inert.empty())
+        lines.push_back(
+            "left out as inert (same effective NCCL choice and no significant difference without "
+            "them): " +
+            inert);
+    for (const auto& note : settings.notes) lines.push_back(note);
     auto choice = parse_metric_choice(metric_text);
     const std::string metric = best ? best->metric.name : choice ? choice->name : std::string(metric_text);
     if (auto s = metric_stats(point, metric)) {
@@ -167,15 +186,8 @@ std::string point_header(const SweepData& sweep, const StoredExperiment& point,
     if (best && best->what_if)
         if (auto line = what_if_line(*best)) lines.push_back("left out: " + *line);
     if (best) {
-        if (best->tie()) {
-            std::string ids;
-            for (const auto& row : best->tie_group)
-                ids += (ids.empty() ? "" : ",") + std::to_string(row.exp_id);
-            lines.push_back(
-                fmt::format("tie: experiments {} cannot be told apart (diff: alpha 0.05, threshold 3%{}); "
-                            "this is the simplest of them",
-                            ids, best->decided_by_threshold ? ", too few samples: threshold alone" : ""));
-        }
+        lines.push_back("recommended: " + recommendation_text(*best));
+        if (best->tie()) lines.push_back("tie: " + tie_text(*best));
         if (best->runner_up && best->margin)
             lines.push_back(fmt::format("margin over the runner-up (experiment {}): {:+.1f}% ({})",
                                         best->runner_up->exp_id, best->margin->delta * 100,
@@ -186,6 +198,43 @@ std::string point_header(const SweepData& sweep, const StoredExperiment& point,
     std::string out;
     for (const auto& line : lines) out += "# " + clean_text(line, false) + "\n";
     return out;
+}
+
+}  // namespace
+
+StoredExperiment deployed_point(const StoredExperiment& point, const PointSettings& settings) {
+    StoredExperiment out = point;
+    auto& env = out.experiment.env;
+    env.clear();
+    for (const auto& [name, value] : point.experiment.env) {
+        auto judged = std::find_if(settings.settings.begin(), settings.settings.end(),
+                                   [&](const SettingJudgement& s) { return s.name == name; });
+        if (judged == settings.settings.end())
+            env.emplace_back(name, value);  // fixed by the spec, the same for every point
+        else if (judged->role == SettingRole::change)
+            env.emplace_back(name, judged->deploy_value);
+    }
+    return out;
+}
+
+namespace {
+
+Result<void> refuse_unmeasured(const SweepData& sweep, const StoredExperiment& point, bool force) {
+    const ExperimentStatus status = point.outcome.status;
+    if (status == ExperimentStatus::ok || status == ExperimentStatus::dropped || force) {
+        if (status != ExperimentStatus::ok)
+            NCCLSWEEP_LOG(warning, "experiment {} of sweep {} is {}, not ok: exporting its settings anyway",
+                          point.experiment.id, sweep.info.id, to_string(status));
+        return success();
+    }
+    const std::string diagnosis = one_line_diagnosis(point.outcome.diagnosis);
+    return Error::bad_input(fmt::format(
+        "experiment {} of sweep {} is {}{}{}: these settings did not run to a result, so deploying them "
+        "would deploy that; pick an ok point (`ncclsweep results best {}`), or pass --force to export it "
+        "anyway (the file then says it failed)",
+        point.experiment.id, sweep.info.id, to_string(status),
+        point.outcome.failure_class.empty() ? "" : " (" + point.outcome.failure_class + ")",
+        diagnosis.empty() ? "" : ": " + diagnosis, sweep.info.id));
 }
 
 }  // namespace
@@ -280,17 +329,24 @@ Result<std::string> export_sweep(const SweepData& sweep, const ExportRequest& re
     }
     auto point = find_experiment(sweep, best ? best->best.exp_id : *request.experiment);
     if (!point) return point.error();
-    if (request.experiment && (*point)->outcome.status != ExperimentStatus::ok)
-        NCCLSWEEP_LOG(warning, "experiment {} of sweep {} is {}, not ok: exporting its settings anyway",
-                      (*point)->experiment.id, sweep.info.id, to_string((*point)->outcome.status));
-    // The whole configuration: NCCL variables that matter (inert ones left out, and named), the
-    // workload parameters and the evidence, as comment lines every point format allows.
-    StoredExperiment experiment = **point;
-    const std::vector<std::string> inert = inert_settings_of(sweep.info, experiment.experiment);
-    std::erase_if(experiment.experiment.env, [&](const Assignment& a) {
-        return std::find(inert.begin(), inert.end(), a.first) != inert.end();
-    });
-    const std::string header = point_header(sweep, **point, inert, best ? &*best : nullptr, request.metric);
+    if (auto measured = refuse_unmeasured(sweep, **point, request.force); !measured) return measured.error();
+    // Every point format deploys the same settings, judged once (results/query/settings): those
+    // that change what NCCL does, scoped; NCCL's own choices and inert ones left out and named.
+    PointSettings settings;
+    if (best) {
+        settings = best->settings;
+    } else {
+        auto choice = parse_metric_choice(request.metric);
+        if (!choice) return choice.error();
+        SweepTable table =
+            build_sweep_table(sweep.info, std::span<const StoredExperiment>(sweep.experiments));
+        auto row = std::find_if(table.rows.begin(), table.rows.end(),
+                                [&](const ExperimentRow& r) { return r.exp_id == (*point)->experiment.id; });
+        settings = judge_settings(table, *row, resolve_metric(*choice, sweep.info.record));
+    }
+    const StoredExperiment experiment = deployed_point(**point, settings);
+    const std::string header =
+        point_header(sweep, **point, settings, best ? &*best : nullptr, request.metric);
     switch (request.format) {
         case Format::sitecustomize:
             return header + to_sitecustomize(sweep, experiment);
@@ -299,11 +355,14 @@ Result<std::string> export_sweep(const SweepData& sweep, const ExportRequest& re
             if (!text) return text.error();
             return header + *text;
         }
-        case Format::tuner_profile:
-            return to_tuner_profile(sweep, **point, request.metric);
+        case Format::tuner_profile: {
+            auto text = to_tuner_profile(sweep, experiment, request.metric, &settings);
+            if (!text) return text.error();
+            return header + *text;
+        }
         default: {
             NCCLSWEEP_LOG(warning, "{}", k_example_plugin_warning);
-            auto text = to_nccl_tuner(sweep, experiment);
+            auto text = to_nccl_tuner(sweep, experiment, &settings);
             if (!text) return text.error();
             return header + *text;
         }

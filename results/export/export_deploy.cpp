@@ -176,10 +176,13 @@ Result<MessageSizes> message_sizes(const StoredExperiment& experiment) {
     return sizes;
 }
 
-Result<std::string> to_nccl_tuner(const SweepData& sweep, const StoredExperiment& experiment) {
+Result<std::string> to_nccl_tuner(const SweepData& sweep, const StoredExperiment& experiment,
+                                  const PointSettings* settings) {
     const int id = experiment.experiment.id;
     auto sizes = message_sizes(experiment);
     if (!sizes) return sizes.error();
+    std::optional<std::vector<TunerChoice>> choices;
+    if (settings) choices = tuner_choices(experiment.outcome.effective_nccl, *settings);
     // The byte range: every size the sweep's workloads use at this rank count.
     std::uint64_t ar_min = sizes->allreduce_bytes, ar_max = sizes->allreduce_bytes;
     std::optional<std::uint64_t> ag_min = sizes->allgather_min, ag_max = sizes->allgather_max;
@@ -203,12 +206,32 @@ Result<std::string> to_nccl_tuner(const SweepData& sweep, const StoredExperiment
     if (!proto_value.empty() && !(proto_list = nd::parse_list(proto_value, protos, reason)))
         return Error::bad_input(
             fmt::format("experiment {}: NCCL_PROTO={}: {}", id, clean_text(proto_value, false), reason));
-    auto channels = plugin_channels(experiment);
+    // From the values as written (no effective choice recorded): exact channel counts only.
+    auto channels = choices ? Result<int>(-1) : plugin_channels(experiment);
     if (!channels) return channels.error();
 
     std::string lines;
     std::vector<std::string> skipped;
+    if (choices) {
+        // What was measured: the point's own effective choice for each collective a change touched.
+        for (const auto& c : *choices) {
+            const bool gather = c.collective == "allgather";
+            if (c.collective != "allreduce" && !gather) continue;
+            if (gather && !ag_min) continue;
+            lines += fmt::format("{},{},{},{},{},{},1,{},-1,-1\n", c.collective, gather ? *ag_min : ar_min,
+                                 gather ? *ag_max : ar_max, plugin_algorithm(c.algo), c.proto,
+                                 c.channels > 0 ? c.channels : -1, sizes->ranks);
+        }
+        if (lines.empty())
+            return Error::bad_input(fmt::format(
+                "experiment {}: none of its deployed settings changes NCCL's choice for a collective (they "
+                "are "
+                "NCCL's own choices or inert), so there is nothing for a tuner line to force; deploy it with "
+                "--format env",
+                id));
+    }
     for (std::string_view collective : {"allreduce", "allgather"}) {
+        if (choices) break;
         const bool gather = collective == "allgather";
         if (gather && !ag_min) continue;
         std::size_t f = static_cast<std::size_t>(

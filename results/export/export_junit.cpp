@@ -75,6 +75,8 @@ std::string to_junit(const SweepData& sweep) {
     out += fmt::format("      <property name=\"tag\" value=\"{}\"/>\n", attr(sweep.info.record.tag));
     out += fmt::format("      <property name=\"target\" value=\"{}\"/>\n", attr(sweep.info.record.target));
     out += fmt::format("      <property name=\"state\" value=\"{}\"/>\n", to_string(sweep.info.state));
+    if (auto note = simulated_note(sweep.info.record.backend); !note.empty())
+        out += fmt::format("      <property name=\"simulated\" value=\"{}\"/>\n", attr(note));
     out += "    </properties>\n";
     for (const auto& stored : sweep.experiments) {
         const auto& o = stored.outcome;

@@ -32,6 +32,7 @@ ordered_json experiment_json(const SweepData& sweep, const StoredExperiment& sto
     j["id"] = e.id;
     j["key"] = e.key;
     j["canonical"] = e.canonical;
+    j["defaults"] = e.defaults;
     j["params"] = object_of(e.params);
     j["env"] = object_of(e.env);
     j["workload"] = object_of(e.workload);
@@ -137,32 +138,35 @@ std::string to_json(const SweepData& sweep) {
     ordered_json j;
     j["format"] = "ncclsweep.export";
     j["version"] = 1;
-    j["sweep"] = {{"id", s.id},
-                  {"name", s.record.name},
-                  {"tag", s.record.tag.empty() ? ordered_json(nullptr) : ordered_json(s.record.tag)},
-                  {"target", s.record.target},
-                  {"state", std::string(to_string(s.state))},
-                  {"end_reason", s.end_reason},
-                  {"created_at", s.created_at},
-                  {"started_at", s.started_at},
-                  {"ended_at", s.ended_at},
-                  {"repeats", s.record.repeats},
-                  {"tool_version", s.record.tool_version},
-                  {"spec_path", s.record.spec_path},
-                  {"spec_hash", s.record.spec_hash},
-                  {"uuid", s.record.uuid},
-                  {"inherited_env",
-                   s.record.inherited_known ? object_of(s.record.inherited_env) : ordered_json(nullptr)},
-                  {"counts",
-                   {{"ok", s.counts.ok},
-                    {"failed", s.counts.failed},
-                    {"timed_out", s.counts.timed_out},
-                    {"infra_error", s.counts.infra_error},
-                    {"skipped", s.counts.skipped},
-                    {"pruned", s.counts.pruned},
-                    {"dropped", s.counts.dropped},
-                    {"pending", s.counts.pending},
-                    {"running", s.counts.running}}}};
+    j["sweep"] = {
+        {"id", s.id},
+        {"name", s.record.name},
+        {"tag", s.record.tag.empty() ? ordered_json(nullptr) : ordered_json(s.record.tag)},
+        {"target", s.record.target},
+        {"state", std::string(to_string(s.state))},
+        {"end_reason", s.end_reason},
+        {"created_at", s.created_at},
+        {"started_at", s.started_at},
+        {"ended_at", s.ended_at},
+        {"repeats", s.record.repeats},
+        {"backend", s.record.backend.empty() ? ordered_json(nullptr) : ordered_json(s.record.backend)},
+        {"simulated", s.record.backend == "sim"},
+        {"tool_version", s.record.tool_version},
+        {"spec_path", s.record.spec_path},
+        {"spec_hash", s.record.spec_hash},
+        {"uuid", s.record.uuid},
+        {"inherited_env",
+         s.record.inherited_known ? object_of(s.record.inherited_env) : ordered_json(nullptr)},
+        {"counts",
+         {{"ok", s.counts.ok},
+          {"failed", s.counts.failed},
+          {"timed_out", s.counts.timed_out},
+          {"infra_error", s.counts.infra_error},
+          {"skipped", s.counts.skipped},
+          {"pruned", s.counts.pruned},
+          {"dropped", s.counts.dropped},
+          {"pending", s.counts.pending},
+          {"running", s.counts.running}}}};
     j["metrics"] = metric_names(sweep);
     ordered_json experiments = ordered_json::array();
     for (const auto& stored : sweep.experiments) experiments.push_back(experiment_json(sweep, stored));
@@ -178,11 +182,13 @@ std::string to_csv(const SweepData& sweep) {
     std::vector<std::string> header = {"sweep_id", "sweep", "exp_id", "key"};
     for (const auto& name : params) header.push_back("param:" + name);
     for (const char* column : {"status", "failure_class", "diagnosis", "collective_times", "what_if",
-                               "metric", "n", "median", "low", "high", "interval", "min", "max"})
+                               "metric", "n", "median", "low", "high", "interval", "min", "max", "simulated"})
         header.push_back(column);
     std::string out;
     csv_row(out, header);
     const auto metrics = metric_names(sweep);
+    // Every row says whether tpverify's sim backend modelled its numbers (nothing ran on GPUs).
+    const std::string simulated = sweep.info.record.backend == "sim" ? "yes" : "no";
     for (const auto& stored : sweep.experiments) {
         std::vector<std::string> base = {std::to_string(sweep.info.id), sweep.info.record.name,
                                          std::to_string(stored.experiment.id), stored.experiment.key};
@@ -203,12 +209,13 @@ std::string to_csv(const SweepData& sweep) {
             for (const auto& field :
                  {metric, std::to_string(s->n), format_number(s->median), format_number(s->low),
                   format_number(s->high), std::string(s->interval_is_ci ? "ci95" : "min_max"),
-                  format_number(*lo), format_number(*hi)})
+                  format_number(*lo), format_number(*hi), simulated})
                 row.push_back(field);
             csv_row(out, row);
         }
         if (!any) {
             base.resize(base.size() + 8);
+            base.push_back(simulated);
             csv_row(out, base);
         }
     }
@@ -218,6 +225,7 @@ std::string to_csv(const SweepData& sweep) {
 std::string to_markdown(const SweepData& sweep, std::string_view metric) {
     const auto axes = varying_parameters(sweep);
     std::string out = fmt::format("### Sweep {}: {}\n\n", sweep.info.id, md_cell(sweep.info.record.name));
+    if (auto note = simulated_note(sweep.info.record.backend); !note.empty()) out += "**" + note + "**\n\n";
     bool any_small = false;
     for (const auto& stored : sweep.experiments)
         if (auto s = metric_stats(stored, metric); s && !s->interval_is_ci) any_small = true;

@@ -75,7 +75,44 @@ int single_element(const std::optional<nd::ParsedList>& parsed, std::size_t f) {
 struct Point {
     const StoredExperiment* experiment;
     MessageSizes sizes;
+    const PointSettings* settings = nullptr;  ///< judged settings: rules from the effective choice
 };
+
+/// The rules of a point from its own effective choices (results/query tuner_choices).
+void add_choices(const Point& point, const std::vector<TunerChoice>& choices,
+                 std::map<std::tuple<std::string, std::uint64_t, int>, std::string>& seen, std::string& out,
+                 int& rules) {
+    for (std::string_view collective : {"allreduce", "allgather"}) {
+        const bool gather = collective == "allgather";
+        if (gather && !point.sizes.allgather_max) continue;
+        const std::uint64_t bytes = gather ? *point.sizes.allgather_max : point.sizes.allreduce_bytes;
+        auto choice = std::find_if(choices.begin(), choices.end(),
+                                   [&](const TunerChoice& c) { return c.collective == collective; });
+        if (choice == choices.end()) {
+            out += comment(
+                fmt::format("{} {} bytes: no deployed setting changed it; left to NCCL", collective, bytes));
+            continue;
+        }
+        const std::string proto = choice->proto == "simple" ? "simple" : choice->proto;
+        std::string rule = fmt::format("{} {} {} {} 1 {} {} {}\n", collective, bytes, bytes,
+                                       point.sizes.ranks, choice->algo, proto, choice->channels);
+        auto key = std::make_tuple(std::string(collective), bytes, point.sizes.ranks);
+        if (auto it = seen.find(key); it != seen.end()) {
+            if (it->second != rule)
+                out += comment(fmt::format("{} {} bytes: an earlier point already set this size ({})",
+                                           collective, bytes, it->second.substr(0, it->second.size() - 1)));
+            continue;
+        }
+        out += comment(fmt::format(
+            "{} {} bytes: the point's own effective choice, {}/{}{}", collective, bytes, choice->algo, proto,
+            choice->channels > 0
+                ? fmt::format(" on {} channel{}", choice->channels, choice->channels == 1 ? "" : "s")
+                : std::string(", channels NCCL's own")));
+        seen.emplace(key, rule);
+        out += rule;
+        ++rules;
+    }
+}
 
 /// Appends the rules (and '#' notes) of one point to `out`; `seen` keeps the first rule per
 /// collective, size and rank count so a later point cannot contradict an earlier one.
@@ -107,6 +144,21 @@ Result<void> add_point(const Point& point, bool channels_varied, std::string_vie
         header += "; collective times " + experiment.outcome.collective_times;
     out += "\n" + profile_comment(header);
 
+    if (point.settings) {
+        if (auto choices = tuner_choices(experiment.outcome.effective_nccl, *point.settings)) {
+            add_choices(point, *choices, seen, out, rules);
+            std::vector<std::string> rest;
+            for (const auto& [name, value] : experiment.experiment.env)
+                if (name.rfind("NCCL_", 0) == 0 && name != "NCCL_ALGO" && name != "NCCL_PROTO" &&
+                    std::find(std::begin(k_channel_variables), std::end(k_channel_variables), name) ==
+                        std::end(k_channel_variables))
+                    rest.push_back(name + "=" + value);
+            if (!rest.empty())
+                out += comment(fmt::format("not part of a profile (deploy them with --format env): {}",
+                                           fmt::join(rest, " ")));
+            return {};
+        }
+    }
     int channels = 0;
     if (channels_varied) {
         if (auto pinned = pinned_channels(experiment))
@@ -205,10 +257,10 @@ Result<std::string> profile_of(const SweepData& sweep, const std::vector<Point>&
 }  // namespace
 
 Result<std::string> to_tuner_profile(const SweepData& sweep, const StoredExperiment& experiment,
-                                     std::string_view metric) {
+                                     std::string_view metric, const PointSettings* settings) {
     auto sizes = message_sizes(experiment);
     if (!sizes) return sizes.error();
-    return profile_of(sweep, {Point{&experiment, *sizes}}, metric,
+    return profile_of(sweep, {Point{&experiment, *sizes, settings}}, metric,
                       fmt::format("experiment {} as chosen with --experiment", experiment.experiment.id));
 }
 
@@ -236,6 +288,10 @@ Result<std::string> to_tuner_profile_best(const SweepData& sweep, std::string_vi
         it->second.experiments.push_back(experiment);
     }
     std::vector<Point> points;
+    std::vector<StoredExperiment> deployed;  // each group's winner as deployed (its changes only)
+    std::vector<PointSettings> judged;
+    deployed.reserve(groups.size());
+    judged.reserve(groups.size());
     std::optional<Error> best_error;
     for (const auto& [key, group] : groups) {
         auto chosen = best_point(group, metric);
@@ -244,8 +300,11 @@ Result<std::string> to_tuner_profile_best(const SweepData& sweep, std::string_vi
             continue;
         }
         for (const auto& experiment : sweep.experiments)
-            if (experiment.experiment.id == chosen->best.exp_id)
-                points.push_back(Point{&experiment, sizes_of[key]});
+            if (experiment.experiment.id == chosen->best.exp_id) {
+                judged.push_back(chosen->settings);
+                deployed.push_back(deployed_point(experiment, judged.back()));
+                points.push_back(Point{&deployed.back(), sizes_of[key], &judged.back()});
+            }
     }
     if (points.empty()) {
         if (size_error) return *size_error;

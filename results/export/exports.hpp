@@ -130,7 +130,10 @@ struct MessageSizes {
 /// CSV line per collective the experiment's NCCL_ALGO/NCCL_PROTO force, covering the byte range
 /// the sweep's workloads use. bad_input for what the plugin cannot express (several algorithms
 /// for one collective, an algorithm without a protocol, channel bounds that differ, ...).
-[[nodiscard]] Result<std::string> to_nccl_tuner(const SweepData& sweep, const StoredExperiment& experiment);
+/// With `settings` (the point's judged settings) and recorded TUNING lines, the lines force each
+/// collective a change touched to the point's own effective choice (what was measured).
+[[nodiscard]] Result<std::string> to_nccl_tuner(const SweepData& sweep, const StoredExperiment& experiment,
+                                                const PointSettings* settings = nullptr);
 /// Why NCCL's example plugin is a poor deployment (checked against plugins/tuner/example/plugin.c):
 /// written into the nccl-tuner file and to stderr whenever that format is exported.
 inline constexpr std::string_view k_example_plugin_warning =
@@ -144,12 +147,21 @@ inline constexpr std::string_view k_example_plugin_warning =
 /// the size NCCL passes to a tuner), channels only when the sweep varied them and the point pins
 /// a count. What cannot be a rule is a '#' note. bad_input for unknown sizes or unparsable
 /// NCCL_ALGO/NCCL_PROTO.
+/// With `settings` and recorded TUNING lines, the rules are the point's own effective choice for
+/// each collective a change touched (results/query/settings.hpp tuner_choices), so the profile
+/// deploys what the env file deploys.
 [[nodiscard]] Result<std::string> to_tuner_profile(const SweepData& sweep, const StoredExperiment& experiment,
-                                                   std::string_view metric);
+                                                   std::string_view metric,
+                                                   const PointSettings* settings = nullptr);
 /// The same over the whole sweep: per message size (rank count, all-reduce and all-gather
 /// bytes) the ok experiment with the best median of `metric`, each contributing its rules.
 /// bad_input when no ok experiment measured `metric`.
 [[nodiscard]] Result<std::string> to_tuner_profile_best(const SweepData& sweep, std::string_view metric);
+
+/// The point as deployed: the sweep's fixed environment, then the settings that change what NCCL
+/// does (NCCL_ALGO/NCCL_PROTO scoped to the collectives they changed); NCCL's own choices and
+/// inert settings left out (results/query/settings.hpp). What every point format renders.
+[[nodiscard]] StoredExperiment deployed_point(const StoredExperiment& point, const PointSettings& settings);
 
 /// What `ncclsweep export` asks for.
 struct ExportRequest {
@@ -157,9 +169,13 @@ struct ExportRequest {
     std::string metric = "tok_s";   ///< markdown column; --best ranking
     bool best = false;              ///< point formats: the best experiment by `metric`
     std::optional<int> experiment;  ///< point formats: this experiment
+    bool force = false;             ///< point formats: export a point that did not run ok (it says so)
 };
 /// Produces the text of `request.format`. A point format needs `best` or `experiment`; a
-/// whole-sweep format refuses them (bad_input, saying what to do).
+/// whole-sweep format refuses them (bad_input, saying what to do). A point that did not run to
+/// a result (failed, timed out, pruned, pending, ...) is refused (bad_input) unless `force`; the
+/// file then says so in its first lines. Every point format deploys the same settings
+/// (results/query/settings.hpp judge_settings): the changes, scoped; the rest named in comments.
 [[nodiscard]] Result<std::string> export_sweep(const SweepData& sweep, const ExportRequest& request);
 
 }  // namespace ncclsweep::results::exports

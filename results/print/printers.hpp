@@ -39,7 +39,7 @@ private:
 /// JSON schema names printed in the "schema" field of each document (bumped on breaking change).
 inline constexpr const char* k_sweeps_schema = "ncclsweep.sweeps/1";
 inline constexpr const char* k_sweep_schema = "ncclsweep.sweep/1";
-inline constexpr const char* k_best_schema = "ncclsweep.best/1";
+inline constexpr const char* k_best_schema = "ncclsweep.best/2";
 inline constexpr const char* k_diff_schema = "ncclsweep.diff/1";
 
 /// One printer: each call writes one complete document (a JSON printer writes one object).

@@ -82,6 +82,7 @@ Json row_json(const ExperimentRow& row) {
     return Json{{"id", row.exp_id},
                 {"key", row.key},
                 {"canonical", row.canonical},
+                {"defaults", row.defaults},
                 {"params", assignments(row.params)},
                 {"changed", assignments(row.changed)},
                 {"status", to_string(row.status)},
@@ -93,6 +94,30 @@ Json row_json(const ExperimentRow& row) {
                 {"attempts", row.attempts},
                 {"total_s", row.total_s ? number(*row.total_s) : Json(nullptr)},
                 {"metrics", metrics}};
+}
+
+Json settings_json(const PointSettings& settings) {
+    Json list = Json::array();
+    for (const auto& s : settings.settings)
+        list.push_back(Json{{"name", s.name},
+                            {"value", s.value},
+                            {"role", s.role == SettingRole::change        ? "change"
+                                     : s.role == SettingRole::nccl_choice ? "nccl_choice"
+                                                                          : "inert"},
+                            {"deploy", s.role == SettingRole::change ? Json(s.deploy_value) : Json(nullptr)},
+                            {"why", s.why}});
+    return list;
+}
+
+/// What every point format of `export` deploys for this point: the same variables, the same values.
+Json deploy_json(const PointSettings& settings) {
+    Json env = Json::object();
+    for (const auto& s : settings.settings)
+        if (s.role == SettingRole::change) env[s.name] = s.deploy_value;
+    return Json{{"env", env},
+                {"left_to_nccl", settings.names(SettingRole::nccl_choice)},
+                {"inert", settings.names(SettingRole::inert)},
+                {"notes", settings.notes}};
 }
 
 Json metric_json(const MetricChoice& m) {
@@ -120,7 +145,15 @@ Json unmatched_json(const UnmatchedExperiment& u) {
 Json experiment_diff_json(const ExperimentDiff& e) {
     Json metrics = Json::object();
     for (const auto& m : e.metrics)
-        if (m.comparison) metrics[m.metric.name] = comparison_json(*m.comparison);
+        if (m.comparison) {
+            Json one = comparison_json(*m.comparison);
+            one["verdict"] = stats::verdict_name(m.verdict);  // after Holm's correction
+            one["p_adjusted"] = number(m.p_adjusted);
+            one["noise"] = number(m.noise);
+            // The smallest relative change caught in 90% of nights; null: none (or no noise estimate).
+            one["detectable"] = number(m.detectable);
+            metrics[m.metric.name] = std::move(one);
+        }
     return Json{{"key", e.key},
                 {"canonical", e.canonical},
                 {"base_id", e.base_id},
@@ -170,8 +203,19 @@ void JsonPrinter::print_best(const BestExperiment& best) {
                 return ids;
             }()},
            {"decided_by_threshold", best.decided_by_threshold},
-           {"inert", best.best.inert},
-           {"settings_that_count", best.best.settings_that_count()},
+           {"tie_changed", best.tie_changed},
+           {"recommendation", recommendation_text(best)},
+           {"tie_rule", text_or_null(tie_text(best))},
+           {"defaults", best.defaults ? row_json(*best.defaults) : Json(nullptr)},
+           {"defaults_missing", text_or_null(best.defaults_missing)},
+           {"versus_defaults", best.versus_defaults ? comparison_json(*best.versus_defaults) : Json(nullptr)},
+           {"gain_over_defaults",
+            best.gain_over_defaults() ? number(*best.gain_over_defaults()) : Json(nullptr)},
+           {"settings", settings_json(best.settings)},
+           {"settings_changed", best.settings.changed()},
+           {"settings_set", best.settings.set()},
+           {"inert", best.settings.names(SettingRole::inert)},
+           {"deploy", deploy_json(best.settings)},
            {"runner_up", best.runner_up ? row_json(*best.runner_up) : Json(nullptr)},
            {"margin", best.margin ? comparison_json(*best.margin) : Json(nullptr)},
            {"caveat", text_or_null(recommendation_caveat(best.best))},
@@ -209,6 +253,13 @@ void JsonPrinter::print_diff(const SweepDiff& diff) {
              {"improvements", c.improvements},
              {"unchanged", c.unchanged},
              {"insufficient_samples", c.insufficient}}},
+           {"false_alarms",
+            {{"method", "holm"},
+             {"alpha", diff.options.alpha},
+             {"comparisons", diff.power.comparisons},
+             {"noise", number(diff.power.noise)},
+             {"repeats_for_5_percent",
+              diff.power.repeats_for_5_percent ? Json(diff.power.repeats_for_5_percent) : Json(nullptr)}}},
            {"regression", diff.has_regression()}};
     m_out.write(dump(j));
 }

@@ -96,6 +96,7 @@ void TextPrinter::print_table(const SweepTable& table) {
     const SweepInfo& s = table.sweep;
     heading(fmt::format("{} on {}, created {}, {}: {}", describe_sweep(s), s.record.target, when(s),
                         state_text(s), counts_sentence(s)));
+    if (auto note = simulated_note(s.record.backend); !note.empty()) line(note);
     if (s.state == SweepState::running && s.runner_alive == false)
         line(fmt::format(
             "its runner (pid {}) is gone, killed or its host restarted; `ncclsweep run {} --resume {}` "
@@ -161,7 +162,8 @@ void TextPrinter::print_best(const BestExperiment& best) {
     g.rows.push_back({"experiment", std::to_string(row.exp_id)});
     if (auto note = simulated_note(best.sweep.record.backend); !note.empty())
         g.rows.push_back({"data", note});
-    g.rows.push_back({"parameters", format_assignments(row.params)});
+    g.rows.push_back({"parameters", (row.defaults ? std::string("defaults ") : std::string()) +
+                                        format_assignments(row.params)});
     if (m) {
         g.rows.push_back({best.metric.name,
                           fmt::format("{} (median of {})", format_value(m->summary.median), m->summary.n)});
@@ -169,6 +171,7 @@ void TextPrinter::print_best(const BestExperiment& best) {
     }
     g.rows.push_back(
         {"effective NCCL", row.effective_nccl.empty() ? "-" : first_line(row.effective_nccl, 200)});
+    g.rows.push_back({"recommended", recommendation_text(best)});
     if (!best.sweep.record.inherited_env.empty())
         g.rows.push_back(
             {"inherited", format_assignments(best.sweep.record.inherited_env) +
@@ -179,26 +182,21 @@ void TextPrinter::print_best(const BestExperiment& best) {
              row.collective_times == "calibrated"
                  ? std::string("calibrated (measured for NCCL's choice)")
                  : "NOT calibrated: " + collective_times_note(row.collective_times, row.what_if)});
-    if (!row.inert.empty()) {
-        std::string names;
-        for (const auto& name : row.inert) names += (names.empty() ? "" : ", ") + name;
-        g.rows.push_back({"inert", names + " (NCCL ignores them for this workload; they do not matter)"});
-    }
-    if (best.tie()) {
-        std::string ids;
-        for (const auto& tied : best.tie_group)
-            ids += (ids.empty() ? "" : ", ") + std::to_string(tied.exp_id);
-        g.rows.push_back(
-            {"tie",
-             fmt::format(
-                 "{} experiments ({}) cannot be told apart by diff's test and 3% threshold{}; "
-                 "recommending the simplest ({} setting(s) that matter){}",
-                 best.tie_group.size(), ids,
-                 best.decided_by_threshold ? " (too few samples for the test: the threshold decided)" : "",
-                 row.settings_that_count(),
-                 best.top_id != row.exp_id ? fmt::format("; best median: experiment {}", best.top_id)
-                                           : std::string())});
-    }
+    auto names = [&](SettingRole role) {
+        std::string out;
+        for (const auto& s : best.settings.settings)
+            if (s.role == role)
+                out += (out.empty() ? "" : " ") + s.name + "=" +
+                       (role == SettingRole::change ? s.deploy_value : s.value);
+        return out;
+    };
+    if (auto changes = names(SettingRole::change); !changes.empty()) g.rows.push_back({"deploy", changes});
+    if (auto own = names(SettingRole::nccl_choice); !own.empty())
+        g.rows.push_back({"left to NCCL", own + " (NCCL's own choice at its defaults)"});
+    for (const auto& s : best.settings.settings)
+        if (s.role == SettingRole::inert) g.rows.push_back({"inert", s.name + "=" + s.value + ": " + s.why});
+    for (const auto& note : best.settings.notes) g.rows.push_back({"note", note});
+    if (best.tie()) g.rows.push_back({"tie", tie_text(best)});
     if (best.runner_up) {
         const MetricSummary* r = best.runner_up->metric(best.metric.name);
         g.rows.push_back({"runner-up", fmt::format("experiment {} ({}): {}", best.runner_up->exp_id,

@@ -53,6 +53,17 @@ std::string regression_reason(const ExperimentDiff& e) {
 
 }  // namespace
 
+namespace {
+
+/// "≥4.1%" (the smallest change this comparison could catch), "none" when no p can pass, "-".
+std::string detectable_text(double detectable) {
+    if (std::isnan(detectable)) return "-";
+    if (std::isinf(detectable)) return "none";
+    return fmt::format("\u2265{:.2g}%", detectable * 100);
+}
+
+}  // namespace
+
 void TextPrinter::print_diff(const SweepDiff& diff) {
     const SweepDiff& d = diff;
     heading(fmt::format("diff: base {} -> new {}", describe_sweep(d.base), describe_sweep(d.candidate)));
@@ -70,9 +81,12 @@ void TextPrinter::print_diff(const SweepDiff& diff) {
         line(fmt::format("inherited by both from the environment (not set by their specs): {}",
                          format_assignments(d.base.record.inherited_env)));
     line(fmt::format(
-        "a change counts when the Mann-Whitney U test is significant (p <= {}) and |delta| > {:.1f}%; "
-        "\"~\" = no such change",
-        d.options.alpha, d.options.threshold * 100));
+        "a change counts when the Mann-Whitney U test is significant after Holm's correction over the "
+        "diff's {} comparisons (adjusted p <= {}: at most a {} chance of any false alarm in this diff) and "
+        "|delta| > {}%; \"~\" = no such change; \"can see\" = the smallest change caught in 90% of "
+        "nights at this noise and n",
+        d.power.comparisons, stats::format_level(d.options.alpha), stats::format_level(d.options.alpha),
+        stats::format_level(d.options.threshold * 100)));
     if (m_style == Style::table) m_out.write("\n");
     if (d.experiments.empty())
         line("no experiment matched by canonical key: the sweeps share no point (different specs?)");
@@ -86,7 +100,7 @@ void TextPrinter::diff_metric(const SweepDiff& diff, std::size_t index) {
     const MetricChoice& metric = diff.options.metrics[index];
     Grid g;
     add_key_columns(g, diff);
-    for (const char* h : {"base", "±", "new", "±", "delta", "p", "n"}) g.column(h, Align::right);
+    for (const char* h : {"base", "±", "new", "±", "delta", "p", "n", "can see"}) g.column(h, Align::right);
     g.column("verdict");
     std::string too_few_reason;  // the first one, named by its experiment
     bool few = false;            // a ± is a range (footnote)
@@ -101,7 +115,7 @@ void TextPrinter::diff_metric(const SweepDiff& diff, std::size_t index) {
                  format_value(c.base.median), format_spread_marked(c.base, few),
                  format_value(c.candidate.median), format_spread_marked(c.candidate, few),
                  format_delta(c.delta), format_p(c.p_value), fmt::format("{}+{}", c.base.n, c.candidate.n),
-                 std::string(verdict_word(m.verdict))})
+                 detectable_text(m.detectable), std::string(verdict_word(m.verdict))})
             cells.push_back(std::move(cell));
         if (m.verdict == stats::Verdict::insufficient_samples && too_few_reason.empty())
             too_few_reason = fmt::format("experiment {}: {}", e.new_id, c.reason);
@@ -113,7 +127,7 @@ void TextPrinter::diff_metric(const SweepDiff& diff, std::size_t index) {
         cells.resize(1 + diff.varying.size());
         for (auto& cell :
              std::vector<std::string>{"", "", "", "", std::isnan(gm.ratio) ? "-" : format_delta(gm.ratio - 1),
-                                      "", fmt::format("{} exp", gm.experiments), ""})
+                                      "", fmt::format("{} exp", gm.experiments), "", ""})
             cells.push_back(std::move(cell));
         g.rows.push_back(std::move(cells));
     }
@@ -183,6 +197,11 @@ void TextPrinter::diff_summary(const SweepDiff& diff) {
         if (e.verdict() == stats::Verdict::regression)
             line(fmt::format("{}regressed: {}: {}", m_style == Style::markdown ? "- " : "  ", name_of(e),
                              regression_reason(e)));
+    if (diff.power.repeats_for_5_percent > 0)
+        line(fmt::format(
+            "to catch a 5% slowdown of one experiment in 90% of nights at this noise ({:.2g}% per "
+            "run) with Holm over {} comparisons: repeats: {}",
+            diff.power.noise * 100, diff.power.comparisons, diff.power.repeats_for_5_percent));
 }
 
 }  // namespace ncclsweep::results::detail

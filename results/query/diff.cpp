@@ -116,6 +116,8 @@ Result<void> compare_metrics(ExperimentDiff& d, const ExperimentRow& base, const
         MetricDiff m;
         m.metric = metric;
         m.verdict = comparison->verdict;
+        if (a && b && a->values.size() >= 2 && b->values.size() >= 2)
+            m.noise = std::max(stats::relative_noise(a->values), stats::relative_noise(b->values));
         m.comparison = std::move(*comparison);
         d.metrics.push_back(std::move(m));
     }
@@ -137,6 +139,58 @@ void add_geomeans(SweepDiff& diff) {
         g.experiments = ratios.size();
         g.ratio = stats::geometric_mean(ratios);
         diff.geomeans.push_back(g);
+    }
+}
+
+/// The power a 5 % nightly gate is asked for (docs/statistics.md "diff").
+constexpr double k_gate_power = 0.9;
+constexpr double k_gate_shift = 0.05;
+
+/// Holm's correction over every comparison of the diff whose test could run: a change counts
+/// only when its adjusted p <= alpha, so the chance of any false alarm in the whole diff stays
+/// <= alpha. Then what each comparison could have seen, and the repeats a 5 % gate needs.
+void control_false_alarms(SweepDiff& diff) {
+    std::vector<MetricDiff*> tested;
+    std::vector<double> p_values;
+    for (auto& e : diff.experiments)
+        for (auto& m : e.metrics)
+            if (m.comparison && m.verdict != stats::Verdict::insufficient_samples &&
+                std::isfinite(m.comparison->p_value)) {
+                tested.push_back(&m);
+                p_values.push_back(m.comparison->p_value);
+            }
+    const double alpha = diff.options.alpha;
+    const auto adjusted = stats::holm_adjust(p_values);
+    const std::size_t family = std::max<std::size_t>(1, tested.size());
+    diff.power.comparisons = static_cast<int>(tested.size());
+    for (std::size_t i = 0; i < tested.size(); ++i) {
+        MetricDiff& m = *tested[i];
+        m.p_adjusted = adjusted[i];
+        if ((m.verdict == stats::Verdict::regression || m.verdict == stats::Verdict::improvement) &&
+            !(adjusted[i] <= alpha)) {
+            m.verdict = stats::Verdict::no_change;
+            m.comparison->reason = fmt::format(
+                "not significant after Holm's correction over {} comparisons (p={:.3g}, adjusted {:.3g} > "
+                "alpha {})",
+                tested.size(), m.comparison->p_value, adjusted[i], stats::format_level(alpha));
+        }
+    }
+    std::vector<double> noises;
+    for (auto& e : diff.experiments)
+        for (std::size_t k = 0; k < e.metrics.size(); ++k) {
+            MetricDiff& m = e.metrics[k];
+            if (!m.comparison || !std::isfinite(m.noise)) continue;
+            if (k == 0) noises.push_back(m.noise);
+            const double shift =
+                stats::detectable_shift(m.comparison->base.n, m.comparison->candidate.n, m.noise,
+                                        alpha / static_cast<double>(family), k_gate_power);
+            m.detectable = std::max(diff.options.threshold, shift);
+        }
+    if (!noises.empty()) {
+        diff.power.noise = stats::median(noises);
+        diff.power.repeats_for_5_percent =
+            stats::samples_to_detect(std::max(k_gate_shift, diff.options.threshold), diff.power.noise,
+                                     alpha / static_cast<double>(family), k_gate_power);
     }
 }
 
@@ -223,6 +277,10 @@ Result<SweepDiff> diff_tables(const SweepTable& base, const SweepTable& candidat
         judge_status(d, old, *row);
         if (old.status == ExperimentStatus::ok && row->status == ExperimentStatus::ok)
             if (auto ok = compare_metrics(d, old, *row, options); !ok) return ok.error();
+        diff.experiments.push_back(std::move(d));
+    }
+    control_false_alarms(diff);
+    for (const auto& d : diff.experiments) {
         switch (d.verdict()) {
             case stats::Verdict::regression:
                 ++diff.counts.regressions;
@@ -237,7 +295,6 @@ Result<SweepDiff> diff_tables(const SweepTable& base, const SweepTable& candidat
                 ++diff.counts.unchanged;
                 break;
         }
-        diff.experiments.push_back(std::move(d));
     }
     std::vector<const ExperimentRow*> leftovers;
     for (std::size_t i = 0; i < base.rows.size(); ++i)

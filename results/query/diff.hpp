@@ -4,6 +4,7 @@
 // the threshold), status changes (ok -> failed is a regression), points on one side only, and a
 // geometric-mean summary per metric. Pure functions over two SweepTables, plus a loader.
 #include <cstddef>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,7 +27,15 @@ struct DiffOptions {
 struct MetricDiff {
     MetricChoice metric;                                 ///< name and direction
     std::optional<stats::Comparison> comparison;         ///< absent when the experiment was not compared
-    stats::Verdict verdict = stats::Verdict::no_change;  ///< the comparison's verdict
+    stats::Verdict verdict = stats::Verdict::no_change;  ///< the comparison's verdict (after Holm)
+    /// Holm-adjusted p over every comparison of the diff (NaN when the test could not be run).
+    double p_adjusted = std::numeric_limits<double>::quiet_NaN();
+    /// Robust relative noise of one run here: the larger of the two sides' (NaN below 2 samples).
+    double noise = std::numeric_limits<double>::quiet_NaN();
+    /// The smallest relative change this comparison could have caught in 90 % of nights: the
+    /// larger of the threshold and the U test's detectable shift at alpha / (comparisons) with
+    /// these sample sizes and noise; infinity when no p at these sizes can pass Holm.
+    double detectable = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// One experiment present in both sweeps.
@@ -67,6 +76,15 @@ struct GeomeanSummary {
     std::size_t experiments = 0;  ///< how many experiments entered it
 };
 
+/// How a diff keeps false alarms down and what it could see (docs/statistics.md "diff").
+struct DiffPower {
+    int comparisons = 0;  ///< metric comparisons Holm's correction ran over (tests that could run)
+    double noise = std::numeric_limits<double>::quiet_NaN();  ///< median noise of one run, first metric
+    /// Repeats per side that catch a 5 % change of one experiment in 90 % of nights at `noise`,
+    /// with Holm over `comparisons`; 0 when unknown (no noise estimate) or beyond 1000.
+    std::size_t repeats_for_5_percent = 0;
+};
+
 /// Verdict counts over matched experiments (each counted once, by ExperimentDiff::verdict).
 struct DiffCounts {
     int regressions = 0;
@@ -86,6 +104,7 @@ struct SweepDiff {
     std::vector<UnmatchedExperiment> only_in_new;   ///< keys the base sweep lacks
     std::vector<GeomeanSummary> geomeans;           ///< one per metric
     DiffCounts counts;                              ///< verdict counts
+    DiffPower power;                                ///< Holm's family and the repeats hint
     /// Settings the two sweeps ran with that differ, one sentence each ("topology: pcie-gen5 ->
     /// pcie-gen4"), filled by diff_sweeps (setting_differences); empty when they ran alike.
     std::vector<std::string> settings_changed;

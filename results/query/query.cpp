@@ -8,10 +8,11 @@
 #include <cmath>
 #include <iterator>
 #include <set>
+#include <tuple>
 #include <type_traits>
 #include <unordered_map>
 
-#include "core/plan/plan.hpp"
+#include "core/plan/baseline.hpp"
 #include "core/spec/metric.hpp"
 #include "core/spec/spec_parser.hpp"
 #include "results/query/what_if.hpp"
@@ -43,14 +44,6 @@ MetricChoice resolve_metric(const MetricChoice& choice, const SweepRecord& sweep
     MetricChoice out = choice;
     if (!choice.direction_given) out.direction = definition_of(choice.name, sweep.metrics).better;
     return out;
-}
-
-int ExperimentRow::settings_that_count() const {
-    int count = 0;
-    for (const auto& [name, value] : params)
-        if (!value.empty() && value != "unset" && std::find(inert.begin(), inert.end(), name) == inert.end())
-            ++count;
-    return count;
 }
 
 std::string_view direction_text(stats::Direction direction) {
@@ -107,8 +100,7 @@ namespace {
 // Fills `row` from `stored`; Source is `const StoredExperiment&` (copy) or `StoredExperiment&` (move).
 template <typename Source>
 ExperimentRow make_row(Source&& stored, const std::vector<std::string>& varying,
-                       std::set<std::string>& all_metrics, const Spec* spec,
-                       std::unordered_map<std::string, std::vector<std::string>>& inert_cache) {
+                       std::set<std::string>& all_metrics) {
     constexpr bool k_move = !std::is_const_v<std::remove_reference_t<Source>>;
     auto take = [](auto& value) -> decltype(auto) {
         if constexpr (k_move)
@@ -119,23 +111,13 @@ ExperimentRow make_row(Source&& stored, const std::vector<std::string>& varying,
     ExperimentRow row;
     auto& e = stored.experiment;
     row.exp_id = e.id;
-    if (spec) {
-        // Many points share an environment and workload: judge each distinct one once.
-        std::string cache_key;
-        for (const auto* list : {&e.env, &e.workload}) {
-            for (const auto& [name, value] : *list)
-                cache_key.append(name).append("=").append(value).append("\x1f");
-            cache_key.append("\x1e");
-        }
-        auto found = inert_cache.find(cache_key);
-        if (found == inert_cache.end())
-            found = inert_cache.emplace(cache_key, inert_settings(*spec, e)).first;
-        row.inert = found->second;
-    }
     for (const auto& name : varying) {
         auto it = std::find_if(e.params.begin(), e.params.end(),
                                [&](const Assignment& a) { return a.first == name; });
-        row.changed.emplace_back(name, it == e.params.end() ? std::string("-") : it->second);
+        // "-": not set by this point; NCCL's defaults point leaves the swept NCCL variables to NCCL.
+        row.changed.emplace_back(name, it != e.params.end()                   ? it->second
+                                       : e.defaults && is_nccl_variable(name) ? std::string("(default)")
+                                                                              : std::string("-"));
     }
     row.key = take(e.key);
     row.canonical = take(e.canonical);
@@ -174,13 +156,24 @@ SweepTable make_table(const SweepInfo& sweep, Experiments&& experiments) {
     table.varying = varying_parameters(std::span<const StoredExperiment>(experiments));
     table.rows.reserve(experiments.size());
     std::set<std::string> all_metrics;
-    // The spec it ran (stored with it) tells which settings NCCL ignores at its message sizes;
-    // a spec this build cannot read any more leaves that unknown (nothing counted as inert).
-    auto spec = parse_spec(sweep.record.spec_text, sweep.record.spec_path);
-    const Spec* spec_ptr = spec ? &*spec : nullptr;
-    std::unordered_map<std::string, std::vector<std::string>> inert_cache;
-    for (auto& stored : experiments)
-        table.rows.push_back(make_row(stored, table.varying, all_metrics, spec_ptr, inert_cache));
+    // The spec it ran (stored with it) says which parameters change only together (zip); a spec
+    // this build cannot read any more leaves each parameter on its own.
+    if (auto spec = parse_spec(sweep.record.spec_text, sweep.record.spec_path)) table.zip = spec->zip;
+    for (auto& stored : experiments) table.rows.push_back(make_row(stored, table.varying, all_metrics));
+    // NCCL's defaults point by the one rule (core/plan/baseline.hpp), whoever built the experiments.
+    const bool sweeps_nccl = std::any_of(table.rows.begin(), table.rows.end(), [](const ExperimentRow& r) {
+        return std::any_of(r.params.begin(), r.params.end(),
+                           [](const Assignment& a) { return is_nccl_variable(a.first); });
+    });
+    for (auto& row : table.rows) {
+        row.defaults =
+            sweeps_nccl && std::none_of(row.params.begin(), row.params.end(),
+                                        [](const Assignment& a) { return is_nccl_variable(a.first); });
+        // It leaves the swept NCCL variables to NCCL: "(default)", not "-" (not set by an include point).
+        if (row.defaults)
+            for (auto& [name, value] : row.changed)
+                if (is_nccl_variable(name)) value = "(default)";
+    }
     table.metrics.assign(all_metrics.begin(), all_metrics.end());
     table.columns = default_columns(table.metrics);
     return table;
@@ -226,12 +219,6 @@ Result<void> sort_rows(SweepTable& table, const MetricChoice& metric) {
     return success();
 }
 
-std::vector<std::string> inert_settings_of(const SweepInfo& sweep, const Experiment& experiment) {
-    auto spec = parse_spec(sweep.record.spec_text, sweep.record.spec_path);
-    if (!spec) return {};
-    return inert_settings(*spec, experiment);
-}
-
 std::string point_backend(const SweepInfo& sweep, const Experiment& experiment) {
     for (const auto& [name, value] : experiment.workload)
         if (name == "backend" && value != "auto") return value;
@@ -263,6 +250,104 @@ bool indistinguishable(const MetricSummary& point, const MetricSummary& top, con
             return false;
     }
     return false;
+}
+
+namespace {
+
+/// NCCL's defaults point of the recommendation, and the recommendation against it.
+void add_defaults(const SweepTable& table, BestExperiment& result) {
+    const ExperimentRow* defaults = defaults_row_for(table, result.best);
+    if (!defaults) {
+        const bool any = std::any_of(table.rows.begin(), table.rows.end(),
+                                     [](const ExperimentRow& r) { return r.defaults; });
+        result.defaults_missing = any ? "the sweep has no defaults point with the same workload parameters"
+                                      : "the sweep has no defaults point (baseline: none, or no NCCL axes)";
+        return;
+    }
+    const MetricSummary* d = defaults->metric(result.metric.name);
+    if (defaults->status != ExperimentStatus::ok || !d || d->values.empty()) {
+        result.defaults_missing = fmt::format(
+            "NCCL's defaults point (experiment {}) is {}{}", defaults->exp_id, to_string(defaults->status),
+            defaults->failure_class.empty() ? std::string() : " (" + defaults->failure_class + ")");
+        if (defaults->status == ExperimentStatus::dropped || defaults->status == ExperimentStatus::ok) {
+            // A dropped defaults point kept its samples: still the baseline, with fewer of them.
+            if (!d || d->values.empty()) return;
+            result.defaults_missing.clear();
+        } else {
+            return;
+        }
+    }
+    result.defaults = *defaults;
+    if (defaults->exp_id == result.best.exp_id) return;
+    const stats::CompareOptions options{k_default_alpha, k_default_threshold, result.metric.direction};
+    auto c = stats::compare(d->values, result.best.metric(result.metric.name)->values, options);
+    if (c) result.versus_defaults = std::move(*c);
+}
+
+std::string params_text(const ExperimentRow& row) {
+    std::string out = row.defaults ? "defaults" : "";
+    for (const auto& [name, value] : row.params) out += (out.empty() ? "" : " ") + name + "=" + value;
+    return out.empty() ? "no parameters" : out;
+}
+
+std::string format_p_value(double p) {
+    if (std::isnan(p)) return "-";
+    return p < 0.001 ? fmt::format("{:.1e}", p) : fmt::format("{:.2g}", p);
+}
+
+std::string percent_text(double fraction) {
+    return fmt::format("{:+.1f} %", fraction * 100);
+}
+
+}  // namespace
+
+std::optional<double> BestExperiment::gain_over_defaults() const {
+    if (!versus_defaults || !std::isfinite(versus_defaults->delta)) return std::nullopt;
+    return metric.direction == stats::Direction::higher_is_better ? versus_defaults->delta
+                                                                  : -versus_defaults->delta;
+}
+
+std::string recommendation_text(const BestExperiment& best) {
+    const std::string point = fmt::format("experiment {} ({})", best.best.exp_id, params_text(best.best));
+    if (best.best.defaults) return point + ": no setting beats NCCL's defaults: leave NCCL alone";
+    if (!best.defaults)
+        return fmt::format("{}: not compared with NCCL's defaults: {}", point, best.defaults_missing);
+    if (!best.versus_defaults) return point;
+    const stats::Comparison& c = *best.versus_defaults;
+    const double gain = best.gain_over_defaults().value_or(0);
+    std::string evidence;
+    switch (c.verdict) {
+        case stats::Verdict::improvement:
+            evidence = fmt::format("p = {}", format_p_value(c.p_value));
+            break;
+        case stats::Verdict::regression:  // cannot be: the defaults would lead; said if it happens
+        case stats::Verdict::no_change:
+            evidence =
+                fmt::format("p = {}; {}", format_p_value(c.p_value),
+                            c.p_value <= k_default_alpha ? "within diff's 3% threshold" : "not significant");
+            break;
+        case stats::Verdict::insufficient_samples:
+            evidence = fmt::format("n = {}+{}: too few samples for the U test, the 3% threshold decided",
+                                   c.base.n, c.candidate.n);
+            break;
+    }
+    return fmt::format("{}: {} over NCCL's defaults (experiment {}, {})", point, percent_text(gain),
+                       best.defaults->exp_id, evidence);
+}
+
+std::string tie_text(const BestExperiment& best) {
+    if (!best.tie()) return {};
+    std::string ids;
+    for (const auto& row : best.tie_group) ids += (ids.empty() ? "" : ", ") + std::to_string(row.exp_id);
+    return fmt::format(
+        "{} points ({}) cannot be told apart by diff's test and 3% threshold{}; the rule: fewest settings "
+        "changed from NCCL's defaults, then fewest set, then plan order -> experiment {} ({} changed, {} "
+        "set){}",
+        best.tie_group.size(), ids,
+        best.decided_by_threshold ? " (too few samples for the test: the threshold decided)" : "",
+        best.best.exp_id, best.settings.changed(), best.settings.set(),
+        best.top_id != best.best.exp_id ? fmt::format("; best median: experiment {}", best.top_id)
+                                        : std::string());
 }
 
 Result<BestExperiment> best_experiment(const SweepTable& table, const MetricChoice& metric) {
@@ -305,12 +390,25 @@ Result<BestExperiment> best_experiment(const SweepTable& table, const MetricChoi
         else if (!runner_up)
             runner_up = ranked[i];
     }
-    // The simplest of the group: fewest settings that count; then the better median (group order).
-    const ExperimentRow* simplest = *std::min_element(
-        group.begin(), group.end(),
-        [](const auto* a, const auto* b) { return a->settings_that_count() < b->settings_that_count(); });
-    result.best = *simplest;
-    for (const auto* row : group) result.tie_group.push_back(*row);
+    // The rule that never follows the noise (docs/statistics.md "Best"): the fewest settings
+    // changed from NCCL's defaults (a value equal to NCCL's own effective choice, or inert, is
+    // no change), then the fewest set (NCCL's defaults point itself first), then plan order.
+    std::vector<PointSettings> judged;
+    for (const auto* row : group) judged.push_back(judge_settings(table, *row, metric));
+    std::size_t chosen = 0;
+    for (std::size_t i = 1; i < group.size(); ++i) {
+        auto key = [&](std::size_t k) {
+            return std::make_tuple(judged[k].changed(), judged[k].set(), group[k]->exp_id);
+        };
+        if (key(i) < key(chosen)) chosen = i;
+    }
+    result.best = *group[chosen];
+    result.settings = judged[chosen];
+    for (std::size_t i = 0; i < group.size(); ++i) {
+        result.tie_group.push_back(*group[i]);
+        result.tie_changed.push_back(judged[i].changed());
+    }
+    add_defaults(table, result);
     if (runner_up) {
         result.runner_up = *runner_up;
         const stats::CompareOptions options{k_default_alpha, k_default_threshold, metric.direction};

@@ -14,6 +14,8 @@
 #include "core/result.hpp"
 #include "core/spec/metric.hpp"
 #include "core/stats/stats.hpp"
+#include "results/query/settings.hpp"
+#include "results/query/table.hpp"
 #include "results/store/records.hpp"
 
 namespace ncclsweep::results {
@@ -40,50 +42,6 @@ using spec::parse_metric_choice;
 /// `choice` as `sweep` defines its metric: unless the choice named a direction itself, the
 /// direction comes from the sweep's stored definition (spec or engine), else the default rule.
 [[nodiscard]] MetricChoice resolve_metric(const MetricChoice& choice, const SweepRecord& sweep);
-
-/// One metric of one experiment: its samples and their median with a 95% interval.
-struct MetricSummary {
-    std::string metric;          ///< metric name
-    std::vector<double> values;  ///< the samples, in repeat order
-    stats::Summary summary;      ///< n, median, ci (absent below 6 samples), ...
-};
-
-/// One experiment as `results show` lists it.
-struct ExperimentRow {
-    int exp_id = 0;                   ///< the planner's id within the sweep
-    std::string key;                  ///< canonical key (matches across sweeps)
-    std::string canonical;            ///< sorted "a=1;B=2" text of the key
-    std::vector<Assignment> params;   ///< every axis value of the point
-    std::vector<Assignment> changed;  ///< the values of the sweep's varying parameters ("-" = unset)
-    ExperimentStatus status = ExperimentStatus::pending;
-    std::string failure_class;   ///< "" when ok
-    std::string diagnosis;       ///< one line (core/text.hpp first_line)
-    std::string effective_nccl;  ///< what NCCL actually used ("" = not seen)
-    /// What the engine's collective times rest on: "calibrated", "relative", "modelled" ("" =
-    /// the engine did not say; docs/engine.md "Pricing").
-    std::string collective_times;
-    /// It ran a kernel no NCCL setting deploys (tpverify's fused all-reduce, is_what_if): shown as a
-    /// what-if, never recommended.
-    bool what_if = false;
-    int attempts = 0;                    ///< how many times it was started
-    std::optional<double> total_s;       ///< seconds start to end, when it ended
-    std::vector<MetricSummary> metrics;  ///< one per metric recorded, sorted by name
-    std::vector<std::string> inert;      ///< settings NCCL ignores for this point (core inert_settings)
-    /// Settings that count for "simplest": the point's parameters that are set (not "" or
-    /// "unset") and not inert.
-    [[nodiscard]] int settings_that_count() const;
-    /// The summary of `metric`, or nullptr when this experiment has no sample of it.
-    [[nodiscard]] const MetricSummary* metric(std::string_view metric) const;
-};
-
-/// A sweep as a table: its bookkeeping, its varying parameters and one row per experiment.
-struct SweepTable {
-    SweepInfo sweep;                   ///< id, name, tag, target, times, counts
-    std::vector<std::string> varying;  ///< parameters whose value differs between experiments
-    std::vector<std::string> metrics;  ///< every metric recorded in the sweep, sorted
-    std::vector<std::string> columns;  ///< the metrics a table shows (see default_columns)
-    std::vector<ExperimentRow> rows;   ///< experiment id order unless sorted
-};
 
 /// Names of the parameters that differ between `experiments` (or are missing in some), in
 /// first-seen order. With a single experiment, all of its parameters.
@@ -118,11 +76,6 @@ struct SweepTable {
 /// has no sample of `metric`.
 [[nodiscard]] Result<void> sort_rows(SweepTable& table, const MetricChoice& metric);
 
-/// The settings NCCL ignores for `experiment` (core inert_settings over the spec stored with
-/// `sweep`; empty when this build cannot read that spec).
-[[nodiscard]] std::vector<std::string> inert_settings_of(const SweepInfo& sweep,
-                                                         const Experiment& experiment);
-
 /// The engine backend that produced `experiment`'s numbers: its own `backend` parameter when
 /// that is not "auto", else the sweep's recorded backend ("" = unknown or a command workload).
 [[nodiscard]] std::string point_backend(const SweepInfo& sweep, const Experiment& experiment);
@@ -132,13 +85,17 @@ struct SweepTable {
 
 /// The best experiment of a sweep by one metric, and how sure that is (docs/statistics.md
 /// "Best"): rank ok experiments by median; those diff's test and threshold cannot tell from the
-/// top one form its tie group; the recommendation is the simplest point of the group.
+/// top one form its tie group; the recommendation is the point of the group with the fewest
+/// settings changed from NCCL's defaults, then the fewest set, then plan order; it is stated
+/// against NCCL's defaults point of its workload.
 struct BestExperiment {
     SweepInfo sweep;                         ///< the sweep it belongs to
     MetricChoice metric;                     ///< what "best" means
-    ExperimentRow best;                      ///< the recommendation: simplest of the tie group
+    ExperimentRow best;                      ///< the recommendation (see above)
+    PointSettings settings;                  ///< the recommendation's settings, judged once
     int top_id = 0;                          ///< the experiment with the best median
     std::vector<ExperimentRow> tie_group;    ///< best median first; size 1 when nothing ties
+    std::vector<int> tie_changed;            ///< settings changed of each tie_group member
     bool decided_by_threshold = false;       ///< some pair had too few samples for the U test
     std::size_t candidates = 0;              ///< ok experiments that have the metric
     std::optional<ExperimentRow> runner_up;  ///< the best point outside the tie group
@@ -147,9 +104,29 @@ struct BestExperiment {
     std::optional<ExperimentRow> what_if;
     /// Runner-up (base) vs the top point (new) with the diff defaults (alpha 0.05, threshold 3%).
     std::optional<stats::Comparison> margin;
+    /// NCCL's defaults point with the recommendation's other parameters (absent: none ran ok).
+    std::optional<ExperimentRow> defaults;
+    /// Why `defaults` is absent ("baseline: none", "failed (nccl)", ...); "" when present.
+    std::string defaults_missing;
+    /// NCCL's defaults (base) vs the recommendation (new) with the diff defaults.
+    std::optional<stats::Comparison> versus_defaults;
     /// True when other points are indistinguishable from the top one.
     [[nodiscard]] bool tie() const { return tie_group.size() > 1; }
+    /// The recommendation's gain over NCCL's defaults in the metric's good direction (0.086 =
+    /// 8.6 % better); nullopt without a comparison.
+    [[nodiscard]] std::optional<double> gain_over_defaults() const;
 };
+
+/// The recommendation in one line, the same wherever it is shown (run, `results best`, the
+/// report, export headers): "experiment 6 (NCCL_ALGO=allreduce:tree fusion=on): +8.6 % over
+/// NCCL's defaults (experiment 10, p = 0.002)" or "experiment 10 (defaults fusion=on): no
+/// setting beats NCCL's defaults: leave NCCL alone".
+[[nodiscard]] std::string recommendation_text(const BestExperiment& best);
+
+/// How the tie was resolved, one sentence ("" when nothing ties): "5 points (2, 4, 6, 8, 10)
+/// cannot be told apart ...; the rule: fewest settings changed from NCCL's defaults, then fewest
+/// set, then plan order -> experiment 10 (0 changed)".
+[[nodiscard]] std::string tie_text(const BestExperiment& best);
 
 /// Whether diff (alpha, threshold) cannot tell `point` from `top` for `metric`: its verdict
 /// is "~", or the samples are too few for the U test and the medians differ by no more than
@@ -159,9 +136,9 @@ struct BestExperiment {
                                      bool* by_threshold = nullptr);
 
 /// The best experiment by `metric` under the one rule above (diff defaults alpha 0.05 and
-/// threshold 3%); ties in simplicity go to the better median, then the lower id. What-if points
-/// (ExperimentRow::what_if) are never it: the best of them is `what_if`. bad_input when
-/// the metric is not recorded or no ok experiment has it (the message says what to look at).
+/// threshold 3%). What-if points (ExperimentRow::what_if) are never it: the best of them is
+/// `what_if`. bad_input when the metric is not recorded or no ok experiment has it (the message
+/// says what to look at).
 [[nodiscard]] Result<BestExperiment> best_experiment(const SweepTable& table, const MetricChoice& metric);
 
 }  // namespace ncclsweep::results

@@ -7,6 +7,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "core/plan/baseline.hpp"
 #include "results/query/what_if.hpp"
 #include "results/report/report_html.hpp"
 
@@ -23,6 +24,14 @@ bool is_failure(ExperimentStatus status) {
 std::string class_of(const StoredExperiment& e) {
     if (!e.outcome.failure_class.empty()) return e.outcome.failure_class;
     return std::string(to_string(e.outcome.status));
+}
+
+/// The value of parameter `name` of `e` on the heat map: its own, or "(default)" for an NCCL
+/// variable NCCL's defaults point leaves to NCCL; nullopt when the point does not have it.
+std::optional<std::string> axis_value(const StoredExperiment& e, const std::string& name) {
+    if (auto value = exports::parameter(e, name)) return value;
+    if (e.experiment.defaults && is_nccl_variable(name)) return std::string("(default)");
+    return std::nullopt;
 }
 
 /// The parameters that take more than one value, ordered by the share of the variance of
@@ -82,7 +91,16 @@ Result<std::optional<Heatmap>> make_heatmap(const SweepData& sweep, const Report
                                 exports::clean_text(axis, false), sweep.info.id,
                                 all.empty() ? std::string("none") : fmt::format("{}", fmt::join(all, ", "))));
     } else {
+        // The two parameters that place the most experiments (NCCL's defaults point places on an
+        // NCCL axis as "(default)"), then the most variance explained: a parameter only an
+        // include point sets would leave every other point off the map.
         auto ranked = rank_by_variance(sweep, options.metric);
+        auto placed = [&](const std::string& name) {
+            return std::count_if(sweep.experiments.begin(), sweep.experiments.end(),
+                                 [&](const StoredExperiment& e) { return axis_value(e, name).has_value(); });
+        };
+        std::stable_sort(ranked.begin(), ranked.end(),
+                         [&](const auto& a, const auto& b) { return placed(a.first) > placed(b.first); });
         for (const auto& [name, share] : ranked) axes.push_back(name);
         if (axes.size() < 2) {
             note = "No heat map: fewer than two parameters take more than one value in this sweep.";
@@ -111,10 +129,27 @@ Result<std::optional<Heatmap>> make_heatmap(const SweepData& sweep, const Report
         const StoredExperiment* e;
     };
     std::vector<Placed> placed;
+    const bool lower_better =
+        exports::metric_direction(sweep, options.metric) == stats::Direction::lower_is_better;
     for (const auto& e : sweep.experiments) {
-        auto x = exports::parameter(e, map.x_axis);
-        auto y = exports::parameter(e, map.y_axis);
-        if (!x || !y) continue;
+        if (e.outcome.status == ExperimentStatus::ok)
+            if (auto s = exports::metric_stats(e, options.metric);
+                s && std::isfinite(s->median) &&
+                (!map.reference ||
+                 (lower_better ? s->median < *map.reference : s->median > *map.reference))) {
+                map.reference = s->median;
+                map.reference_id = e.experiment.id;
+            }
+        auto x = axis_value(e, map.x_axis);
+        auto y = axis_value(e, map.y_axis);
+        if (!x || !y) {
+            auto s = exports::metric_stats(e, options.metric);
+            map.off_map.push_back(fmt::format(
+                "experiment {} ({}): {}", e.experiment.id, exports::params_label(e),
+                e.outcome.status == ExperimentStatus::ok && s ? exports::format_number(s->median)
+                                                              : std::string(to_string(e.outcome.status))));
+            continue;
+        }
         placed.push_back({index_of(map.x_values, *x), index_of(map.y_values, *y), &e});
     }
     map.cells.assign(map.x_values.size() * map.y_values.size(), {});
@@ -204,23 +239,28 @@ Result<ReportData> build_report(const SweepData& sweep, const SweepData* base, c
     data.direction = exports::metric_direction(sweep, options.metric);
     const auto axes = exports::varying_parameters(sweep);
     const StoredExperiment* best = nullptr;
-    if (auto found = exports::best_experiment(sweep, options.metric)) best = *found;
-    if (auto point = exports::best_point(sweep, options.metric)) {
-        if (auto note = collective_times_note(point->best.collective_times, point->best.what_if);
+    if (auto found = exports::best_point(sweep, options.metric)) {
+        data.recommendation = recommendation_text(*found);
+        data.tie = tie_text(*found);
+        if (auto point = exports::find_experiment(sweep, found->best.exp_id)) best = *point;
+        if (auto note = collective_times_note(found->best.collective_times, found->best.what_if);
             !note.empty())
             data.caveat = fmt::format("The recommendation, experiment {}, is NOT calibrated: {}.",
-                                      point->best.exp_id, note);
-        data.what_if = what_if_line(*point).value_or("");
+                                      found->best.exp_id, note);
+        data.what_if = what_if_line(*found).value_or("");
     }
     for (const auto& e : sweep.experiments) {
         Bar bar;
         bar.id = e.experiment.id;
         bar.label = exports::params_label(e, axes);
         bar.status = std::string(to_string(e.outcome.status));
-        if (e.outcome.status != ExperimentStatus::ok && e.outcome.status != ExperimentStatus::pending &&
-            e.outcome.status != ExperimentStatus::running)
+        // Failures are red with their class; the search's decisions are not failures: a dropped
+        // point is drawn grey with the samples it had, a pruned one is named (it never ran).
+        if (is_failure(e.outcome.status) || e.outcome.status == ExperimentStatus::skipped)
             bar.failure_class = class_of(e);
-        if (e.outcome.status == ExperimentStatus::ok) bar.stats = exports::metric_stats(e, options.metric);
+        bar.dropped = e.outcome.status == ExperimentStatus::dropped;
+        if (e.outcome.status == ExperimentStatus::ok || bar.dropped)
+            bar.stats = exports::metric_stats(e, options.metric);
         bar.best = &e == best;
         bar.collective_times = e.outcome.collective_times;
         bar.what_if = is_what_if(e);

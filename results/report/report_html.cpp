@@ -16,7 +16,7 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bott
 .note{background:#f4f6f9;border-left:3px solid #9aa5b4;padding:6px 10px;color:#3b4453}
 svg text{font:12px system-ui,sans-serif;fill:#1d2430}svg .tick{fill:#5b6573;font-size:11px}svg .axis{font-weight:600}
 svg .grid{stroke:#e3e7ec;stroke-width:1}svg .grid.zero{stroke:#5b6573}
-svg .bar{fill:#3b6ea8}svg .bar.best{fill:#1f9d55}svg .whisker{stroke:#111;stroke-width:1.5;fill:none}
+svg .bar{fill:#3b6ea8}svg .bar.best{fill:#1f9d55}svg .bar.dropped{fill:#b8c0cb}svg .whisker{stroke:#111;stroke-width:1.5;fill:none}
 svg .whisker.minmax{stroke-dasharray:3 2}svg .fail{fill:#c0392b}svg .failtext,svg .regressiontext{fill:#c0392b}
 svg .improvementtext{fill:#1f9d55}svg .muted{fill:#8a93a0}svg .value{fill:#3b4453}
 svg .failcell{fill:#fbe9e7;stroke:#c0392b;stroke-width:1}svg .emptycell{fill:#f4f6f9}
@@ -100,6 +100,12 @@ std::string render_html(const ReportData& data) {
     bool any_minmax = false, any_ci = false;
     for (const auto& bar : data.bars)
         if (bar.stats) (bar.stats->interval_is_ci ? any_ci : any_minmax) = true;
+    if (!data.recommendation.empty()) {
+        // `results best`'s answer, stated against NCCL's defaults, and how its tie was resolved.
+        out +=
+            "<h2>Recommendation</h2>\n<p class=\"note\">" + xml_escape(data.recommendation, false) + "</p>\n";
+        if (!data.tie.empty()) out += "<p class=\"legend\">Tie: " + xml_escape(data.tie, false) + "</p>\n";
+    }
     out += fmt::format("<h2>{} per configuration</h2>\n", xml_escape(data.metric, false));
     std::string legend = fmt::format(
         "Bars sorted best first. Bar: median {} over the repeats ({} is better); <span class=\"swatch\" "
@@ -114,7 +120,10 @@ std::string render_html(const ReportData& data) {
             "samples "
             "cannot give a 95% interval of the median";
     if (!any_ci && !any_minmax) legend += "none (no samples)";
-    legend += ". <span class=\"swatch\" style=\"background:#c0392b\"></span>failed, with its class.";
+    legend +=
+        ". <span class=\"swatch\" style=\"background:#c0392b\"></span>failed, with its class; "
+        "<span class=\"swatch\" style=\"background:#b8c0cb\"></span>dropped by the search (behind the "
+        "leader or collapsed), with the samples it had; pruned points never ran and are named.";
     out += "<p class=\"legend\">" + legend + "</p>\n";
     if (data.bars_omitted)
         out += fmt::format(
@@ -136,11 +145,13 @@ std::string render_html(const ReportData& data) {
     if (data.heatmap) {
         const Heatmap& map = *data.heatmap;
         out += fmt::format(
-            "<p class=\"legend\">Cell colour: {}median {} against the best cell, in percent ({} is better; "
-            "the scale on the right, brighter is closer to the best){}. Red cells: every experiment there "
-            "failed, marked with the most common failure class. Grey: no experiment.{}</p>\n",
-            map.aggregated ? "best " : "", xml_escape(data.metric, false), lower ? "lower" : "higher",
-            map.aggregated ? ", over the other parameters at that cell" : "",
+            "<p class=\"legend\">Cell colour: {}median {} against the best of the whole sweep{}, in percent "
+            "({} is better; the scale on the right with the values it stands for, brighter is closer to the "
+            "best){}. Red cells: every experiment there failed, marked with the most common failure class. "
+            "Grey: no experiment.{}</p>\n",
+            map.aggregated ? "best " : "", xml_escape(data.metric, false),
+            map.reference_id ? fmt::format(" (experiment {})", map.reference_id) : std::string(),
+            lower ? "lower" : "higher", map.aggregated ? ", over the other parameters at that cell" : "",
             map.chosen_by_variance
                 ? fmt::format(" Axes: the two parameters that explain most of the variance of the median "
                               "({} {:.0f}%, {} {:.0f}%); <code>--heatmap A,B</code> picks others.",
@@ -148,6 +159,14 @@ std::string render_html(const ReportData& data) {
                               100 * map.y_share)
                 : std::string());
         out += "<figure>" + heatmap_svg(*data.heatmap, data.direction) + "</figure>\n";
+        if (!map.off_map.empty()) {
+            out += fmt::format(
+                "<p class=\"legend\">Not on the map ({} or {} is not a parameter of {}):</p>\n<ul>",
+                xml_escape(map.x_axis, false), xml_escape(map.y_axis, false),
+                map.off_map.size() == 1 ? "this experiment" : "these experiments");
+            for (const auto& entry : map.off_map) out += "<li>" + xml_escape(entry, false) + "</li>";
+            out += "</ul>\n";
+        }
     } else {
         out += "<p class=\"note\">" + xml_escape(data.heatmap_note, false) + "</p>\n";
     }

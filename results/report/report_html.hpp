@@ -29,6 +29,7 @@ struct Bar {
     std::string failure_class;                  ///< "" when ok
     std::optional<exports::MetricStats> stats;  ///< absent: nothing measured
     bool best = false;                          ///< the best experiment of the sweep
+    bool dropped = false;                       ///< dropped by a search: drawn grey, with its samples
     std::string collective_times;               ///< calibrated | relative | modelled ("" = not said)
     bool what_if = false;                       ///< needs a server change (the fused all-reduce)
 };
@@ -45,8 +46,15 @@ struct HeatCell {
 struct Heatmap {
     std::string x_axis, y_axis;
     std::vector<std::string> x_values, y_values;
-    std::vector<HeatCell> cells;      ///< row-major: cells[y * x_values.size() + x]
-    bool aggregated = false;          ///< some cell holds several experiments (other axes vary)
+    std::vector<HeatCell> cells;  ///< row-major: cells[y * x_values.size() + x]
+    bool aggregated = false;      ///< some cell holds several experiments (other axes vary)
+    /// The colour scale's reference: the best median of the whole sweep (not just of the map),
+    /// so a map of slow points is coloured slow; and the experiment that has it.
+    std::optional<double> reference;
+    int reference_id = 0;
+    /// Experiments that lack one of the two axes (an include point's extra key), listed beside the
+    /// map with their values: nothing is left out without a word.
+    std::vector<std::string> off_map;
     bool chosen_by_variance = false;  ///< the axes were picked by explained variance (no --heatmap)
     double x_share = 0, y_share = 0;  ///< share of the variance of log(median) each axis explains
 };
@@ -88,6 +96,8 @@ struct ReportData {
     std::string heatmap_note;  ///< why there is no heat map
     std::vector<FailureGroup> failures;
     std::vector<FailureEntry> left_out;  ///< pruned and dropped by a search, with the reason
+    std::string recommendation;          ///< results best's line (recommendation_text), "" without one
+    std::string tie;                     ///< how its tie was resolved (tie_text), "" without a tie
     std::vector<DeltaRow> deltas;
     int only_in_base = 0, only_in_new = 0;
     /// Under the bars: "The recommendation, experiment N, is NOT calibrated: ..." when it is not,
@@ -114,9 +124,9 @@ struct ReportData {
 /// `text` broken at spaces into lines of at most `max_chars` characters; a word longer than
 /// that is broken after a '=', ',', ':' or ';' inside it (only where it has none, at the limit).
 [[nodiscard]] std::vector<std::string> wrap_words(const std::string& text, std::size_t max_chars);
-/// Span of the heat map's colour scale: the largest shortfall from the best cell as a fraction
-/// of the best, but at least 5% (so 0.6% apart never looks like the whole ramp), rounded up
-/// to a 1-2-5 step.
+/// Span of the heat map's colour scale: the largest shortfall of a cell from the reference (the
+/// sweep's best median; the best cell without one) as a fraction of it, but at least 5% (so 0.6%
+/// apart never looks like the whole ramp), rounded up to a 1-2-5 step.
 [[nodiscard]] double heatmap_span(const Heatmap& map, stats::Direction direction);
 
 }  // namespace ncclsweep::results::report

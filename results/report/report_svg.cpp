@@ -114,12 +114,23 @@ std::vector<std::string> wrap_words(const std::string& text, std::size_t max_cha
     return lines;
 }
 
-double heatmap_span(const Heatmap& map, stats::Direction direction) {
+namespace {
+
+/// The colour scale's reference: the sweep's best median, else the best cell.
+std::optional<double> reference_of(const Heatmap& map, stats::Direction direction) {
+    if (map.reference) return map.reference;
     std::optional<double> best;
     for (const auto& cell : map.cells)
         if (cell.value && (!best || (direction == stats::Direction::lower_is_better ? *cell.value < *best
                                                                                     : *cell.value > *best)))
             best = cell.value;
+    return best;
+}
+
+}  // namespace
+
+double heatmap_span(const Heatmap& map, stats::Direction direction) {
+    const std::optional<double> best = reference_of(map, direction);
     double worst = 0;
     if (best && *best != 0)
         for (const auto& cell : map.cells)
@@ -176,7 +187,10 @@ std::string bars_svg(const ReportData& data) {
             const auto& s = *bar.stats;
             svg += fmt::format(
                 "<rect class=\"bar{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"/>",
-                bar.best ? " best" : "", plot_x, y + 3, x_of(s.median) - plot_x, k_row - 6);
+                bar.best      ? " best"
+                : bar.dropped ? " dropped"
+                              : "",
+                plot_x, y + 3, x_of(s.median) - plot_x, k_row - 6);
             double lo = x_of(s.low), hi = x_of(s.high), mid = y + k_row / 2;
             svg += fmt::format(
                 "<path class=\"whisker{}\" d=\"M{:.1f} {:.1f}H{:.1f}M{:.1f} {:.1f}V{:.1f}M{:.1f} "
@@ -187,8 +201,9 @@ std::string bars_svg(const ReportData& data) {
                 s.n < 2 || s.median == 0 ? std::string()
                                          : fmt::format(" \xC2\xB1{:.1f}%{}", 100 * half / std::fabs(s.median),
                                                        s.interval_is_ci ? "" : "\xC2\xB9");
-            svg += fmt::format("<text class=\"value\" x=\"{:.1f}\" y=\"{:.1f}\">{}{} (n={})</text>",
-                               plot_x + plot_w + 6, y + 15, compact(s.median), spread, s.n);
+            svg += fmt::format("<text class=\"value\" x=\"{:.1f}\" y=\"{:.1f}\">{}{} (n={}){}</text>",
+                               plot_x + plot_w + 6, y + 15, compact(s.median), spread, s.n,
+                               bar.dropped ? " dropped" : "");
         } else if (!bar.failure_class.empty()) {
             svg += fmt::format(
                 "<rect class=\"fail\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"12\" height=\"12\"/>"
@@ -217,13 +232,11 @@ std::string heatmap_svg(const Heatmap& map, stats::Direction direction) {
     const double left = std::clamp(7.0 * std::max(widest_y, map.y_axis.size()) + 24, 120.0, 300.0);
     const double grid_w = cell_w * map.x_values.size();
     const double legend_x = left + grid_w + 30, legend_w = 16;
-    const double width = legend_x + legend_w + 100;
+    const double width = legend_x + legend_w + 150;
     const double height = std::max(top + cell_h * map.y_values.size() + 20, top + 190);
-    std::optional<double> best;
-    for (const auto& cell : map.cells)
-        if (cell.value && (!best || (lower ? *cell.value < *best : *cell.value > *best))) best = cell.value;
+    const std::optional<double> best = reference_of(map, direction);
     const double span = heatmap_span(map, direction);
-    // t = 1 at the best, 0 at `span` (or more) short of it: the ramp is relative to the best.
+    // t = 1 at the sweep's best, 0 at `span` (or more) short of it: the ramp is relative to the best.
     auto t_of = [&](double value) {
         if (!best || *best == 0) return 1.0;
         return 1.0 - std::clamp(std::fabs(value - *best) / std::fabs(*best) / span, 0.0, 1.0);
@@ -286,8 +299,9 @@ std::string heatmap_svg(const Heatmap& map, stats::Direction direction) {
     }
     // The legend: the ramp from the best (top) to `span` short of it (bottom), in percent.
     const double legend_h = 150;
-    svg += fmt::format("<g class=\"scale\"><text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\">vs best</text>\n",
-                       legend_x, top - 10);
+    svg += fmt::format(
+        "<g class=\"scale\"><text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\">vs the best{}</text>\n", legend_x,
+        top - 10, map.reference_id ? fmt::format(" (experiment {})", map.reference_id) : std::string());
     constexpr int k_steps = 20;
     for (int i = 0; i < k_steps; ++i)
         svg += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.2f}\" fill=\"{}\"/>",
@@ -295,9 +309,12 @@ std::string heatmap_svg(const Heatmap& map, stats::Direction direction) {
                            ramp_colour(1.0 - (i + 0.5) / k_steps));
     for (int i = 0; i <= 4; ++i) {
         const double fraction = span * i / 4;
-        const std::string text = i == 0
-                                     ? std::string("best")
-                                     : fmt::format("{}{:.3g}%", lower ? "+" : "\xE2\x88\x92", 100 * fraction);
+        // Percent short of the sweep's best and the value it stands for.
+        const double value = best ? *best * (lower ? 1 + fraction : 1 - fraction) : 0;
+        const std::string text =
+            (i == 0 ? std::string("best")
+                    : fmt::format("{}{:.3g}%", lower ? "+" : "\xE2\x88\x92", 100 * fraction)) +
+            (best ? " (" + compact(value) + ")" : std::string());
         svg +=
             fmt::format("<text class=\"tick legendtick\" x=\"{:.1f}\" y=\"{:.1f}\">{}{}</text>",
                         legend_x + legend_w + 4, top + legend_h * i / 4 + 4, text, i == 4 ? " or more" : "");

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/plan/baseline.hpp"
 #include "results/store/json_columns.hpp"
 #include "results/store/store.hpp"
 
@@ -73,6 +74,11 @@ Result<std::vector<StoredExperiment>> Store::load_experiments(std::int64_t sweep
         if (!*row) break;
         experiments.push_back(read_experiment(**s));
     }
+    // NCCL's defaults point is recognised by the planner's own rule (core/plan/baseline.hpp).
+    std::vector<Experiment*> points;
+    points.reserve(experiments.size());
+    for (auto& stored : experiments) points.push_back(&stored.experiment);
+    mark_defaults_points(points);
 
     Result<sqlite::Statement*> samples = m_db.cached(
         "SELECT exp_id, repeat, metric, value FROM samples WHERE sweep_id = ?1 ORDER BY exp_id, repeat, "

@@ -56,3 +56,24 @@ TEST_CASE("golden: expansion fixture (zip, exclude, include, hostile values)", "
     check_golden("tests/golden/planner/expansion.yaml", "expansion.table.txt", PlanFormat::table);
     check_golden("tests/golden/planner/expansion.yaml", "expansion.json.txt", PlanFormat::json);
 }
+
+TEST_CASE("plan table: fixed arguments with their value, the defaults point labelled", "[plan]") {
+    test::TempDir dir;
+    const auto path = dir.write("fixed.yaml",
+                                "sweep: fixed\n"
+                                "workload: {engine: tpverify, args: {backend: sim, tokens: 4}}\n"
+                                "env: {NCCL_P2P_LEVEL: SYS}\n"
+                                "axes:\n  NCCL_PROTO: [LL]\n"
+                                "include:\n  - {NCCL_PROTO: Simple, tokens: 16}\n");
+    const std::string table = render(path.string(), PlanFormat::table);
+    CHECK(table.find("fixed: NCCL_P2P_LEVEL=SYS backend=sim tokens=4\n") != std::string::npos);
+    CHECK(table.find("defaults: experiment 3 sets none of the swept NCCL variables") != std::string::npos);
+    // Where a point does not set tokens it runs with the fixed value, and says so; the include
+    // point's own value wins; the defaults point leaves NCCL_PROTO to NCCL.
+    CHECK(table.find(" 1  LL          4 (fixed)") != std::string::npos);
+    CHECK(table.find(" 2  Simple      16") != std::string::npos);
+    CHECK(table.find(" 3  (default)   4 (fixed)") != std::string::npos);
+    CHECK(table.find("(unset)") == std::string::npos);
+    const std::string json = render(path.string(), PlanFormat::json);
+    CHECK(json.find("\"canonical\":\"\",\"defaults\":true") != std::string::npos);
+}

@@ -31,7 +31,7 @@ std::vector<std::string> expand(const Spec& spec, PlanOptions options = {}) {
         if (!more) FAIL(more.error().message);
         if (!*more) break;
         CHECK(experiment.id == static_cast<int>(out.size()) + 1);
-        std::string line;
+        std::string line = experiment.defaults ? "defaults" : "";
         for (const auto& [name, value] : experiment.params)
             line += (line.empty() ? "" : " ") + name + "=" + value;
         out.push_back(line);
@@ -68,10 +68,54 @@ TEST_CASE("a zip group advances together as one digit at its first axis") {
     auto spec = must_parse(std::string(k_head) +
                            "axes:\n  NCCL_MIN_CTAS: [1, 16]\n  p: [a, b]\n  NCCL_MAX_CTAS: [2, 32]\n"
                            "zip: [[NCCL_MIN_CTAS, NCCL_MAX_CTAS]]\n");
-    CHECK(expand(spec) == std::vector<std::string>{"NCCL_MIN_CTAS=1 p=a NCCL_MAX_CTAS=2",
-                                                   "NCCL_MIN_CTAS=1 p=b NCCL_MAX_CTAS=2",
-                                                   "NCCL_MIN_CTAS=16 p=a NCCL_MAX_CTAS=32",
-                                                   "NCCL_MIN_CTAS=16 p=b NCCL_MAX_CTAS=32"});
+    CHECK(expand(spec) == std::vector<std::string>{
+                              "NCCL_MIN_CTAS=1 p=a NCCL_MAX_CTAS=2", "NCCL_MIN_CTAS=1 p=b NCCL_MAX_CTAS=2",
+                              "NCCL_MIN_CTAS=16 p=a NCCL_MAX_CTAS=32",
+                              "NCCL_MIN_CTAS=16 p=b NCCL_MAX_CTAS=32", "defaults p=a", "defaults p=b"});
+}
+
+TEST_CASE("defaults: one point per combination of the other axes, none of the NCCL axes set") {
+    auto spec = must_parse(std::string(k_head) +
+                           "axes:\n  NCCL_ALGO: [allreduce:ring, allreduce:tree]\n  fusion: ['off', 'on']\n"
+                           "  NCCL_PROTO: [LL, Simple]\n  tokens: [4, 8]\n"
+                           "exclude:\n  - {fusion: 'on', tokens: 8}\n  - {NCCL_PROTO: Simple, tokens: 4}\n"
+                           "include:\n  - {fusion: 'off', tokens: 8}\n");
+    const auto points = expand(spec);
+    // 16 product points less 8 excluded, the include (itself a defaults point: it sets no NCCL
+    // variable), then the defaults of the other combinations: fusion x tokens less the one
+    // excluded by a rule over those axes alone (a rule naming NCCL_PROTO never matches them).
+    REQUIRE(points.size() == 8 + 1 + 2);
+    CHECK(points[8] == "defaults fusion=off tokens=8");
+    CHECK(std::vector<std::string>(points.begin() + 9, points.end()) ==
+          std::vector<std::string>{"defaults fusion=off tokens=4", "defaults fusion=on tokens=4"});
+    // The environment of a defaults point has the fixed env: but no swept NCCL variable.
+    auto planner = Planner::create(spec, PlanOptions{});
+    REQUIRE(planner);
+    Experiment e;
+    for (int i = 0; i < 11; ++i) REQUIRE(*planner->next(e));
+    CHECK(e.defaults);
+    CHECK(e.env.empty());
+    CHECK(e.canonical == "fusion=on;tokens=4");
+}
+
+TEST_CASE("defaults: none without NCCL axes, none with baseline: none, counted in the size limit") {
+    CHECK(expand(must_parse(std::string(k_head) + "axes:\n  a: [1, 2]\n")) ==
+          std::vector<std::string>{"a=1", "a=2"});
+    CHECK(expand(must_parse(std::string(k_head) + "baseline: none\naxes:\n  NCCL_PROTO: [LL, Simple]\n")) ==
+          std::vector<std::string>{"NCCL_PROTO=LL", "NCCL_PROTO=Simple"});
+    // Only NCCL axes: one defaults point, without parameters.
+    CHECK(expand(must_parse(std::string(k_head) + "axes:\n  NCCL_PROTO: [LL, Simple]\n")) ==
+          std::vector<std::string>{"NCCL_PROTO=LL", "NCCL_PROTO=Simple", "defaults"});
+    auto spec = must_parse(std::string(k_head) + "axes:\n  NCCL_PROTO: [LL, Simple]\n  a: [1, 2, 3]\n");
+    PlanOptions tight;
+    tight.max_experiments = 8;
+    auto refused = Planner::create(spec, tight);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().message.find("9 points before exclude (NCCL_PROTO 2 x a 3 + 3 defaults)") !=
+          std::string::npos);
+    auto bad = parse_spec(std::string(k_head) + "baseline: nccl\n", "b.yaml");
+    REQUIRE_FALSE(bad);
+    CHECK(bad.error().message.find("b.yaml:3:11: baseline: 'nccl' is neither `defaults`") == 0);
 }
 
 TEST_CASE("exclude drops points matching all keys, a list value means any of them") {
@@ -153,8 +197,9 @@ TEST_CASE("overrides: --axis replaces or adds, --set fixes") {
     CHECK(spec.workload.args.size() == 1);  // tokens became an axis
     CHECK(spec.env[0].second.text == "PHB");
     CHECK(spec.env[0].second.mark.to_string() == "--set");
-    CHECK(expand(spec) == std::vector<std::string>{"NCCL_PROTO=LL128 fusion=on tokens=4",
-                                                   "NCCL_PROTO=LL128 fusion=on tokens=8"});
+    CHECK(expand(spec) == std::vector<std::string>{
+                              "NCCL_PROTO=LL128 fusion=on tokens=4", "NCCL_PROTO=LL128 fusion=on tokens=8",
+                              "defaults fusion=on tokens=4", "defaults fusion=on tokens=8"});
 }
 
 TEST_CASE("override parsing: escapes, errors and validation") {
@@ -187,7 +232,8 @@ TEST_CASE("an axis replaced on the command line may drop values named by exclude
     REQUIRE(axis.ok());
     REQUIRE(apply_overrides(spec, {*axis}).ok());
     CHECK(validate_spec(spec).ok());
-    CHECK(expand(spec).size() == 2);
+    CHECK(expand(spec) ==
+          std::vector<std::string>{"NCCL_PROTO=LL a=1", "NCCL_PROTO=LL a=2", "defaults a=1", "defaults a=2"});
 }
 
 TEST_CASE("sweeps above the limit are refused without expanding them") {
@@ -232,7 +278,8 @@ TEST_CASE("NCCL warnings are grouped with compact experiment ranges, errors stop
                    "axes:\n  NCCL_ALGO: [Tree, allreduce:tree]\n  NCCL_PROTO: [LL, Simple]\n  a: [1, 2]\n");
     auto summary = check_plan(spec, PlanOptions{});
     REQUIRE(summary.ok());
-    CHECK(summary->count == 8);
+    CHECK(summary->count == 8 + 2);  // and the defaults points of a=1 and a=2
+    CHECK(summary->defaults.to_string() == "9-10");
     bool bare_tree = false;
     for (const auto& group : summary->warnings)
         if (group.code == "bare-tree") {

@@ -21,7 +21,8 @@ namespace {
 
 /// A two-point command sweep on the local machine (NCCL_PROTO LL, Simple) reporting tok_s.
 std::string prepare_spec_yaml(const std::string& extra = "") {
-    return "sweep: unit-run\ntarget: local\nworkload:\n  command: [/bin/true]\n"
+    // baseline: none: these tests are about the run's policy, not NCCL's defaults point.
+    return "sweep: unit-run\ntarget: local\nbaseline: none\nworkload:\n  command: [/bin/true]\n"
            "  metrics:\n    tok_s: 'tok_s=([0-9.]+)'\naxes:\n  NCCL_PROTO: [LL, Simple]\n" +
            extra;
 }
@@ -200,7 +201,8 @@ TEST_CASE("run prepare: an unreachable host or a busy one is infrastructure and 
 TEST_CASE(
     "run prepare: the engine is asked once about each distinct command line, and refusals stop the run") {
     test::TempDir dir;
-    // 2 NCCL_PROTO x 3 tokens: six points, three engine command lines (env axes add none).
+    // 2 NCCL_PROTO x 3 tokens + 3 defaults points: nine points, three engine command lines (env
+    // axes add none).
     const auto spec = dir.write("s.yaml",
                                 "sweep: e\nworkload:\n  engine: tpverify\n  args: {backend: sim}\naxes:\n"
                                 "  NCCL_PROTO: [LL, Simple]\n  tokens: [1, 2, 4]\n");
@@ -214,7 +216,7 @@ TEST_CASE(
     auto run = prepare_run(flags, host, record);
     INFO((run ? std::string() : run.error().message));
     REQUIRE(run);
-    CHECK(run->request.experiments.size() == 6);
+    CHECK(run->request.experiments.size() == 9);  // and NCCL's defaults point for each tokens value
     REQUIRE(validated.size() == 1);
     CHECK(std::count(validated[0].begin(), validated[0].end(), "--") == 2);
     CHECK(run->request.sweep.backend == "sim");

@@ -131,12 +131,20 @@ TEST_CASE("U test on small samples matches scipy exact", "[stats][utest]") {
     CHECK_FALSE(r.too_few);
 }
 
-TEST_CASE("U test with ties uses the corrected normal approximation like scipy", "[stats][utest]") {
-    // mwu([1,2,2,3,4], [2,3,3,5,6,7], "asymptotic") -> U=6.0, p=0.11390314458853068
+TEST_CASE("U test with ties: exact permutation p up to 50 values, normal like scipy beyond",
+          "[stats][utest]") {
+    // Reference values by brute force: every choice of n_a of the pooled mid-ranks, counted
+    // (python: itertools.combinations over the ranks; p = share with |sum - E| >= observed).
     const auto r = st::mann_whitney_u(Samples{1, 2, 2, 3, 4}, Samples{2, 3, 3, 5, 6, 7});
     CHECK(r.u == Approx(6.0));
-    CHECK_FALSE(r.exact);
-    CHECK(r.p_value == Approx(0.11390314458853068));
+    CHECK(r.exact);
+    CHECK(r.p_value == Approx(57.0 / 462.0));        // 57 of the C(11, 5) = 462 choices
+    CHECK(r.min_possible_p == Approx(6.0 / 462.0));  // the tied values allow no fewer than 6
+    // Forced normal: scipy's mwu(..., method="asymptotic") -> p=0.11390314458853068.
+    const auto normal =
+        st::mann_whitney_u(Samples{1, 2, 2, 3, 4}, Samples{2, 3, 3, 5, 6, 7}, 0.05, st::UTestMethod::normal);
+    CHECK_FALSE(normal.exact);
+    CHECK(normal.p_value == Approx(0.11390314458853068));
     // Identical samples: every value tied, U = n1 n2 / 2, p = 1.
     const Samples same{3.5, 3.5, 3.5, 3.5, 3.5};
     const auto s = st::mann_whitney_u(same, same);
@@ -144,6 +152,39 @@ TEST_CASE("U test with ties uses the corrected normal approximation like scipy",
     CHECK(s.p_value == Approx(1.0));
     const Samples spread{1, 2, 3, 4, 5};
     CHECK(st::mann_whitney_u(spread, spread).p_value == Approx(1.0));
+}
+
+TEST_CASE("U test with ties never claims a p below what the sample sizes allow", "[stats][utest]") {
+    // 4 + 4, every value of a above every value of b, tied in pairs: the normal approximation
+    // says p = 0.0265, below 2/C(8,4) = 0.0286, the smallest p any 4 + 4 outcome can have.
+    const Samples a{3, 3, 4, 4}, b{1, 1, 2, 2};
+    const auto r = st::mann_whitney_u(a, b);
+    CHECK(r.exact);
+    CHECK(r.p_value == Approx(2.0 / 70.0));
+    CHECK(r.p_value >= r.min_possible_p);
+    // Even a forced normal approximation (0.026518721959430752 here) is floored at 2/C(8,4).
+    CHECK(st::mann_whitney_u(a, b, 0.05, st::UTestMethod::normal).p_value == Approx(2.0 / 70.0));
+    // 3 + 3 with a tie across the groups: the exact p is 0.3 (and can be no less); the normal
+    // approximation would say 0.164 and the tie-free bound 0.1.
+    const auto t = st::mann_whitney_u(Samples{5, 5, 6}, Samples{1, 2, 5});
+    CHECK(t.p_value == Approx(0.3));
+    CHECK(t.min_possible_p == Approx(0.3));
+    CHECK(t.too_few);
+    // 4 + 4 whose tie across the groups makes alpha 0.05 unreachable: too few, said plainly.
+    const auto u = st::mann_whitney_u(Samples{10, 10, 11, 12}, Samples{1, 2, 3, 10});
+    CHECK(u.p_value == Approx(0.08571428571428572));
+    CHECK(u.min_possible_p == Approx(0.08571428571428572));
+    CHECK(u.too_few);
+    // Beyond 50 values the approximation is floored at 2 / C(N, n_a) as well.
+    Samples big_a, big_b;
+    for (int i = 0; i < 30; ++i) {
+        big_a.push_back(100 + i / 2);  // pairs of ties
+        big_b.push_back(1 + i / 2);
+    }
+    const auto v = st::mann_whitney_u(big_a, big_b);
+    CHECK_FALSE(v.exact);
+    CHECK(v.p_value >= v.min_possible_p);
+    CHECK(v.p_value < 1e-9);
 }
 
 TEST_CASE("U test on large samples uses the normal approximation like scipy", "[stats][utest]") {
@@ -250,7 +291,7 @@ TEST_CASE("compare says ~ when not significant or below the threshold", "[stats]
     REQUIRE(c.ok());
     CHECK(c->p_value == Approx(2.0 / 252.0));
     CHECK(c->verdict == st::Verdict::no_change);
-    CHECK(c->reason.find("threshold 3.0%") != std::string::npos);
+    CHECK(c->reason.find("threshold 3%") != std::string::npos);
     // Large delta but interleaved samples: not significant.
     c = st::compare(Samples{90, 100, 110, 120, 130}, Samples{95, 105, 115, 125, 200}, {0.05, 0.03});
     REQUIRE(c.ok());
@@ -278,4 +319,63 @@ TEST_CASE("compare rejects bad options and non-finite samples", "[stats][compare
     REQUIRE_FALSE(c.ok());
     CHECK(c.error().kind == ncclsweep::ErrorKind::bad_input);
     CHECK(c.error().message.find("base sample #3") != std::string::npos);
+}
+
+TEST_CASE("levels are printed as written, not as their binary error", "[stats]") {
+    CHECK(st::format_level(1 - 0.95) == "0.05");
+    CHECK(st::format_level(st::level_from_confidence(0.95)) == "0.05");
+    CHECK(st::level_from_confidence(0.95) == 0.05);
+    CHECK(st::level_from_confidence(0.99) == 0.01);
+    CHECK(st::format_level(0.001) == "0.001");
+    CHECK(st::format_level(0.03 * 100) == "3");
+    // A computed alpha in a comparison's reason reads as written.
+    auto c = st::compare(Samples{1, 2, 3, 4, 5}, Samples{6, 7, 8, 9, 10}, {1 - 0.95, 0.03});
+    REQUIRE(c.ok());
+    CHECK(c->reason.find("<= alpha 0.05)") != std::string::npos);
+    CHECK(c->reason.find("0.0500000") == std::string::npos);
+}
+
+TEST_CASE("Holm's adjustment: step-down, monotone, capped at 1", "[stats][holm]") {
+    // R: p.adjust(c(0.01, 0.04, 0.03, 0.005), "holm") -> 0.03 0.06 0.06 0.02
+    const auto adjusted = st::holm_adjust(Samples{0.01, 0.04, 0.03, 0.005});
+    REQUIRE(adjusted.size() == 4);
+    CHECK(adjusted[0] == Approx(0.03));
+    CHECK(adjusted[1] == Approx(0.06));
+    CHECK(adjusted[2] == Approx(0.06));
+    CHECK(adjusted[3] == Approx(0.02));
+    // NaN is left out of the count and stays NaN; large products are capped at 1.
+    const auto with_nan = st::holm_adjust(Samples{0.5, std::nan(""), 0.2});
+    CHECK(with_nan[0] == Approx(0.5));
+    CHECK(std::isnan(with_nan[1]));
+    CHECK(with_nan[2] == Approx(0.4));
+    CHECK(st::holm_adjust(Samples{0.9, 0.8})[0] == Approx(1.0));
+    CHECK(st::holm_adjust(Samples{}).empty());
+}
+
+TEST_CASE("normal quantile and what a U test can detect", "[stats][power]") {
+    CHECK(st::normal_quantile(0.975) == Approx(1.959963984540054).epsilon(1e-12));
+    CHECK(st::normal_quantile(0.9) == Approx(1.2815515655446004).epsilon(1e-12));
+    CHECK(st::normal_quantile(0.001) == Approx(-3.090232306167813).epsilon(1e-12));
+    CHECK(std::isnan(st::normal_quantile(0)));
+    CHECK(std::isnan(st::normal_quantile(1)));
+    // 3 + 3 can never reach 0.05: nothing is detectable.
+    CHECK(std::isinf(st::detectable_shift(3, 3, 0.02, 0.05, 0.9)));
+    // 10 + 10 at 2% noise, alpha 0.05, power 0.9: (1.96 + 1.2816) x 0.02 x sqrt(0.2) x sqrt(pi/3).
+    CHECK(st::detectable_shift(10, 10, 0.02, 0.05, 0.9) ==
+          Approx((1.959963984540054 + 1.2815515655446004) * 0.02 * std::sqrt(0.2) * std::sqrt(M_PI / 3)));
+    // More samples see less; a smaller alpha (a Holm share) sees less.
+    CHECK(st::detectable_shift(20, 20, 0.02, 0.05, 0.9) < st::detectable_shift(10, 10, 0.02, 0.05, 0.9));
+    CHECK(st::detectable_shift(10, 10, 0.02, 0.005, 0.9) > st::detectable_shift(10, 10, 0.02, 0.05, 0.9));
+    // The fewest repeats that catch a 5% shift at 3% noise with alpha 0.05 / 9.
+    const std::size_t n = st::samples_to_detect(0.05, 0.03, 0.05 / 9, 0.9);
+    CHECK(n > 5);
+    CHECK(st::detectable_shift(n, n, 0.03, 0.05 / 9, 0.9) <= 0.05);
+    CHECK(st::detectable_shift(n - 1, n - 1, 0.03, 0.05 / 9, 0.9) > 0.05);
+    CHECK(st::samples_to_detect(0.001, 0.5, 0.05, 0.9, 50) == 0);
+}
+
+TEST_CASE("relative noise is robust to one straggler", "[stats][power]") {
+    CHECK(st::relative_noise(Samples{100, 101, 99, 100, 130}) < 0.02);
+    CHECK(std::isnan(st::relative_noise(Samples{100})));
+    CHECK(st::relative_noise(Samples{100, 100, 100}) == 0);
 }

@@ -45,10 +45,13 @@ std::string command_env(const Command& command, const std::string& name) {
     return "";
 }
 
-/// Every Tree run dies in graph capture; Ring/LL/4 is clearly best; samples vary by repeat.
-FakeTarget issue_target(int* starts = nullptr, int* tree_starts = nullptr) {
+/// Every Tree run dies in graph capture; Ring/LL/4 is clearly best. Without `noisy` every run
+/// of a point gives the same value: the race measures no noise and decides by the U test alone
+/// (drops after 4 + 4 samples); with it samples vary by +-1% with the repeat, and the noise
+/// screens out the points clearly behind after the first round.
+FakeTarget issue_target(int* starts = nullptr, int* tree_starts = nullptr, bool noisy = false) {
     FakeTarget target;
-    target.respond = [starts, tree_starts](const Command& command) {
+    target.respond = [starts, tree_starts, noisy](const Command& command) {
         if (starts) ++*starts;
         FakeRun run;
         if (command_env(command, "NCCL_ALGO") == "Tree") {
@@ -63,8 +66,8 @@ FakeTarget issue_target(int* starts = nullptr, int* tree_starts = nullptr) {
         const int repeat = std::stoi(command_env(command, "NCCLSWEEP_REPEAT"));
         const double base =
             best ? 150.0 : 100.0 + 2.0 * std::stoi(command_env(command, "NCCL_MIN_NCHANNELS"));
-        run.lines.emplace_back(Stream::out,
-                               "tok_s=" + std::to_string(base * (1 + 0.01 * ((repeat % 3) - 1))));
+        run.lines.emplace_back(
+            Stream::out, "tok_s=" + std::to_string(noisy ? base * (1 + 0.01 * ((repeat % 3) - 1)) : base));
         return run;
     };
     return target;
@@ -206,4 +209,25 @@ TEST_CASE("sweep search: an interrupt in a later round keeps the point's earlier
     CHECK(store.current().state == "done");
     CHECK(store.current().finished.at(3).status == RunStatus::ok);
     CHECK(count_status(store, RunStatus::dropped) == 11);
+}
+
+TEST_CASE("sweep search: with measured noise the points clearly behind are dropped after the first round") {
+    int starts = 0, tree_starts = 0;
+    FakeTarget target = issue_target(&starts, &tree_starts, true);
+    FakeStore store;
+    test::QuietObserver observer;
+    std::atomic<bool> stop{false};
+    auto outcome = run_sweep(issue_request(), target, store, observer, search_options(), stop);
+    REQUIRE(outcome);
+    // Round 1: 12 Ring points x 2 samples and the 2 Tree runs that prune Tree. The others are
+    // 23-32% behind Ring/LL/4 with a noise of about 1% per run: dropped at once, 26 runs in all
+    // (the U test alone needs 50: 4 + 4 samples before it can drop anything).
+    CHECK(starts == 26);
+    CHECK(outcome->summary.rounds == 1);
+    CHECK(count_status(store, RunStatus::dropped) == 11);
+    const ExperimentReport& dropped = store.current().finished.at(1);
+    CHECK(dropped.diagnosis.find("behind experiment 3 after round 1: median ") == 0);
+    CHECK(dropped.diagnosis.find("more than the 3% threshold plus ") != std::string::npos);
+    CHECK(dropped.diagnosis.find("x the noise of ") != std::string::npos);
+    CHECK(store.current().finished.at(3).status == RunStatus::ok);
 }

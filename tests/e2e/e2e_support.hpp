@@ -40,10 +40,14 @@ inline const std::string k_ssh_timeouts = "  stall: 30\n  total: 120\n";
 
 /// A spec running the simulated tpverify with the given axes block (YAML, indented 2).
 inline std::string sim_spec(const std::string& name, const std::string& axes, int repeats = 1,
-                            const std::string& timeouts = "  stall: 3\n  total: 60\n") {
+                            const std::string& timeouts = "  stall: 3\n  total: 60\n",
+                            bool nccl_defaults = false) {
+    // Without NCCL's defaults point unless asked: most callers test the sweep's machinery
+    // (counts, resume, transport), not the recommendation it feeds.
     return "sweep: " + name +
            "\n"
-           "target: local\n"
+           "target: local\n" +
+           (nccl_defaults ? "" : "baseline: none\n") +
            "workload:\n"
            "  engine: tpverify\n"
            "  args:\n"
@@ -63,11 +67,13 @@ inline std::string server_spec(const std::string& name, const std::filesystem::p
     return "sweep: " + name +
            "\n"
            "target: local\n"
+           "baseline: none\n"  // one experiment per algorithm: these tests are about the watcher
            "workload:\n"
            "  command: [sh, " +
            server.string() +
            "]\n"
            "  ready: 'fired up'\n"
+           "  stop_after: exit\n"
            "axes:\n"
            "  NCCL_ALGO: " +
            algos + "\n";

@@ -46,8 +46,9 @@ TEST_CASE(
     auto run = run_ncclsweep({"run", spec.string(), "--db", db, "--metric", "warm_s"});
     INFO(run.err);
     REQUIRE(run.exit_code == 0);
-    CHECK(run.out.find("recommended: experiment 2 (NCCL_PROTO=LL) by warm_s, lower is better") !=
-          std::string::npos);
+    // Stated against NCCL's defaults point (experiment 3: NCCL_PROTO unset, warm 7).
+    CHECK(run.out.find("recommended (warm_s, lower is better): experiment 2 (NCCL_PROTO=LL): +57.1 % over "
+                       "NCCL's defaults (experiment 3") != std::string::npos);
     // The summary lists the better point first.
     CHECK(run.out.find("NCCL_PROTO=LL") < run.out.find("NCCL_PROTO=Simple"));
 
@@ -77,8 +78,9 @@ TEST_CASE(
     "answers: on a simulated fusion sweep best and export --best deploy NCCL settings, show fusion=on as a "
     "what-if and say the data are simulated") {
     TempDir dir;
-    auto spec = dir.write("f.yaml",
-                          sim_spec("e2e-fusion", "  fusion: ['off', 'on']\n  NCCL_NTHREADS: [64, 512]\n", 3));
+    auto spec =
+        dir.write("f.yaml", sim_spec("e2e-fusion", "  fusion: ['off', 'on']\n  NCCL_NTHREADS: [64, 512]\n", 3,
+                                     "  stall: 3\n  total: 60\n", true));
     const std::string db = (dir.path() / "f.db").string();
     auto run = run_ncclsweep({"run", spec.string(), "--db", db});
     INFO(run.err);
@@ -93,7 +95,8 @@ TEST_CASE(
     CHECK(best.out.find("what-if: a server with a fused all-reduce") != std::string::npos);
     CHECK(best.out.find("fusion=on") != std::string::npos);
     CHECK(best.out.find("SIMULATED") != std::string::npos);
-    CHECK(best.out.find("NCCL_NTHREADS (NCCL ignores them") != std::string::npos);
+    // NCCL's defaults point with fusion on ties the best thread counts: nothing to change.
+    CHECK(best.out.find("no setting beats NCCL's defaults: leave NCCL alone") != std::string::npos);
 
     auto env = run_ncclsweep({"export", "latest", "--db", db, "--format", "env", "--best"});
     INFO(env.out);
@@ -102,10 +105,10 @@ TEST_CASE(
           std::string::npos);
     CHECK(env.out.find("# left out: what-if: a server with a fused all-reduce") != std::string::npos);
     CHECK(env.out.find("SIMULATED") != std::string::npos);
-    // NCCL ignores the thread count at these message sizes: named, not exported as a setting.
-    CHECK(env.out.find("left out as inert (NCCL ignores them for this workload): NCCL_NTHREADS=") !=
-          std::string::npos);
-    CHECK(env.out.find("\nNCCL_NTHREADS=") == std::string::npos);
+    // The thread count made no difference: the defaults point is exported, setting no NCCL variable.
+    CHECK(env.out.find("(NCCL's defaults point)") != std::string::npos);
+    CHECK(env.out.find("leave NCCL alone") != std::string::npos);
+    CHECK(env.out.find("\nNCCL_") == std::string::npos);
     CHECK(env.out.find("# margin") != std::string::npos);
 
     const std::string html_path = (dir.path() / "f.html").string();
@@ -209,5 +212,5 @@ TEST_CASE("answers: a sweep whose every experiment failed exits 1 and says so") 
     INFO(run.err);
     CHECK(run.exit_code == 1);
     CHECK(run.err.find("no experiment succeeded") != std::string::npos);
-    CHECK(latest_experiments(db).size() == 2);
+    CHECK(latest_experiments(db).size() == 3);  // LL, Simple and NCCL's defaults point
 }

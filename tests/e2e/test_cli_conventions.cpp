@@ -78,7 +78,7 @@ TEST_CASE("cli: -q runs a sweep without progress lines and still prints the summ
     auto quiet = run_ncclsweep({"-q", "run", spec.string(), "--db", db});
     REQUIRE(quiet.exit_code == 0);
     CHECK(quiet.err.empty());
-    CHECK(quiet.out.find("recommended: experiment") != std::string::npos);
+    CHECK(quiet.out.find("recommended (tok_s, higher is better): experiment") != std::string::npos);
 }
 
 TEST_CASE("cli: plan and export take --json") {

@@ -36,10 +36,12 @@ print('saw NCCL_PROTO=%s' % seen)
 print('tok_s: 1')
 )PY";
 
-/// A spec running `command` (a YAML flow list) under `delivery`, with a work directory root.
+/// A spec running `command` (a YAML flow list) under `delivery`, with a work directory root;
+/// without NCCL's defaults point unless `baseline` (these tests count the swept points' runs).
 std::string python_spec(const std::string& name, const std::string& delivery, const std::string& command,
-                        const std::string& axes, const std::string& workdir = "") {
-    return "sweep: " + name + "\ntarget:\n  url: local\n  env_delivery: " + delivery + "\n" +
+                        const std::string& axes, const std::string& workdir = "", bool baseline = false) {
+    return "sweep: " + name + (baseline ? "" : "\nbaseline: none") +
+           "\ntarget:\n  url: local\n  env_delivery: " + delivery + "\n" +
            (workdir.empty() ? "" : "  workdir: '" + workdir + "'\n") + "workload:\n  command: " + command +
            "\n  metrics:\n    tok_s: 'tok_s: ([0-9.]+)'\naxes:\n" + axes +
            "timeouts:\n  stall: 300\n  total: 600\n";
@@ -107,6 +109,23 @@ TEST_CASE("delivery 1: the swept value wins over the caller's environment in eve
     REQUIRE(exported.exit_code == 0);
     CHECK(exported.out.find("# inherited: the workload also ran with these") != std::string::npos);
     CHECK(exported.out.find("NCCL_SOCKET_IFNAME=lo-test") != std::string::npos);
+    // With NCCL's defaults point, the inherited NCCL_PROTO would run as "defaults": refused,
+    // before anything is recorded, naming the variable and the two ways out.
+    auto with_defaults = dir.write("d.yaml", python_spec("inherit", "sitecustomize",
+                                                         "[python3, " + workload.string() + ", " +
+                                                             (dir.path() / "seen-d").string() + "]",
+                                                         "  NCCL_PROTO: [LL]\n", "", true));
+    const std::string db_d = (dir.path() / "r-d.db").string();
+    auto refused = run_ncclsweep({"run", with_defaults.string(), "--db", db_d}, {"NCCL_PROTO=Simple"});
+    CHECK(refused.exit_code == 2);
+    CHECK(refused.err.find("NCCL_PROTO=Simple is exported") != std::string::npos);
+    CHECK(refused.err.find("env -u NCCL_PROTO ncclsweep run") != std::string::npos);
+    CHECK(refused.err.find("baseline: none") != std::string::npos);
+    CHECK_FALSE(fs::exists(dir.path() / "seen-d"));
+    // Without the variable in the environment the same spec runs both points.
+    auto plain = run_ncclsweep({"run", with_defaults.string(), "--db", db_d});
+    CHECK(plain.exit_code == 0);
+    CHECK(read_file(dir.path() / "seen-d") == "NCCL_PROTO=LL\nNCCL_PROTO=(unset)\n");
     auto again = run_ncclsweep({"run", (dir.path() / "s-sitecustomize.yaml").string(), "--db", db});
     REQUIRE(again.exit_code == 0);
     auto diff = run_ncclsweep({"diff", "latest~1", "latest", "--db", db});
@@ -200,7 +219,7 @@ TEST_CASE(
         auto r = run_ncclsweep(args);
         INFO(r.err);
         CHECK(r.exit_code == 2);
-        CHECK(r.err.find(spec.string() + ":5:") != std::string::npos);
+        CHECK(r.err.find(spec.string() + ":6:") != std::string::npos);
         CHECK(r.err.find("cannot go on PYTHONPATH") != std::string::npos);
     }
     // env delivery needs no PYTHONPATH: the same directory is fine.
@@ -271,10 +290,11 @@ TEST_CASE("delivery 4: settings that never reached the workload are a delivery f
     auto shown = run_ncclsweep({"results", "show", "latest", "--db", db});
     CHECK(shown.out.find("failed (delivery)") != std::string::npos);
     // The bundled engine is not a Python program: under sitecustomize alone nothing reaches it.
-    auto engine = dir.write("engine.yaml",
-                            "sweep: engine\ntarget:\n  url: local\n  env_delivery: sitecustomize\n"
-                            "workload:\n  engine: tpverify\n  args: {backend: sim, iters: 5, warmup: 1}\n"
-                            "axes:\n  NCCL_PROTO: [LL]\n");
+    auto engine =
+        dir.write("engine.yaml",
+                  "sweep: engine\nbaseline: none\ntarget:\n  url: local\n  env_delivery: sitecustomize\n"
+                  "workload:\n  engine: tpverify\n  args: {backend: sim, iters: 5, warmup: 1}\n"
+                  "axes:\n  NCCL_PROTO: [LL]\n");
     auto e = run_ncclsweep({"run", engine.string(), "--db", (dir.path() / "e.db").string()});
     INFO(e.err);
     CHECK(e.exit_code == 1);

@@ -98,14 +98,23 @@ TEST_CASE("export: the best point as sitecustomize, env and tuner lines works wh
         {"PYTHONPATH=" + site});
     INFO(py.err);
     REQUIRE(py.exit_code == 0);
-    CHECK(py.out == best_algo + " LL\n");
+    // Deployed scoped to the collectives the point ran (no defaults point here: each measured
+    // collective counts as changed), and the same as the env export of the same point.
+    auto best_env = run_ncclsweep({"export", "latest", "--db", db, "--format", "env", "--best", "-o",
+                                   (dir.path() / "best.env").string()});
+    REQUIRE(best_env.exit_code == 0);
+    auto best_sh = run_command({"sh", "-c", "set -a; . \"$1\"; echo \"$NCCL_ALGO $NCCL_PROTO\"", "sh",
+                                (dir.path() / "best.env").string()});
+    CHECK(py.out == best_sh.out);
+    CHECK(py.out.find("allreduce:") != std::string::npos);
+    CHECK(py.out.find("allgather:LL;allreduce:LL\n") != std::string::npos);
 
     auto env = run_ncclsweep({"export", "latest", "--db", db, "--format", "env", "--experiment", "1", "-o",
                               (dir.path() / "x.env").string()});
     REQUIRE(env.exit_code == 0);
     auto sh = run_command({"sh", "-c", "set -a; . \"$1\"; echo \"$NCCL_ALGO/$NCCL_PROTO\"", "sh",
                            (dir.path() / "x.env").string()});
-    CHECK(sh.out == "Ring/LL\n");
+    CHECK(sh.out == "allgather:ring;allreduce:ring/allgather:LL;allreduce:LL\n");  // Ring, scoped
 
     auto tuner = run_ncclsweep({"export", "latest", "--db", db, "--format", "nccl-tuner", "--best"});
     INFO(tuner.err);

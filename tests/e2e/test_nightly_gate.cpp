@@ -64,6 +64,11 @@ TEST_CASE("nightly gate: same settings with another seed pass, a slower topology
     CHECK(quiet.out.find("summary: 0 regressed") != std::string::npos);
     CHECK(quiet.out.find("regressed: experiment") == std::string::npos);
     CHECK(quiet.out.find("settings that differ: seed: 11 -> 12\n") != std::string::npos);
+    // False alarms controlled over the whole diff, and what it could see (docs/statistics.md).
+    CHECK(quiet.out.find("significant after Holm's correction over the diff's 4 comparisons") !=
+          std::string::npos);
+    CHECK(quiet.out.find("can see") != std::string::npos);
+    CHECK(quiet.out.find("to catch a 5% slowdown of one experiment in 90% of nights") != std::string::npos);
     const auto recorded = latest_experiments(db);
     REQUIRE(recorded.size() == 4);  // an unreadable database must not pass as "no experiment had too few"
     for (const auto& e : recorded) CHECK(e.outcome.samples.size() >= 5);

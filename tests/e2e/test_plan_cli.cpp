@@ -28,8 +28,10 @@ TEST_CASE("plan prints the quickstart table and exits 0") {
     auto result = plan({source_path("experiments/quickstart.yaml").string()});
     INFO(result.err);
     CHECK(result.exit_code == 0);
-    CHECK(result.out.rfind("sweep quickstart: 8 experiments x 6 repeats = 48 runs; target local", 0) == 0);
+    CHECK(result.out.rfind("sweep quickstart: 10 experiments x 6 repeats = 60 runs; target local", 0) == 0);
     CHECK(result.out.find(" 8  allreduce:tree  Simple      on") != std::string::npos);
+    // NCCL's defaults point, one per fusion value (the planner adds it: docs/spec.md "baseline").
+    CHECK(result.out.find("10  (default)       (default)   on") != std::string::npos);
 }
 
 TEST_CASE("plan of a bad spec exits 2 with a located message and prints nothing") {
@@ -84,9 +86,10 @@ TEST_CASE("plan --axis and --set go through the same validation") {
     INFO(result.err);
     REQUIRE(result.exit_code == 0);
     auto json = nlohmann::json::parse(result.out);
-    REQUIRE(json["experiments"].size() == 2);
+    REQUIRE(json["experiments"].size() == 3);  // and NCCL's defaults point
     CHECK(json["experiments"][1]["params"] ==
           nlohmann::json::parse(R"({"NCCL_ALGO":"allreduce:tree","NCCL_PROTO":"LL","fusion":"on"})"));
+    CHECK(json["experiments"][2]["params"] == nlohmann::json::parse(R"({"fusion":"on"})"));
 
     auto bad = plan({quickstart, "--axis", "NCCL_NTHREADS=64,100"});
     CHECK(bad.exit_code == 2);
@@ -100,9 +103,9 @@ TEST_CASE("plan refuses oversized sweeps unless --max-experiments allows them") 
     std::string quickstart = source_path("experiments/quickstart.yaml").string();
     auto refused = plan({quickstart, "--max-experiments", "4"});
     CHECK(refused.exit_code == 2);
-    CHECK(refused.err.find("more than the limit of 4; narrow the axes, or pass --max-experiments 8") !=
+    CHECK(refused.err.find("more than the limit of 4; narrow the axes, or pass --max-experiments 10") !=
           std::string::npos);
-    CHECK(plan({quickstart, "--max-experiments", "8"}).exit_code == 0);
+    CHECK(plan({quickstart, "--max-experiments", "10"}).exit_code == 0);
 }
 
 TEST_CASE("plan uses the tpverify next to ncclsweep unless --engine says otherwise") {

@@ -35,11 +35,13 @@ TEST_CASE(
     const auto gate = dir.path() / "gate";
     auto workload = dir.write("workload.sh", "[ \"$1\" != 2 ] || while [ ! -e '" + gate.string() +
                                                  "' ]; do sleep 0.05; done\necho tok_s=$((10 + $1))\n");
-    auto spec = dir.write("s.yaml", "sweep: e2e-integrity\ntarget: local\nworkload:\n  command: [sh, " +
-                                        workload.string() +
-                                        ", \"{tokens}\"]\n  metrics:\n    tok_s: 'tok_s=([0-9]+)'\n"
-                                        "axes:\n  NCCL_PROTO: [LL, Simple]\n  tokens: [1]\n"
-                                        "timeouts:\n  stall: 600\n  total: 600\n");
+    // baseline: none: the test counts the experiments of an interrupted sweep, not the defaults point.
+    auto spec = dir.write("s.yaml",
+                          "sweep: e2e-integrity\ntarget: local\nbaseline: none\nworkload:\n  command: [sh, " +
+                              workload.string() +
+                              ", \"{tokens}\"]\n  metrics:\n    tok_s: 'tok_s=([0-9]+)'\n"
+                              "axes:\n  NCCL_PROTO: [LL, Simple]\n  tokens: [1]\n"
+                              "timeouts:\n  stall: 600\n  total: 600\n");
     const std::string db = (dir.path() / "r.db").string();
     SpawnedRun running =
         spawn_ncclsweep(dir.path(), {"run", spec.string(), "--axis", "tokens=1,2", "--db", db});

@@ -106,13 +106,13 @@ TEST_CASE(
                                               read_file(second.dir.path() / "known_hosts"));
     const auto seen = dir.path() / "seen";
     auto task = write_delivery_task(dir, seen);
-    auto spec = dir.write("s.yaml", "sweep: pool-delivery\ntarget:\n  hosts: [" + first.url() + ", " +
-                                        second.url() + "]\n  workdir: " + (dir.path() / "remote").string() +
-                                        "\n  env_delivery: sitecustomize\nworkload:\n  command: [/bin/sh, " +
-                                        task.string() +
-                                        ", \"{mode}\"]\n  metrics:\n    tok_s: 'tok_s=([0-9.]+)'\naxes:\n"
-                                        "  NCCL_PROTO: [LL]\n  mode: [py, sh]\ntimeouts:\n" +
-                                        k_ssh_timeouts);
+    auto spec = dir.write(
+        "s.yaml", "sweep: pool-delivery\nbaseline: none\ntarget:\n  hosts: [" + first.url() + ", " +
+                      second.url() + "]\n  workdir: " + (dir.path() / "remote").string() +
+                      "\n  env_delivery: sitecustomize\nworkload:\n  command: [/bin/sh, " + task.string() +
+                      ", \"{mode}\"]\n  metrics:\n    tok_s: 'tok_s=([0-9.]+)'\naxes:\n"
+                      "  NCCL_PROTO: [LL]\n  mode: [py, sh]\ntimeouts:\n" +
+                      k_ssh_timeouts);
     const std::string db = (dir.path() / "r.db").string();
     auto run = run_ncclsweep({"run", spec.string(), "--db", db, "--known-hosts", known.string(), "--identity",
                               (first.dir.path() / "user_key").string()},

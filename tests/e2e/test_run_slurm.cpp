@@ -26,7 +26,7 @@ namespace {
 /// A spec on slurm://debug running `sh TASK {mode}` per experiment, its files under DIR/work.
 std::string slurm_spec(const std::string& name, const TempDir& dir, const fs::path& task,
                        const std::string& slurm, const std::string& axes) {
-    return "sweep: " + name + "\n" +
+    return "sweep: " + name + "\n" + "baseline: none\n" +  // these tests are about the transport
            "target:\n"
            "  url: slurm://debug\n"
            "  workdir: " +

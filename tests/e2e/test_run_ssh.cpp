@@ -51,7 +51,7 @@ TEST_CASE(
     TempDir dir;
     const auto seen = dir.path() / "seen";
     auto task = write_delivery_task(dir, seen);
-    auto spec = dir.write("s.yaml", "sweep: ssh-delivery\ntarget:\n  url: " + sshd.url() +
+    auto spec = dir.write("s.yaml", "sweep: ssh-delivery\nbaseline: none\ntarget:\n  url: " + sshd.url() +
                                         "\n  workdir: " + (dir.path() / "remote").string() +
                                         "\n  env_delivery: sitecustomize\nworkload:\n  command: [/bin/sh, " +
                                         task.string() +

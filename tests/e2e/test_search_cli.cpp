@@ -74,7 +74,8 @@ TEST_CASE("search: Tree is pruned and Ring/LL/4 is found within 60 workload runs
     TempDir dir;
     auto runlog = dir.path() / "runs.txt";
     auto script = dir.write("serve.sh", workload_script(runlog));
-    auto spec = dir.write("s.yaml", search_spec(script, std::string(k_search) + "  budget: 60 runs\n"));
+    auto spec = dir.write("s.yaml", search_spec(script, std::string(k_search) + "  budget: 60 runs\n" +
+                                                            "baseline: none\n"));  // the race's own counts
     const std::string db = (dir.path() / "r.db").string();
 
     auto plan = run_ncclsweep({"plan", spec.string()});
@@ -153,13 +154,23 @@ TEST_CASE("search: a spent --budget ends the sweep with an answer and --resume c
     INFO(first.err);
     REQUIRE(first.exit_code == 0);
     CHECK(first.out.find("search: budget of 20 runs spent") != std::string::npos);
-    CHECK(first.err.find("--resume 1 (with a larger --budget)") != std::string::npos);
     const int before = total_runs(count_lines(read_file(runlog)));
     CHECK(before <= 20);
-
-    auto second = run_ncclsweep({"run", spec.string(), "--db", db, "--resume", "1", "--budget", "200 runs"});
+    // The continuation is printed as a command that works as printed: run it through sh.
+    const std::string marker = "continue it with twice that: ";
+    const auto at = first.err.find(marker);
+    REQUIRE(at != std::string::npos);
+    const std::string command =
+        first.err.substr(at + marker.size(), first.err.find('\n', at) - at - marker.size());
+    CHECK(command.find("--budget '40 runs'") != std::string::npos);
+    CHECK(command.size() > 10);
+    CHECK(command.substr(command.size() - 10) == "--resume 1");
+    auto second = run_command({"sh", "-c", "PATH=" + binary_path("cli").string() + ":$PATH; " + command});
     INFO(second.err);
     REQUIRE(second.exit_code == 0);
+    auto third = run_ncclsweep({"run", spec.string(), "--db", db, "--resume", "1", "--budget", "200 runs"});
+    INFO(third.err);
+    REQUIRE(third.exit_code == 0);
     const auto runs = count_lines(read_file(runlog));
     CHECK(total_runs(runs, "Tree/") <= 3);
     CHECK(total_runs(runs) <= 60);  // nothing ran twice

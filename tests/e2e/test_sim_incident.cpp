@@ -141,12 +141,12 @@ TEST_CASE("sim incident: the six-point sweep ranks like NCCL, every point says w
     const double fused_us = median_of(*fused, "fused_us");
     CHECK(fused_us > 16.5);
     CHECK(fused_us < 25.9);
-    const std::string recommended = r.out.substr(r.out.find("\nrecommended: "));
+    const std::string recommended = r.out.substr(r.out.find("\nrecommended ("));
     const std::string line = recommended.substr(1, recommended.find('\n', 1) - 1);
     CHECK(line.find("fusion=on") == std::string::npos);  // fusion=on only in the what-if block
     CHECK(r.out.find("\nwhat-if: a server with a fused all-reduce would gain +") != std::string::npos);
     // A recommendation resting on a point that is not calibrated says so in the same line.
-    const bool calibrated = line.find("(fusion=off)") != std::string::npos ||
+    const bool calibrated = line.find("(defaults fusion=off)") != std::string::npos ||
                             line.find("(fusion=off NCCL_PROTO=LL)") != std::string::npos;
     CHECK((line.find("NOT calibrated: collective times relative") != std::string::npos) == !calibrated);
     // results show --json: every experiment carries its label.

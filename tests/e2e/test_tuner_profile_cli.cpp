@@ -29,35 +29,35 @@ TEST_CASE(
     auto spec = dir.write("s.yaml", sim_spec("e2e-tuner",
                                              "  NCCL_ALGO: [\"allreduce:ring\", \"allreduce:tree\"]\n"
                                              "  NCCL_PROTO: [LL, Simple]\n",
-                                             2));
+                                             2, "  stall: 3\n  total: 60\n", true));
     const std::string db = (dir.path() / "r.db").string();
     auto run = run_ncclsweep({"run", spec.string(), "--db", db});
     INFO(run.err);
     REQUIRE(run.exit_code == 0);
 
-    // The sweep's best point by tok_s, read independently from the json export.
+    // A point that changes NCCL's all-reduce choice (Tree/LL; NCCL's defaults point measures
+    // Ring/LL, so the best point here is "leave NCCL alone" and has no rule to export).
     auto json = nlohmann::json::parse(run_ncclsweep({"export", "latest", "--db", db}).out);
-    REQUIRE(json["experiments"].size() == 4);
-    std::string best_algo, best_proto;
-    double best = -1;
+    REQUIRE(json["experiments"].size() == 5);  // and NCCL's defaults point, which sets neither
+    const std::string best_algo = "allreduce:tree", best_proto = "LL";
+    int chosen_id = 0;
     for (const auto& e : json["experiments"]) {
         REQUIRE(e["status"] == "ok");
-        if (e["metrics"]["tok_s"]["median"].get<double>() > best) {
-            best = e["metrics"]["tok_s"]["median"];
-            best_algo = e["params"]["NCCL_ALGO"];
-            best_proto = e["params"]["NCCL_PROTO"];
-        }
+        if (e["params"].value("NCCL_ALGO", "") == best_algo &&
+            e["params"].value("NCCL_PROTO", "") == best_proto)
+            chosen_id = e["id"];
     }
+    REQUIRE(chosen_id != 0);
 
     const auto profile = (dir.path() / "profile.txt").string();
-    auto exported =
-        run_ncclsweep({"export", "latest", "--db", db, "--format", "tuner-profile", "--best", "-o", profile});
+    auto exported = run_ncclsweep({"export", "latest", "--db", db, "--format", "tuner-profile",
+                                   "--experiment", std::to_string(chosen_id), "-o", profile});
     INFO(exported.err);
     REQUIRE(exported.exit_code == 0);
     const std::string text = read_file(profile);
     INFO(text);
-    // kimi-k2.5 (the sim's default) at 4 tokens: 4 x 7168 x 2 = 57,344 B; NCCL_PROTO alone for
-    // the all-gather is not a rule.
+    // kimi-k2.5 (the sim's default) at 4 tokens: 4 x 7168 x 2 = 57,344 B; NCCL_PROTO=LL is what
+    // NCCL picks for the all-gather at its defaults: not a rule.
     CHECK(text.find("\nallreduce 57344 57344 8 1 " +
                     std::string(best_algo == "allreduce:tree" ? "tree" : "ring") + " " +
                     (best_proto == "LL" ? "ll" : "simple") + " 0\n") != std::string::npos);
@@ -122,8 +122,10 @@ TEST_CASE(
     REQUIRE(ours.exit_code == 0);
     CHECK(ours.err.find("WARNING") == std::string::npos);
     CHECK(ours.out.find("\nncclsweep-tuner-profile 1\n") != std::string::npos);
-    CHECK(ours.out.find("\nallreduce 57344 57344 8 1 tree ll 0\nallgather 1310720 1310720 8 1 ring ll 0\n") !=
-          std::string::npos);
+    // Each rule follows a comment saying where it comes from.
+    const auto tree_rule = ours.out.find("\nallreduce 57344 57344 8 1 tree ll 0\n");
+    CHECK(tree_rule != std::string::npos);
+    CHECK(ours.out.find("\nallgather 1310720 1310720 8 1 ring ll 0\n", tree_rule) != std::string::npos);
     auto unknown = run_ncclsweep({"export", "latest", "--db", db, "--format", "tuner-profil"});
     CHECK(unknown.exit_code == 2);
     CHECK(unknown.err.find("tuner-profile") != std::string::npos);

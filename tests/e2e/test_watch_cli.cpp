@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <map>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/e2e/e2e_support.hpp"
@@ -138,11 +140,11 @@ TEST_CASE("run: a command workload with ready, a client and a metric regex (the 
     // ok, not timed out by `total: 30`: the servers were stopped after their client, not waited for.
     REQUIRE(r.exit_code == 0);
     auto experiments = latest_experiments(db);
-    REQUIRE(experiments.size() == 4);
+    REQUIRE(experiments.size() == 6);  // 2 algorithms and NCCL's defaults, at 2 rates
     for (const auto& e : experiments) {
         INFO(e.outcome.diagnosis);
         CHECK(e.outcome.status == results::ExperimentStatus::ok);
-        const std::string& rate = e.experiment.params.at(1).second;
+        const std::string& rate = e.experiment.params.back().second;
         int found = 0;
         for (const auto& sample : e.outcome.samples)
             if (sample.metric == "tok_s") {
@@ -172,4 +174,46 @@ TEST_CASE("run: a command workload that crashes in capture and hangs is failed f
     CHECK(experiments[0].outcome.detected_after_s.has_value());
     // The hour-long sleep was killed on the verdict, not waited for.
     CHECK(experiments[0].outcome.exit_signal.has_value());
+}
+
+TEST_CASE("run: a server without a client stops after N matches, metrics aggregate, the first ranks") {
+    TempDir dir;
+    // Prints five samples of each metric, then idles like a server: only stop_after ends it.
+    auto server = dir.write("server.sh",
+                            "echo 'fired up'\n"
+                            "for i in 1 2 3 4 5; do echo \"itl=$i\"; echo \"tok/s=${i}0\"; done\n"
+                            "sleep 300\n");
+    auto spec = dir.write("s.yaml",
+                          "sweep: e2e-stop-after\n"
+                          "target: local\n"
+                          "workload:\n"
+                          "  command: [sh, " +
+                              server.string() +
+                              "]\n"
+                              "  ready: 'fired up'\n"
+                              "  stop_after: 5 matches\n"
+                              "  metrics:\n"
+                              "    itl_ms: {regex: 'itl=([0-9.]+)', aggregate: median, warmup: 1}\n"
+                              "    tok_s: {regex: 'tok/s=([0-9.]+)', aggregate: mean}\n"
+                              "axes:\n"
+                              "  NCCL_ALGO: [Ring]\n"
+                              "timeouts:\n"
+                              "  total: 60\n");
+    std::string db = (dir.path() / "r.db").string();
+    auto r = run_ncclsweep({"run", spec.string(), "--db", db, "--kill-grace", "0.5"});
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    auto experiments = latest_experiments(db);
+    REQUIRE(experiments.size() == 2);  // Ring and NCCL's defaults
+    for (const auto& e : experiments) {
+        CHECK(e.outcome.status == results::ExperimentStatus::ok);
+        std::map<std::string, double> value;
+        for (const auto& sample : e.outcome.samples) value[sample.metric] = sample.value;
+        CHECK(value["itl_ms"] == Approx(3.5));  // median of 2 3 4 5 (the first match is warm-up)
+        CHECK(value["tok_s"] == Approx(30));    // mean of 10..50
+    }
+    // The summary ranks by the first declared metric, not by tok_s.
+    const auto header = r.out.find("id  status");
+    REQUIRE(header != std::string::npos);
+    CHECK(r.out.substr(header, r.out.find('\n', header + 1) - header).find("itl_ms") != std::string::npos);
 }

@@ -1,6 +1,8 @@
 // The one "best" rule (results::best_experiment): direction from the sweep's metric
-// definitions, tie groups by diff's test and threshold, the simplest point of the group with
-// settings NCCL ignores not counted.
+// definitions, tie groups by diff's test and threshold, then the fewest settings changed from
+// NCCL's defaults (its own effective choice and inert settings are no change), the fewest set,
+// plan order; the recommendation stated against NCCL's defaults point.
+#include <span>
 #include <string>
 #include <vector>
 
@@ -74,7 +76,7 @@ TEST_CASE("best: which way is better comes from the sweep's definition - else th
     CHECK(exports::metric_direction(warm({}), "warm_s") == stats::Direction::lower_is_better);
 }
 
-TEST_CASE("best: points diff cannot tell from the top form a tie and the simplest is recommended") {
+TEST_CASE("best: a tie goes to NCCL's defaults point, and the recommendation says leave NCCL alone") {
     auto sweep = sweep_of({
         point(1, {{"NCCL_ALGO", "ring"}, {"fusion", "on"}}, {101, 102, 100, 101, 102, 101}),
         point(2, {{"fusion", "on"}}, {100, 101, 100, 100, 101, 100}),
@@ -84,7 +86,14 @@ TEST_CASE("best: points diff cannot tell from the top form a tie and the simples
     CHECK(best.top_id == 1);
     CHECK(best.tie());
     REQUIRE(best.tie_group.size() == 2);
-    CHECK(best.best.exp_id == 2);  // one setting that counts against two
+    CHECK(best.best.exp_id == 2);  // NCCL's defaults: nothing set, nothing changed
+    CHECK(best.best.defaults);
+    CHECK(best.settings.set() == 0);
+    CHECK(recommendation_text(best) ==
+          "experiment 2 (defaults fusion=on): no setting beats NCCL's defaults: leave NCCL alone");
+    CHECK(tie_text(best).find("fewest settings changed from NCCL's defaults, then fewest set, then plan "
+                              "order -> experiment 2 (0 changed, 0 set); best median: experiment 1") !=
+          std::string::npos);
     REQUIRE(best.runner_up);
     CHECK(best.runner_up->exp_id == 3);
     REQUIRE(best.margin);
@@ -92,16 +101,102 @@ TEST_CASE("best: points diff cannot tell from the top form a tie and the simples
     CHECK_FALSE(best.decided_by_threshold);
 }
 
-TEST_CASE("best: settings NCCL ignores at the sweep's message size do not count as settings") {
-    auto sweep = sweep_of({
-        point(1, {{"NCCL_PROTO", "LL"}, {"fusion", "on"}}, {364, 365, 363, 364, 365, 364}),
-        point(2, {{"NCCL_NTHREADS", "64"}, {"fusion", "on"}}, {363, 364, 363, 363, 364, 364}),
-    });
+TEST_CASE("best: a value equal to NCCL's own effective choice is no change, noise never picks") {
+    // NCCL's defaults (3) ran Ring/LL for the all-reduce and is clearly behind here; 1 and 2 tie.
+    // 1 forces Tree (a change), 2 forces Ring and LL, which NCCL chose itself: 2 changes nothing.
+    // Whichever of them has the better median, the recommendation is 2.
+    for (const bool tree_leads : {true, false}) {
+        std::vector<double> a{150, 151, 149, 150, 151, 150}, b{149, 150, 148, 149, 150, 149};
+        auto one = point(1, {{"NCCL_ALGO", "allreduce:tree"}, {"NCCL_PROTO", "LL"}, {"fusion", "on"}},
+                         tree_leads ? a : b);
+        one.outcome.effective_nccl = "AllGather 163840B: RING/LL ch0..1; AllReduce 57344B: TREE/LL ch0..1";
+        auto two = point(2, {{"NCCL_ALGO", "allreduce:ring"}, {"NCCL_PROTO", "LL"}, {"fusion", "on"}},
+                         tree_leads ? b : a);
+        two.outcome.effective_nccl =
+            "AllGather 163840B: RING/LL ch0..1; AllReduce 57344B: RING/LL ch0..0; env: "
+            "NCCL_ALGO=allreduce:ring NCCL_PROTO=LL";
+        auto defaults = point(3, {{"fusion", "on"}}, {130, 131, 129, 130, 131, 130});
+        defaults.outcome.effective_nccl =
+            "AllGather 163840B: RING/LL ch0..1; AllReduce 57344B: RING/LL ch0..0";
+        BestExperiment best = best_of(sweep_of({one, two, defaults}), "tok_s");
+        CHECK(best.top_id == (tree_leads ? 1 : 2));
+        REQUIRE(best.tie_group.size() == 2);
+        CHECK(best.best.exp_id == 2);
+        CHECK(best.settings.changed() == 0);
+        CHECK(best.settings.names(SettingRole::nccl_choice) ==
+              std::vector<std::string>{"NCCL_ALGO", "NCCL_PROTO"});
+        CHECK(best.tie_changed == (tree_leads ? std::vector<int>{1, 0} : std::vector<int>{0, 1}));
+        // Stated against NCCL's defaults of the same workload (fusion=on): +X % with the U test's p.
+        REQUIRE(best.defaults);
+        CHECK(best.defaults->exp_id == 3);
+        REQUIRE(best.versus_defaults);
+        CHECK(best.versus_defaults->verdict == stats::Verdict::improvement);
+        const std::string text = recommendation_text(best);
+        CHECK(text.find("experiment 2 (NCCL_ALGO=allreduce:ring NCCL_PROTO=LL fusion=on): +") == 0);
+        CHECK(text.find(" % over NCCL's defaults (experiment 3, p = 0.0022)") != std::string::npos);
+    }
+}
+
+TEST_CASE("best: inert means the same effective choice and no significant difference, nothing less") {
+    // NCCL_NTHREADS: the planner expects NCCL to ignore it at 57 KB, but the points differing only
+    // in it ran different channel counts and 7% apart: not inert. NCCL_BUFFSIZE: same choice, same
+    // numbers: inert.
+    auto p = [](int id, const char* threads, const char* buffsize, std::vector<double> values,
+                const char* channels) {
+        auto e =
+            point(id, {{"NCCL_PROTO", "Simple"}, {"NCCL_NTHREADS", threads}, {"NCCL_BUFFSIZE", buffsize}},
+                  std::move(values));
+        e.outcome.effective_nccl = std::string("AllReduce 57344B: RING/SIMPLE ") + channels;
+        return e;
+    };
+    auto sweep = sweep_of({p(1, "64", "131072", {107, 108, 107, 108, 107, 108}, "ch0..1"),
+                           p(2, "64", "16777216", {107, 108, 108, 107, 107, 108}, "ch0..1"),
+                           p(3, "512", "131072", {100, 101, 100, 100, 101, 100}, "ch0..0"),
+                           p(4, "512", "16777216", {100, 100, 101, 100, 101, 100}, "ch0..0")});
+    const SweepTable table =
+        build_sweep_table(sweep.info, std::span<const StoredExperiment>(sweep.experiments));
+    const PointSettings settings = judge_settings(table, table.rows[0], *parse_metric_choice("tok_s"));
+    REQUIRE(settings.settings.size() == 3);
+    CHECK(settings.settings[1].name == "NCCL_NTHREADS");
+    CHECK(settings.settings[1].role == SettingRole::change);
+    CHECK(settings.settings[2].name == "NCCL_BUFFSIZE");
+    CHECK(settings.settings[2].role == SettingRole::inert);
+    CHECK(settings.settings[2].why.find("experiment 2") != std::string::npos);
+    CHECK(settings.names(SettingRole::inert) == std::vector<std::string>{"NCCL_BUFFSIZE"});
+    // Without a recorded effective choice nothing can be shown inert.
+    auto blind = sweep;
+    for (auto& e : blind.experiments) e.outcome.effective_nccl.clear();
+    const SweepTable blind_table =
+        build_sweep_table(blind.info, std::span<const StoredExperiment>(blind.experiments));
+    CHECK(judge_settings(blind_table, blind_table.rows[0], *parse_metric_choice("tok_s"))
+              .names(SettingRole::inert)
+              .empty());
+}
+
+TEST_CASE("best: NCCL_ALGO/NCCL_PROTO deploy scoped to the collectives they changed") {
+    auto simple = point(1, {{"NCCL_PROTO", "Simple"}, {"fusion", "on"}}, {120, 121, 120, 121, 120, 121});
+    simple.outcome.effective_nccl =
+        "AllGather 163840B: RING/SIMPLE ch0..1; AllReduce 57344B: RING/SIMPLE ch0..0";
+    auto defaults = point(2, {{"fusion", "on"}}, {100, 101, 100, 101, 100, 101});
+    defaults.outcome.effective_nccl =
+        "AllGather 163840B: RING/SIMPLE ch0..1; AllReduce 57344B: RING/LL ch0..0";
+    BestExperiment best = best_of(sweep_of({simple, defaults}), "tok_s");
+    CHECK(best.best.exp_id == 1);
+    REQUIRE(best.settings.settings.size() == 1);
+    CHECK(best.settings.settings[0].role == SettingRole::change);
+    CHECK(best.settings.settings[0].deploy_value == "allreduce:Simple");
+    CHECK(best.settings.settings[0].collectives == std::vector<std::string>{"allreduce"});
+    REQUIRE(best.settings.notes.size() == 1);
+    CHECK(best.settings.notes[0].find("NCCL_PROTO=Simple is deployed as NCCL_PROTO=allreduce:Simple") == 0);
+}
+
+TEST_CASE("best: without a defaults point the recommendation says what it was not compared with") {
+    auto sweep = sweep_of({point(1, {{"NCCL_PROTO", "LL"}}, {364, 365, 363, 364, 365, 364}),
+                           point(2, {{"NCCL_PROTO", "Simple"}}, {300, 301, 300, 301, 300, 301})});
     BestExperiment best = best_of(sweep, "tok_s");
-    CHECK(best.top_id == 1);
-    CHECK(best.best.exp_id == 2);
-    CHECK(best.best.inert == std::vector<std::string>{"NCCL_NTHREADS"});
-    CHECK(best.best.settings_that_count() == 1);
+    CHECK(recommendation_text(best) ==
+          "experiment 1 (NCCL_PROTO=LL): not compared with NCCL's defaults: the sweep has no defaults point "
+          "(baseline: none, or no NCCL axes)");
 }
 
 TEST_CASE("best: with too few samples for the test the threshold alone separates points") {
@@ -114,6 +209,7 @@ TEST_CASE("best: with too few samples for the test the threshold alone separates
     CHECK(best.decided_by_threshold);
     REQUIRE(best.tie_group.size() == 2);  // 2 and 3 are within 3%; 1 is 20% behind
     CHECK(best.best.exp_id == 2);
+    CHECK(best.best.defaults);
     CHECK(best.best.params == std::vector<Assignment>{{"fusion", "on"}});
     REQUIRE(best.runner_up);
     CHECK(best.runner_up->exp_id == 1);

@@ -248,3 +248,48 @@ TEST_CASE("diff: diff_sweeps reads both references from the store and names a ba
     REQUIRE_FALSE(bad);
     CHECK(bad.error().message.rfind("BASE 'latest:nightly~2': ", 0) == 0);
 }
+
+TEST_CASE(
+    "diff: Holm's correction over every comparison keeps one unlucky experiment from failing the gate") {
+    // A -10% drop, fully separated 5 vs 5 (p = 2/252 = 0.0079): a regression alone...
+    auto dropped = [](int n) {
+        return stored_experiment(1, point("LL"), ExperimentStatus::ok, around(900, n));
+    };
+    auto base_of = [](int n) {
+        return stored_experiment(1, point("LL"), ExperimentStatus::ok, around(1000, n));
+    };
+    auto alone = must_diff({base_of(5)}, {dropped(5)});
+    CHECK(only(alone).verdict() == Verdict::regression);
+    CHECK(alone.power.comparisons == 1);
+    CHECK(only(alone).metrics[0].p_adjusted == Approx(2.0 / 252));
+
+    // ...but among 10 comparisons Holm asks p <= 0.005 of the smallest: 5 + 5 samples cannot.
+    std::vector<results::StoredExperiment> base{base_of(5)}, candidate{dropped(5)};
+    for (int i = 2; i <= 10; ++i) {
+        base.push_back(
+            stored_experiment(i, point("P" + std::to_string(i)), ExperimentStatus::ok, around(500)));
+        candidate.push_back(
+            stored_experiment(i, point("P" + std::to_string(i)), ExperimentStatus::ok, around(500)));
+    }
+    auto family = must_diff(base, candidate);
+    CHECK(family.power.comparisons == 10);
+    CHECK_FALSE(family.has_regression());
+    const auto& first = family.experiments.front().metrics[0];
+    CHECK(first.verdict == Verdict::no_change);
+    CHECK(first.p_adjusted == Approx(10 * 2.0 / 252));
+    CHECK(first.comparison->reason.find("Holm's correction over 10 comparisons") != std::string::npos);
+    CHECK(std::isinf(first.detectable));  // says it: no p at 5 + 5 passes Holm over 10
+
+    // With 8 samples a side (smallest p 2/12870) the same drop is caught, and the diff says how
+    // small a change it could have seen.
+    base.front() = base_of(8);
+    candidate.front() = dropped(8);
+    auto enough = must_diff(base, candidate);
+    CHECK(enough.has_regression());
+    const auto& caught = enough.experiments.front().metrics[0];
+    CHECK(caught.verdict == Verdict::regression);
+    CHECK(std::isfinite(caught.detectable));
+    CHECK(caught.detectable >= 0.03);  // never below the threshold
+    CHECK(caught.detectable < 0.10);   // the -10% drop was within what it could see
+    CHECK(enough.power.repeats_for_5_percent >= 2);
+}

@@ -234,3 +234,16 @@ TEST_CASE("printers: on a terminal, show and diff tables narrow free text to its
     const auto md = render(results::Format::markdown, [&](results::Printer& p) { p.print_diff(diff); });
     CHECK(md.find("(cudaErrorStreamCaptureUnsupported)") != std::string::npos);
 }
+
+TEST_CASE("printers: a simulated sweep says SIMULATED above its table") {
+    auto sweep = base_sweep();
+    auto t = table(1, sweep);
+    t.sweep.record.backend = "sim";
+    for (auto format : {results::Format::table, results::Format::markdown}) {
+        const auto text = render(format, [&](results::Printer& p) { p.print_table(t); });
+        CHECK(text.find("SIMULATED: tpverify's sim backend modelled these numbers") != std::string::npos);
+    }
+    t.sweep.record.backend = "cuda";
+    CHECK(render(results::Format::table, [&](results::Printer& p) { p.print_table(t); }).find("SIMULATED") ==
+          std::string::npos);
+}

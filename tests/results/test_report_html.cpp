@@ -179,3 +179,110 @@ TEST_CASE("colour ramp is ordered and valid") {
     CHECK(ramp_colour(NAN) == ramp_colour(0));
     CHECK(ramp_colour(0.5).size() == 7);
 }
+
+namespace {
+
+/// The nightly study's shape (experiments/nightly.yaml): ring/tree x LL/Simple (tree/Simple
+/// excluded) x fusion, an include point with tokens=16, NCCL's defaults with fusion off and on;
+/// medians written here (tokens=16 is the slowest).
+exports::SweepData nightly_like() {
+    exports::SweepData sweep;
+    sweep.info.id = 9;
+    sweep.info.record.name = "nightly";
+    auto add = [&](std::vector<Assignment> params, double median,
+                   ExperimentStatus status = ExperimentStatus::ok) {
+        StoredExperiment e;
+        e.experiment.id = static_cast<int>(sweep.experiments.size()) + 1;
+        e.experiment.key = "k" + std::to_string(e.experiment.id);
+        e.experiment.params = std::move(params);
+        e.experiment.defaults =
+            std::none_of(e.experiment.params.begin(), e.experiment.params.end(),
+                         [](const Assignment& a) { return a.first.rfind("NCCL_", 0) == 0; });
+        e.outcome.status = status;
+        for (int r = 0; r < 5; ++r) e.outcome.samples.push_back({r, "tok_s", median + (r - 2) * 0.5});
+        sweep.experiments.push_back(std::move(e));
+    };
+    add({{"NCCL_ALGO", "allreduce:ring"}, {"NCCL_PROTO", "LL"}, {"fusion", "off"}}, 812);
+    add({{"NCCL_ALGO", "allreduce:ring"}, {"NCCL_PROTO", "LL"}, {"fusion", "on"}}, 905);
+    add({{"NCCL_ALGO", "allreduce:ring"}, {"NCCL_PROTO", "Simple"}, {"fusion", "off"}}, 640);
+    add({{"NCCL_ALGO", "allreduce:ring"}, {"NCCL_PROTO", "Simple"}, {"fusion", "on"}}, 700,
+        ExperimentStatus::dropped);
+    add({{"NCCL_ALGO", "allreduce:tree"}, {"NCCL_PROTO", "LL"}, {"fusion", "off"}}, 790);
+    add({{"NCCL_ALGO", "allreduce:tree"}, {"NCCL_PROTO", "LL"}, {"fusion", "on"}}, 880);
+    add({{"NCCL_ALGO", "allreduce:ring"}, {"NCCL_PROTO", "LL"}, {"fusion", "on"}, {"tokens", "16"}}, 300);
+    add({{"fusion", "off"}}, 810);
+    add({{"fusion", "on"}}, 903);
+    return sweep;
+}
+
+}  // namespace
+
+TEST_CASE("heat map: every point placed or listed, colours against the sweep's best, legend in values") {
+    const auto sweep = nightly_like();
+    auto data = build_report(sweep, nullptr, {});
+    REQUIRE(data);
+    REQUIRE(data->heatmap);
+    const Heatmap& map = *data->heatmap;
+    // Not tokens (only the include point has it): the two axes that place every other point.
+    CHECK(map.x_axis != "tokens");
+    CHECK(map.y_axis != "tokens");
+    int on_map = 0;
+    for (const auto& cell : map.cells) on_map += cell.experiments;
+    CHECK(on_map + static_cast<int>(map.off_map.size()) == 9);
+    // The defaults points are on the map, at "(default)" of an NCCL axis.
+    const bool x_nccl = map.x_axis.rfind("NCCL_", 0) == 0;
+    const auto& nccl_values = x_nccl ? map.x_values : map.y_values;
+    CHECK(std::find(nccl_values.begin(), nccl_values.end(), "(default)") != nccl_values.end());
+    // The scale is the sweep's best median (experiment 2, 905), not the best cell of the map.
+    REQUIRE(map.reference);
+    CHECK(*map.reference == 905.0);
+    CHECK(map.reference_id == 2);
+    const std::string svg = heatmap_svg(map, data->direction);
+    CHECK(svg.find("vs the best (experiment 2)") != std::string::npos);
+    CHECK(svg.find("best (905)") != std::string::npos);
+    // A map of slow points is not coloured best: restricted to fusion=off it shows 812 against 905.
+    Heatmap slow = map;
+    for (std::size_t i = 0; i < slow.cells.size(); ++i)
+        if (slow.cells[i].value && *slow.cells[i].value > 850) slow.cells[i].value.reset();
+    const std::string slow_svg = heatmap_svg(slow, data->direction);
+    CHECK(slow_svg.find(ramp_colour(1.0)) == std::string::npos);
+    // The dropped point is drawn with its samples, grey, not as a failure.
+    const auto dropped =
+        std::find_if(data->bars.begin(), data->bars.end(), [](const Bar& b) { return b.id == 4; });
+    REQUIRE(dropped != data->bars.end());
+    CHECK(dropped->dropped);
+    CHECK(dropped->stats);
+    CHECK(dropped->failure_class.empty());
+    const std::string html = render_html(*data);
+    CHECK(html.find("class=\"bar dropped\"") != std::string::npos);
+    // The recommendation, against NCCL's defaults, and its tie.
+    CHECK(html.find("<h2>Recommendation</h2>") != std::string::npos);
+    const bool said = html.find(
+                          "experiment 9 (defaults fusion=on): no setting beats NCCL&#39;s defaults: leave "
+                          "NCCL alone") != std::string::npos ||
+                      html.find(
+                          "experiment 9 (defaults fusion=on): no setting beats NCCL's defaults: leave NCCL "
+                          "alone") != std::string::npos;
+    CHECK(said);
+    CHECK(html.find("Tie: ") != std::string::npos);
+}
+
+TEST_CASE("heat map: a point without one of the axes is listed beside the map with its value") {
+    const auto sweep = nightly_like();
+    ReportOptions options;
+    options.heatmap_axes = {"NCCL_PROTO", "tokens"};
+    auto data = build_report(sweep, nullptr, options);
+    REQUIRE(data);
+    const Heatmap& map = *data->heatmap;
+    // Only experiment 7 sets tokens: 8 experiments are listed, each with its value or status.
+    CHECK(map.off_map.size() == 8);
+    CHECK(std::find(map.off_map.begin(), map.off_map.end(),
+                    "experiment 1 (NCCL_ALGO=allreduce:ring NCCL_PROTO=LL fusion=off): 812") !=
+          map.off_map.end());
+    CHECK(std::find(map.off_map.begin(), map.off_map.end(),
+                    "experiment 4 (NCCL_ALGO=allreduce:ring "
+                    "NCCL_PROTO=Simple fusion=on): dropped") != map.off_map.end());
+    const std::string html = render_html(*data);
+    CHECK(html.find("Not on the map (NCCL_PROTO or tokens is not a parameter of these experiments)") !=
+          std::string::npos);
+}
