@@ -89,5 +89,6 @@ grep -q "^57344 " "$cal" || { out=$(cat "$cal"); rm -f "$cal"; fail "the pass's 
 out=$("$tpv" --backend sim --json --tp "$n" --iters 3 --warmup 0 --calibration "$cal" 2>&1); rc=$?
 rm -f "$cal"
 [ $rc -eq 0 ] || fail "the sim refused the measured calibration (exit $rc)"
-grep -q '"collective_times":"calibration"' <<<"$out" || fail "the sim did not price every collective from the measurement"
+grep -q '"collective_times":"calibrated"' <<<"$out" || fail "the sim did not price every collective from the measurement"
+grep -q '"relative_collectives":0,"modelled_collectives":0' <<<"$out" || fail "some collectives were not priced from the measurement"
 echo "gpu tpverify: ok (N=$n)"
