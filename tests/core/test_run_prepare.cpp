@@ -336,6 +336,8 @@ TEST_CASE("run: the sweep runs on the opened target with the release check betwe
     FakeHost host;
     host.target->fallback = test::fake_ok("tok_s", 120);
     host.facts.gpus = "2 x Fake GPU";
+    // The target goes to the run and ends with it: its log is read through a shared handle.
+    const auto log = host.target->log;
     FakeRecord record;
     PrinterOutput human, machine;
     ProgressPrinter printer(ProgressStyle::plain, human.file, machine.file);
@@ -347,7 +349,7 @@ TEST_CASE("run: the sweep runs on the opened target with the release check betwe
     CHECK(report->outcome.summary.ok == 2);
     CHECK(report->database == "fake.db");
     CHECK(record.store.current().state == "done");
-    CHECK(host.opened->log->started.size() == 2);
+    CHECK(log->started.size() == 2);
     CHECK(host.release_checks == 2);
     CHECK(human.text().find("2 x Fake GPU") != std::string::npos);
     CHECK(conclude_run(*report, printer) == ExitStatus::done);
@@ -382,12 +384,13 @@ TEST_CASE("run: a resumed sweep's summary has what finished before, and only the
     record.resumable = 1;
     FakeHost second;
     second.target->fallback = test::fake_ok("tok_s", 90);
+    const auto second_log = second.target->log;
     ProgressPrinter again(ProgressStyle::quiet, out.file, out.file);
     auto resumed = run_sweep_command(flags, second, record, again, stop);
     REQUIRE(resumed);
     CHECK(resumed->outcome.skipped_finished == 1);
     CHECK(resumed->outcome.summary.ran == 1);
-    CHECK(second.opened->log->started.size() == 1);
+    CHECK(second_log->started.size() == 1);
     REQUIRE(again.reports().size() == 2);
     std::vector<int> ids = {again.reports()[0].first.id, again.reports()[1].first.id};
     std::sort(ids.begin(), ids.end());
