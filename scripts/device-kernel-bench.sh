@@ -15,7 +15,7 @@ if [ -z "$bin" ] || ! ldd "$bin" | grep -q cublas || ldd "$bin" | grep -q "not f
   bin=/tmp/kernel_bench
   t0=$(date +%s)
   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I. engine/cuda/bench/kernel_bench.cu \
-    engine/cuda/stream_gemm.cu -lcublas \
+    engine/cuda/stream_gemm.cu engine/cuda/skinny_gemm.cu -lcublas \
     -o "$bin" || exit 1
   echo "built in $(( $(date +%s) - t0 )) s"
 fi

@@ -4,9 +4,11 @@
 #include <cstring>
 #include <random>
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include "engine/cuda/check.cuh"
+#include "engine/cuda/ops.cuh"
 
 namespace tpverify::cuda {
 namespace {
@@ -50,6 +52,7 @@ struct Case {
     int n = 0, k = 0, ldx = 0;
     std::vector<int> rows;
     bool through_run_gemm = false;  ///< one bf16 GEMM, dispatched as the pass dispatches it
+    bool row_major = false;         ///< the kernel reads the checkpoint's [n][k] (skinny kernel)
 };
 
 Status check_case(RankEngine& engine, const Case& c, std::uint64_t seed, CheckOutcome& out) {
@@ -86,7 +89,7 @@ Status check_case(RankEngine& engine, const Case& c, std::uint64_t seed, CheckOu
         TPV_CUDA("check", cudaMemcpy(d_dense, dense.data(), dense.size() * 2, cudaMemcpyHostToDevice));
     }
     // Repacked on the device into the layout the kernel reads, as a load would.
-    for (int e = 0; e < count; ++e) {
+    for (int e = 0; e < count && !c.row_major; ++e) {
         if (int4)
             TPV_CUDA("check", sg::repack_int4(d_words + nk / 8 * e, d_scales + nk / 32 * e, d_w + matrix * e,
                                               c.n, c.k, s));
@@ -100,7 +103,8 @@ Status check_case(RankEngine& engine, const Case& c, std::uint64_t seed, CheckOu
         g.m = c.rows[0];
         g.n = c.n;
         g.k = c.k;
-        TPV_TRY(run_gemm(engine.cublas(), engine.gemm_path(), engine.workspace(), g, d_w, d_x, d_y, false, s,
+        const void* w = c.row_major ? static_cast<const void*>(d_dense) : d_w;
+        TPV_TRY(run_gemm(engine.cublas(), engine.gemm_path(), engine.workspace(), g, w, d_x, d_y, false, s,
                          "check", c.ldx));
     } else {
         sg::Batch batch;
@@ -156,6 +160,53 @@ Status check_case(RankEngine& engine, const Case& c, std::uint64_t seed, CheckOu
     if (wrong > 0 && out.detail.empty())
         out.detail = c.what + ": " + std::to_string(wrong) + " of " + std::to_string(outs.size()) +
                      " outputs differ from the double-precision reference";
+    return {};
+}
+
+/// The router's top-k at the pass's shape (tokens x experts, k) on random logits with ties:
+/// ids exactly (by falling score, lower id first among equals) and the normalised weights.
+Status check_topk(RankEngine& engine, int tokens, int experts, int k, std::uint64_t seed, CheckOutcome& out) {
+    std::mt19937_64 rng(seed);
+    std::vector<bf16> logits(std::size_t(tokens) * experts);
+    for (auto& v : logits) v = as_bf16(float(int(rng() % 801) - 400) / 100.0f);  // repeats: ties
+    Scratch scratch;
+    bf16* d_logits = nullptr;
+    int* d_ids = nullptr;
+    float* d_weights = nullptr;
+    TPV_TRY(scratch.alloc(d_logits, logits.size()));
+    TPV_TRY(scratch.alloc(d_ids, std::uint64_t(tokens) * k));
+    TPV_TRY(scratch.alloc(d_weights, std::uint64_t(tokens) * k));
+    cudaStream_t s = engine.stream();
+    TPV_CUDA("check", cudaMemcpy(d_logits, logits.data(), logits.size() * 2, cudaMemcpyHostToDevice));
+    TPV_CUDA("check", cudaMemsetAsync(d_ids, 0xff, std::size_t(tokens) * k * sizeof(int), s));
+    TPV_CUDA("check", topk(d_logits, tokens, experts, k, d_ids, d_weights, s));
+    std::vector<int> ids(std::size_t(tokens) * k);
+    std::vector<float> weights(ids.size());
+    TPV_CUDA("check",
+             cudaMemcpyAsync(ids.data(), d_ids, ids.size() * sizeof(int), cudaMemcpyDeviceToHost, s));
+    TPV_CUDA("check", cudaMemcpyAsync(weights.data(), d_weights, weights.size() * sizeof(float),
+                                      cudaMemcpyDeviceToHost, s));
+    TPV_CUDA("check", cudaStreamSynchronize(s));
+    long long wrong = 0;
+    for (int t = 0; t < tokens; ++t) {
+        std::vector<std::pair<double, int>> order;
+        for (int e = 0; e < experts; ++e)
+            order.push_back(
+                {-1.0 / (1.0 + std::exp(-double(as_float(logits[std::size_t(t) * experts + e])))), e});
+        std::sort(order.begin(), order.end());
+        double sum = 0;
+        for (int j = 0; j < k; ++j) sum -= order[std::size_t(j)].first;
+        for (int j = 0; j < k; ++j) {
+            const std::size_t i = std::size_t(t) * k + j;
+            const double want = -order[std::size_t(j)].first / sum;
+            if (ids[i] != order[std::size_t(j)].second || !(std::fabs(weights[i] - want) <= 1e-4)) ++wrong;
+        }
+    }
+    out.checked += (long long)ids.size();
+    out.wrong += wrong;
+    if (wrong > 0 && out.detail.empty())
+        out.detail = "router top-" + std::to_string(k) + ": " + std::to_string(wrong) + " of " +
+                     std::to_string(ids.size()) + " choices differ from the host reference";
     return {};
 }
 
@@ -251,12 +302,14 @@ Status check_stream_gemms(RankEngine& engine, const PassPlan& plan, CheckOutcome
         cases.push_back(c);
         if (!x.gate_up) break;
     }
-    // Up to 3 bf16 GEMMs the streaming kernel runs, of distinct shapes.
-    std::set<std::pair<int, int>> shapes;
+    // Every bf16 GEMM shape the skinny or streaming kernel runs (up to 10), at the pass's rows.
+    std::set<std::tuple<int, int, int>> shapes;
     for (const Step& s : plan.steps) {
-        if (s.kind != Step::Kind::gemm || !streams(engine.gemm_path(), s.gemm, false) || s.gemm.int4)
+        const bool skinny = skinny_chosen(engine.gemm_path(), s.gemm);
+        if (s.kind != Step::Kind::gemm || s.gemm.int4 ||
+            !(skinny || streams(engine.gemm_path(), s.gemm, false)))
             continue;
-        if (!shapes.insert({s.gemm.n, s.gemm.k}).second || shapes.size() > 3) continue;
+        if (!shapes.insert({s.gemm.m, s.gemm.n, s.gemm.k}).second || shapes.size() > 10) continue;
         // lm_head-sized matrices make a slow host reference; the kernel is the same at any n.
         if (std::uint64_t(s.gemm.n) * s.gemm.k > (64ull << 20)) continue;
         Case c;
@@ -266,10 +319,16 @@ Status check_stream_gemms(RankEngine& engine, const PassPlan& plan, CheckOutcome
         c.ldx = s.gemm.k;
         c.rows = {s.gemm.m};
         c.through_run_gemm = true;
+        c.row_major = skinny;
         cases.push_back(c);
     }
     std::uint64_t seed = 12345 + std::uint64_t(engine.comm().rank());
     for (const Case& c : cases) TPV_TRY(check_case(engine, c, seed++, out));
+    for (const Step& s : plan.steps)
+        if (s.kind == Step::Kind::op && s.op == Op::topk && plan.model.active_experts > 0) {
+            TPV_TRY(check_topk(engine, s.op_rows, s.op_width, plan.model.active_experts, seed, out));
+            break;
+        }
     return {};
 }
 

@@ -97,6 +97,15 @@ bool streams(GemmPath path, const Gemm& g, bool expert) {
     return expert && path == GemmPath::automatic;
 }
 
+bool skinny_chosen(GemmPath path, const Gemm& g) {
+    static const double max_mb = [] {
+        const char* v = std::getenv("TPVERIFY_SKINNY_MAX_MB");
+        return v != nullptr && *v != '\0' ? std::atof(v) : 160.0;
+    }();
+    return path == GemmPath::automatic && !g.int4 && skinny::fits(g.m, g.n, g.k) &&
+           double(g.weight_bytes()) <= max_mb * 1e6;
+}
+
 Status run_gemm(cublasHandle_t handle, GemmPath path, const sg::Workspace& ws, const Gemm& g, const void* w,
                 const bf16* x, bf16* y, bool accumulate, cudaStream_t stream, const char* phase, int ldx) {
     if (ldx == 0) ldx = g.k;
@@ -109,6 +118,11 @@ Status run_gemm(cublasHandle_t handle, GemmPath path, const sg::Workspace& ws, c
         batch.count = 1;
         TPV_CUDA(phase, sg::run(g.int4 ? sg::Format::int4 : sg::Format::bf16, batch, g.n, g.k, ldx,
                                 accumulate, ws, stream));
+        return {};
+    }
+    if (skinny_chosen(path, g)) {
+        TPV_CUDA(phase,
+                 skinny::run(static_cast<const bf16*>(w), x, ldx, y, g.m, g.n, g.k, accumulate, stream));
         return {};
     }
     if (g.int4)

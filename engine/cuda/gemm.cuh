@@ -1,20 +1,23 @@
 #pragma once
 // The GEMMs of the pass: y[m x n] (+)= x[m x k] W^T, bf16 activations, fp32 accumulation. Weights
-// live in one arena; at few rows they run on the weight-streaming kernel (stream_gemm.cuh), else
-// (or with TPVERIFY_GEMM=cublas, bf16 only) through cuBLAS.
+// live in one arena; routed experts run on the weight-streaming kernel (stream_gemm.cuh), the
+// other bf16 GEMMs of few rows on the skinny kernel (skinny_gemm.cuh), the rest (or, with
+// TPVERIFY_GEMM=cublas, every bf16 GEMM) through cuBLAS.
 #include <map>
 #include <vector>
 
 #include "engine/cuda/common.cuh"
+#include "engine/cuda/skinny_gemm.cuh"
 #include "engine/cuda/stream_gemm.cuh"
 #include "engine/model/model.hpp"
 
 namespace tpverify::cuda {
 
 /// Which GEMM implementation runs (TPVERIFY_GEMM): auto = a layer's routed experts (INT4 or
-/// bf16) as batched launches of the weight-streaming kernel, every other GEMM on cuBLAS;
-/// cublas = bf16 routed experts too on cuBLAS, one cublasGemmEx each (INT4 experts always run
-/// on the streaming kernel).
+/// bf16) as batched launches of the weight-streaming kernel, the other bf16 GEMMs of few rows up
+/// to TPVERIFY_SKINNY_MAX_MB on the skinny kernel, the rest on cuBLAS; cublas = every bf16 GEMM
+/// on cuBLAS, routed experts one cublasGemmEx each (INT4 experts always run on the streaming
+/// kernel).
 enum class GemmPath { automatic, cublas };
 /// Reads TPVERIFY_GEMM; unknown values give `automatic` and `ok` false.
 GemmPath gemm_path_from_env(bool& ok);
@@ -57,6 +60,11 @@ private:
 
 /// Whether `g` (a routed expert's when `expert`) runs on the weight-streaming kernel under `path`.
 bool streams(GemmPath path, const Gemm& g, bool expert);
+/// Whether the bf16 GEMM `g` (not a routed expert's) runs on the skinny kernel (skinny_gemm.cuh)
+/// under `path`: `automatic`, m <= 8 and at most TPVERIFY_SKINNY_MAX_MB (default 160) MB of
+/// weights; larger ones stream at copy bandwidth on cuBLAS already (docs/benchmarks-gpu.md).
+/// Its weights are row-major [n][k], as cuBLAS reads them.
+bool skinny_chosen(GemmPath path, const Gemm& g);
 
 /// Runs one GEMM on `stream`; `accumulate` adds into y (y += x W^T) instead of overwriting. `ldx`:
 /// the row stride of x (0: k).

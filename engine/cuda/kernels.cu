@@ -1,5 +1,6 @@
 // Element-wise, residual + RMSNorm and fused one-shot all-reduce kernels.
 #include "engine/cuda/kernels.cuh"
+#include "engine/cuda/skinny_gemm.cuh"
 
 namespace tpverify::cuda {
 namespace {
@@ -108,6 +109,7 @@ __device__ void residual_norm(float (&sum)[k_max_vec_per_thread][k_vec], int nve
 
 __global__ void add_rmsnorm_kernel(const uint4* x, uint4* residual, const uint4* gamma, uint4* out,
                                    int hidden, float eps) {
+    skinny::pdl_trigger();  // the next GEMM may launch and fetch its weights
     int nvec = hidden / k_vec;
     std::uint64_t row = std::uint64_t(blockIdx.x) * nvec;
     float sum[k_max_vec_per_thread][k_vec];

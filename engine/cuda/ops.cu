@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/cuda/ops.cuh"
+#include "engine/cuda/skinny_gemm.cuh"
 
 namespace tpverify::cuda {
 namespace {
@@ -16,6 +17,7 @@ unsigned blocks_for(std::uint64_t items) {
 
 // One block per row; each thread one pair, reduced through shared memory.
 __global__ void rmsnorm_rows_kernel(bf16* x, int width, int ld, const bf16* gamma, float eps) {
+    skinny::pdl_trigger();  // the next GEMM may launch and fetch its weights
     __shared__ float partial[32];
     bf16* row = x + std::uint64_t(blockIdx.x) * ld;
     float squares = 0.0f;
@@ -39,6 +41,7 @@ __global__ void rmsnorm_rows_kernel(bf16* x, int width, int ld, const bf16* gamm
 }
 
 __global__ void rope_kernel(bf16* x, int rows, int pairs_per_row, int ld, int position) {
+    skinny::pdl_trigger();  // the next GEMM may launch and fetch its weights
     const std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x;
     if (i >= std::uint64_t(rows) * pairs_per_row) return;
     const int r = int(i / pairs_per_row), p = int(i % pairs_per_row);
@@ -52,6 +55,7 @@ __global__ void rope_kernel(bf16* x, int rows, int pairs_per_row, int ld, int po
 
 __global__ void copy_rows_kernel(const bf16* src, int rows, int pairs_per_row, int ld, bf16* dst,
                                  int dst_ld) {
+    skinny::pdl_trigger();  // the next GEMM may launch and fetch its weights
     const std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x;
     if (i >= std::uint64_t(rows) * pairs_per_row) return;
     const int r = int(i / pairs_per_row), p = int(i % pairs_per_row);
@@ -61,6 +65,7 @@ __global__ void copy_rows_kernel(const bf16* src, int rows, int pairs_per_row, i
 
 // One warp per token: k rounds of a warp-wide arg-max over the sigmoid scores.
 __global__ void topk_kernel(const bf16* logits, int tokens, int experts, int k, int* ids, float* weights) {
+    skinny::pdl_trigger();  // the next GEMM may launch and fetch its weights
     const int warp = int((blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x) / 32),
               lane = threadIdx.x & 31;
     if (warp >= tokens) return;
@@ -100,6 +105,7 @@ __global__ void topk_kernel(const bf16* logits, int tokens, int experts, int k, 
 }
 
 __global__ void silu_mul_kernel(bf16* x, int rows, int inter, int ld) {
+    skinny::pdl_trigger();  // the next GEMM may launch and fetch its weights
     const std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x;
     const int pairs = inter / 2;
     if (i >= std::uint64_t(rows) * pairs) return;
@@ -112,6 +118,7 @@ __global__ void silu_mul_kernel(bf16* x, int rows, int inter, int ld) {
 
 __global__ void expert_sum_kernel(const bf16* outs, const int* slots, const float* weights, int tokens, int k,
                                   int hidden, bf16* y, int accumulate) {
+    skinny::pdl_trigger();  // the next GEMM may launch and fetch its weights
     const std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x;
     const int pairs = hidden / 2;
     if (i >= std::uint64_t(tokens) * pairs) return;

@@ -136,12 +136,23 @@ cudaError_t run(Format format, const Batch& batch, int n, int k, int ldx, bool a
         const dim3 grid(unsigned((n + k_group_cols - 1) / k_group_cols), unsigned(shape.slices),
                         unsigned(part.count));
         const int acc = accumulate ? 1 : 0;
-        if (format == Format::int4)
-            stream_gemm_kernel<Format::int4, k_int4_unroll><<<grid, k_threads, shape.smem, stream>>>(
-                part, n, k, ldx, shape.slice_chunks, shape.slices, acc, ws);
-        else
-            stream_gemm_kernel<Format::bf16, k_bf16_unroll><<<grid, k_threads, shape.smem, stream>>>(
-                part, n, k, ldx, shape.slice_chunks, shape.slices, acc, ws);
+        cudaLaunchConfig_t config{};
+        config.gridDim = grid;
+        config.blockDim = dim3(k_threads, 1, 1);
+        config.dynamicSmemBytes = shape.smem;
+        config.stream = stream;
+        cudaLaunchAttribute pdl{};
+        pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        pdl.val.programmaticStreamSerializationAllowed = 1;
+        config.attrs = &pdl;
+        config.numAttrs = skinny::pdl_enabled() ? 1 : 0;
+        cudaError_t launched =
+            format == Format::int4
+                ? cudaLaunchKernelEx(&config, stream_gemm_kernel<Format::int4, k_int4_unroll>, part, n, k,
+                                     ldx, shape.slice_chunks, shape.slices, acc, ws)
+                : cudaLaunchKernelEx(&config, stream_gemm_kernel<Format::bf16, k_bf16_unroll>, part, n, k,
+                                     ldx, shape.slice_chunks, shape.slices, acc, ws);
+        if (launched != cudaSuccess) return launched;
         if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
     }
     return cudaSuccess;

@@ -26,6 +26,7 @@
 // arrive (an atomic counter, reset by that block) sums the slices in order and writes y, so
 // results do not depend on arrival order.
 #include "engine/cuda/common.cuh"
+#include "engine/cuda/skinny_gemm.cuh"
 
 namespace tpverify::cuda::sg {
 
@@ -231,11 +232,14 @@ __global__ void __launch_bounds__(k_threads)
     const bool active = tile * k_tile < n;
     const Stream<F> stream(batch.w[e], n, k, active ? tile : 0, first, lane);
 
-    // The first weights do not depend on x: ask for them before staging it.
+    // The first weights do not depend on x: ask for them before staging it, and (launched as a
+    // programmatic dependent launch) before the previous kernel has finished.
+    skinny::pdl_trigger();
     Fragments<F> next[U];
 #pragma unroll
     for (int u = 0; u < U; ++u)
         if (active && u < len) next[u] = stream.load(u);
+    skinny::pdl_wait();
     const bf16* x = batch.x[e] + std::uint64_t(first) * k_chunk;
     const int vecs = len * (k_chunk / 8);
     for (int i = threadIdx.x; i < m * vecs; i += k_threads) {

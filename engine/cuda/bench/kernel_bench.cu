@@ -4,7 +4,7 @@
 // bandwidth ceilings; the cost of a tiny kernel in a graph (with and without programmatic
 // dependent launch); the current attention path. Not part of tpverify: a tool to choose kernels.
 // Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I. kernel_bench.cu
-//        engine/cuda/stream_gemm.cu -lcublas
+//        engine/cuda/stream_gemm.cu engine/cuda/skinny_gemm.cu -lcublas
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>

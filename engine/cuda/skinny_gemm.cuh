@@ -1,0 +1,46 @@
+#pragma once
+// Skinny bf16 GEMMs (m <= 8 rows of x) on the weights' own row-major layout, for the pass's
+// projections that are too small for cuBLAS to reach copy bandwidth (q_a, kv_a, the router,
+// q_b, kv_b, the shared expert, o_proj: 5-120 MB each): y[m x n] (+)= x[m x k] W^T, W [n][k].
+//
+// One mma.m16n8k16 covers 16 rows of W (16 output columns) x 16 k for all 8 token columns. A
+// dot product's k order is free, so each lane reads its A fragment straight from row-major
+// memory: lane (g, t) loads 16 bytes (8 k) of rows g and g + 8 at k = 32 i + 8 t, and 16 bytes
+// of x (token g) at the same k; the 8 k of a load are the two k16 steps' pairs (2t, 2t+1) and
+// (2t+8, 2t+9), the same permutation for A and B. A warp streams one 16-row tile over its
+// k range, four iterations (32 k, 1 KiB of W each) in flight. Warps of a block and blocks of a
+// cluster split k when the tiles alone give too few warps; partial sums meet in shared memory
+// (the cluster's through distributed shared memory, in rank order: deterministic).
+//
+// Launched with programmatic dependent launch: a block asks for its first weights (which no
+// kernel writes), then waits for the previous kernel (griddepcontrol.wait) before it reads x,
+// and lets the next kernel launch early (griddepcontrol.launch_dependents) so that it does the
+// same; without the launch attribute both instructions are no-ops.
+#include "engine/cuda/common.cuh"
+
+namespace tpverify::cuda::skinny {
+
+constexpr int k_threads = 256;  ///< 8 warps
+constexpr int k_max_rows = 8;   ///< rows of x (mma n8)
+
+/// Whether the kernel takes this GEMM: m <= 8, n % 16 == 0, k % 32 == 0.
+bool fits(int m, int n, int k);
+/// Enqueues y (+)= x W^T; x rows `ldx` apart (ldx % 8 == 0, 16-byte aligned pointers).
+cudaError_t run(const bf16* w, const bf16* x, int ldx, bf16* y, int m, int n, int k, bool accumulate,
+                cudaStream_t stream);
+/// Whether launches use programmatic dependent launch (TPVERIFY_PDL=0: no).
+bool pdl_enabled();
+
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+}  // namespace tpverify::cuda::skinny
