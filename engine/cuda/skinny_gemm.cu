@@ -22,8 +22,8 @@ __device__ __forceinline__ uint4 load_weights(const bf16* p) {
     return v;
 }
 
-__device__ __forceinline__ void mma(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0,
-                                    unsigned b1) {
+__device__ __forceinline__ void mma(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                    unsigned b0, unsigned b1) {
     asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
         "{%0,%1,%2,%3};"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
@@ -159,7 +159,8 @@ cudaError_t run(const bf16* w, const bf16* x, int ldx, bf16* y, int m, int n, in
     // measured slower on the H200: o_proj 48 us instead of 33.)
     const int tiles = n / 16, iterations = k / 32;
     int splits = 1;
-    while (splits < 64 && (long long)tiles * splits < 8ll * g_sms && iterations / (2 * splits) >= 3) splits *= 2;
+    while (splits < 64 && (long long)tiles * splits < 8ll * g_sms && iterations / (2 * splits) >= 3)
+        splits *= 2;
     const int k_split = std::min(splits, k_warps);
     const int cluster = splits / k_split;
     const int per_block = k_warps / k_split;
