@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs on the GPU machine (device tool): engine-only build of tpverify, the GPU test, the
+# Runs on the GPU machine (device tool): engine-only build of tpverify, the GPU tests (tpverify's
+# and the tuner plugin's), the
 # measurements of docs/benchmarks-gpu.md (TP = 1 on one H200) and the kernel tables the sim
 # prices from (--measure-kernels, INT4 and bf16 experts). Logs go to $OUT (default
 # ./device-out): engine.log, the two kernel tables, and runs.tar.gz (every run's JSON and
@@ -22,6 +23,11 @@ echo "== gpu test"
 tests/engine/gpu_tpverify.sh $tpv; rc=$?
 echo "gpu test rc=$rc"
 gpu_test=$rc
+echo "== gpu tuner plugin test"
+ninja -C build-device nccl_tuner_ncclsweep >/dev/null || { echo "tuner plugin build failed"; gpu_test=1; }
+tests/tuner/gpu_tuner_plugin.sh $tpv build-device/tuner/libnccl-tuner-ncclsweep.so; rc=$?
+echo "gpu tuner plugin test rc=$rc"
+[ $rc -eq 0 ] || gpu_test=1
 run() {  # run NAME ARGS...: one tpverify run, JSON to NAME.jsonl, wall time printed
   local name=$1; shift
   echo "== $name: $*"
@@ -42,6 +48,12 @@ run t4_cublas env TPVERIFY_GEMM=cublas $tpv "${K[@]}" --tokens 4 --iters 10
 run t4_attn_cublas env TPVERIFY_ATTENTION=cublas $tpv "${K[@]}" --tokens 4 --iters 10
 run t4_stale $tpv "${K[@]}" --tokens 4 --check --inject stale --iters 10
 run t4_both_cublas env TPVERIFY_GEMM=cublas TPVERIFY_ATTENTION=cublas $tpv "${K[@]}" --tokens 4 --iters 10 --check
+# The kernel groups tpverify runs as fewer launches (TPVERIFY_FUSE, docs/engine-cuda.md) against
+# the default (mla,moe): every step its own kernel, and mla alone.
+run t4_fuse_none env TPVERIFY_FUSE=none $tpv "${K[@]}" --tokens 4 --iters 10
+run t1_fuse_none env TPVERIFY_FUSE=none $tpv "${K[@]}" --tokens 1 --iters 10
+run t4_fuse_mla env TPVERIFY_FUSE=mla $tpv "${K[@]}" --tokens 4 --iters 10
+run t1_fuse_mla env TPVERIFY_FUSE=mla $tpv "${K[@]}" --tokens 1 --iters 10
 ${EXTRA_RUNS:-true}
 echo "== kernel tables"
 $tpv --backend cuda --measure-kernels --tokens 4 > "$out/kernels-int4.txt" 2> "$runs/kernels-int4.err"; echo "rc=$?"

@@ -1,20 +1,19 @@
 #!/usr/bin/env python3
 """Builds the sim's H200 kernel table (engine/sim/kernel_table.hpp) from measured files.
 
-    scripts/kernel-table.py RUN3_INT4 RUN3_BF16 RUN2_INT4 RUN2_BF16 BENCH > h200.txt
+    scripts/kernel-table.py INT4_TABLE BF16_TABLE DATE > h200.txt
 
-The inputs are what the GPU machine printed on 2026-12-03 (tests/fixtures/tpverify-kernels/):
-RUN3_* and RUN2_* are `tpverify --backend cuda --measure-kernels` of two engine builds (INT4
-and bf16 experts), BENCH is scripts/device-kernel-bench.sh's table. tpverify's shipped kernels
-are the ones each line below was measured with:
-- expert launches (gemm lines with COUNT > 1): run 3, except launches of 16 experts or fewer
-  (the 1-token pass), which run 3 measured with a one-shot variant of the kernel that tpverify
-  no longer ships: those from run 2 (the streaming kernel tpverify ships);
-- every other bf16 GEMM (COUNT 1): cuBLAS, from the bench's `cublas` column (m = 1 and 4);
-- attention: run 2, whose attention was cuBLAS's (run 3 measured the fused MLA kernel);
-- ops and norms: run 3 (the shipped kernels).
+INT4_TABLE and BF16_TABLE are what `tpverify --backend cuda --measure-kernels --tokens 4` printed
+on the GPU machine with INT4 and with bf16 routed experts (`--expert-format bf16`), from one
+build (scripts/device-engine.sh writes both: kernels-int4.txt, kernels-bf16.txt; the checked-in
+ones are tests/fixtures/tpverify-kernels/run*-int4.txt and run*-bf16.txt). Every line is the
+kernel tpverify runs by default for that step, timed one step at a time in a CUDA graph of its
+kind: bf16 GEMMs up to 160 MB on the skinny kernel and larger ones on cuBLAS, the routed experts
+on the streaming kernel, attention on cuBLAS, the small kernels with programmatic dependent
+launch. The INT4 table gives every line; the bf16 table adds the bf16 expert launches.
+What the table cannot hold: the groups of steps that tpverify runs as fewer launches
+(TPVERIFY_FUSE, docs/engine-cuda.md) are timed here as their separate steps.
 """
-import re
 import sys
 
 
@@ -29,51 +28,23 @@ def read_table(path):
         if words[0] in ('gpu', 'copy_gbps'):
             header[words[0]] = line
             continue
-        lines[' '.join(words[:-1])] = float(words[-1])
+        key = ' '.join(words[:-1])
+        lines.setdefault(key, float(words[-1]))
     return header, lines
 
 
-def bench_cublas(path):
-    """bf16 NAME m=M n=N k=K ... | cublas US -> {"gemm bf16 M N K 1": US}"""
-    out = {}
-    pattern = re.compile(r'^bf16 (\S+)\s+m=(\d+) n=(\d+) k=(\d+) .*\| cublas ([0-9.]+)')
-    for line in open(path):
-        m = pattern.match(line)
-        if m:
-            out[f'gemm bf16 {m.group(2)} {m.group(3)} {m.group(4)} 1'] = float(m.group(5))
-    return out
-
-
 def main():
-    if len(sys.argv) != 6:
+    if len(sys.argv) != 4:
         sys.exit(__doc__.splitlines()[2].strip())
-    run3_int4, run3_bf16, run2_int4, run2_bf16, bench = sys.argv[1:]
-    header, r3 = read_table(run3_int4)
-    r3.update({k: v for k, v in read_table(run3_bf16)[1].items() if k not in r3})
-    r2 = read_table(run2_int4)[1]
-    r2.update({k: v for k, v in read_table(run2_bf16)[1].items() if k not in r2})
-    cublas = bench_cublas(bench)
-    table = {}
-    for key, us in r3.items():
-        kind = key.split()[0]
-        if kind == 'gemm':
-            count = int(key.split()[5])
-            if count > 16:
-                table[key] = us
-            elif count > 1 and key in r2:
-                table[key] = r2[key]
-        elif kind in ('op', 'norm'):
-            table[key] = us
-    for key, us in r2.items():
-        if key.startswith('attention'):
-            table[key] = us
-    table.update(cublas)
+    int4, bf16, date = sys.argv[1:]
+    header, table = read_table(int4)
+    for key, us in read_table(bf16)[1].items():
+        table.setdefault(key, us)
     print('tpverify-kernels 1')
-    print('# builtin:h200 - kernel times measured on one NVIDIA H200 (device tool, 2026-12-03), composed')
-    print('# by scripts/kernel-table.py from tests/fixtures/tpverify-kernels/ (its docstring says which line')
-    print('# comes from which run): expert launches and small kernels from tpverify --measure-kernels,')
-    print('# bf16 GEMMs on cuBLAS from scripts/device-kernel-bench.sh, attention (cuBLAS) from the run that')
-    print('# timed it; us per kernel in a CUDA graph of its kind (its launch gap included).')
+    print(f'# builtin:h200 - kernel times measured on one NVIDIA H200 (device tool, {date}), composed')
+    print('# by scripts/kernel-table.py from the INT4 and bf16 --measure-kernels tables of one build')
+    print('# (tests/fixtures/tpverify-kernels/): the kernels tpverify runs by default, each step timed')
+    print('# on its own; us per kernel in a CUDA graph of its kind (its launch gap included).')
     print(header['gpu'])
     print(header['copy_gbps'])
     order = {'gemm': 0, 'attention': 1, 'op': 2, 'norm': 3}

@@ -4,11 +4,13 @@
 #include <cstring>
 #include <random>
 #include <set>
+#include <string>
 #include <tuple>
 #include <vector>
 
 #include "engine/cuda/check.cuh"
 #include "engine/cuda/ops.cuh"
+#include "engine/cuda/rank.cuh"
 
 namespace tpverify::cuda {
 namespace {
@@ -210,6 +212,120 @@ Status check_topk(RankEngine& engine, int tokens, int experts, int k, std::uint6
     return {};
 }
 
+/// The grouped skinny launch of the fused pass (RankEngine::enqueue_fused) at the pass's shapes:
+/// q_b and kv_b in one launch (kv_b's x rows wider than its k, as kv_a's output is), the router
+/// and the shared gate_up in one launch, and (TPVERIFY_FUSE=silu) the shared expert's down with
+/// SiLU-and-mul in its input load, each part against a host reference.
+Status check_skinny_group(RankEngine& engine, const PassPlan& plan, std::uint64_t seed, CheckOutcome& out) {
+    const KernelFusion& fusion = kernel_fusion();
+    auto ends = [](const std::string& s, const std::string& tail) {
+        return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    const Gemm *qb = nullptr, *kvb = nullptr, *down = nullptr, *router = nullptr, *up = nullptr;
+    for (const Step& s : plan.steps) {
+        if (s.kind != Step::Kind::gemm || !skinny_chosen(engine.gemm_path(), s.gemm)) continue;
+        if (fusion.mla && qb == nullptr && ends(s.label, ".q_b")) qb = &s.gemm;
+        if (fusion.mla && kvb == nullptr && ends(s.label, ".kv_b")) kvb = &s.gemm;
+        if (fusion.silu && down == nullptr && ends(s.label, ".shared0.down")) down = &s.gemm;
+        if (fusion.moe && router == nullptr && ends(s.label, ".router")) router = &s.gemm;
+        if (fusion.moe && up == nullptr && ends(s.label, ".shared0.gate_up")) up = &s.gemm;
+    }
+    struct Host {
+        int n, k, ldx;
+        bool silu;
+        int launch;  ///< parts of one launch share this
+        std::vector<bf16> w, x;
+    };
+    std::vector<Host> hosts;
+    int m = 0;
+    if (qb != nullptr && kvb != nullptr) {
+        hosts.push_back({qb->n, qb->k, qb->k, false, 0, {}, {}});
+        hosts.push_back({kvb->n, kvb->k, kvb->k + 64, false, 0, {}, {}});
+        m = qb->m;
+    }
+    if (router != nullptr && up != nullptr && (m == 0 || router->m == m)) {
+        hosts.push_back({router->n, router->k, router->k, false, 1, {}, {}});
+        hosts.push_back({up->n, up->k, up->k, false, 1, {}, {}});
+        m = router->m;
+    }
+    if (down != nullptr && (m == 0 || down->m == m)) {
+        hosts.push_back({down->n, down->k, 2 * down->k, true, 2, {}, {}});
+        m = down->m;
+    }
+    if (hosts.empty()) return {};
+    std::mt19937_64 rng(seed);
+    Scratch scratch;
+    skinny::Part parts[5];
+    std::vector<bf16*> d_y;
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
+        Host& h = hosts[i];
+        h.w.resize(std::uint64_t(h.n) * h.k);
+        h.x.resize(std::uint64_t(m) * h.ldx);
+        for (auto& v : h.w) v = as_bf16(float(int(rng() % 2001) - 1000) / 64000.0f);
+        for (auto& v : h.x) v = as_bf16(float(int(rng() % 2001) - 1000) / 500.0f);
+        bf16 *w = nullptr, *x = nullptr, *y = nullptr;
+        TPV_TRY(scratch.alloc(w, h.w.size()));
+        TPV_TRY(scratch.alloc(x, h.x.size()));
+        TPV_TRY(scratch.alloc(y, std::uint64_t(m) * h.n));
+        TPV_CUDA("check", cudaMemcpy(w, h.w.data(), h.w.size() * 2, cudaMemcpyHostToDevice));
+        TPV_CUDA("check", cudaMemcpy(x, h.x.data(), h.x.size() * 2, cudaMemcpyHostToDevice));
+        TPV_CUDA("check", cudaMemset(y, 0xff, std::uint64_t(m) * h.n * 2));  // NaN
+        parts[i].w = w, parts[i].x = x, parts[i].y = y, parts[i].ldx = h.ldx, parts[i].n = h.n;
+        parts[i].k = h.k, parts[i].silu = h.silu;
+        d_y.push_back(y);
+    }
+    cudaStream_t s = engine.stream();
+    // As the pass launches them: q_b + kv_b in one launch, router + gate_up in one, down alone.
+    for (std::size_t first = 0; first < hosts.size();) {
+        std::size_t end = first + 1;
+        while (end < hosts.size() && hosts[end].launch == hosts[first].launch) ++end;
+        TPV_CUDA("check", skinny::run_group(parts + first, int(end - first), m, false, s));
+        first = end;
+    }
+    TPV_CUDA("check", cudaStreamSynchronize(s));
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
+        const Host& h = hosts[i];
+        std::vector<bf16> y(std::uint64_t(m) * h.n);
+        TPV_CUDA("check", cudaMemcpy(y.data(), d_y[i], y.size() * 2, cudaMemcpyDeviceToHost));
+        std::vector<double> ref, got;
+        for (int r = 0; r < m; ++r) {
+            std::vector<double> xr(std::size_t(h.k));
+            for (int j = 0; j < h.k; ++j) {
+                const float g = as_float(h.x[std::uint64_t(r) * h.ldx + j]);
+                xr[std::size_t(j)] =
+                    h.silu ? as_float(as_bf16(g / (1.0f + std::exp(-g)) *
+                                              as_float(h.x[std::uint64_t(r) * h.ldx + h.k + j])))
+                           : g;
+            }
+            for (int col = 0; col < h.n; col += 3) {
+                double acc = 0;
+                for (int j = 0; j < h.k; ++j)
+                    acc += double(as_float(h.w[std::uint64_t(col) * h.k + j])) * xr[std::size_t(j)];
+                ref.push_back(acc);
+                got.push_back(as_float(y[std::uint64_t(r) * h.n + col]));
+            }
+        }
+        double squares = 0;
+        for (double v : ref) squares += v * v;
+        const double rms = std::sqrt(squares / double(std::max<std::size_t>(ref.size(), 1)));
+        long long wrong = 0;
+        for (std::size_t j = 0; j < ref.size(); ++j) {
+            const double err = std::fabs(got[j] - ref[j]);
+            if (!(err <= 1e-2 * std::fabs(ref[j]) + 1e-2 * rms)) ++wrong;
+            if (rms > 0 && (std::isnan(err) || err / rms > out.gemm_max_rel_err))
+                out.gemm_max_rel_err = std::isnan(err) ? INFINITY : err / rms;
+        }
+        out.gemm_checked += (long long)ref.size();
+        out.checked += (long long)ref.size();
+        out.wrong += wrong;
+        if (wrong > 0 && out.detail.empty())
+            out.detail = "grouped skinny GEMM part " + std::to_string(i) + (h.silu ? " (SiLU input)" : "") +
+                         ": " + std::to_string(wrong) + " of " + std::to_string(ref.size()) +
+                         " outputs differ from the double-precision reference";
+    }
+    return {};
+}
+
 }  // namespace
 
 Status check_attention(RankEngine& engine, const PassPlan& plan, CheckOutcome& out) {
@@ -324,6 +440,7 @@ Status check_stream_gemms(RankEngine& engine, const PassPlan& plan, CheckOutcome
     }
     std::uint64_t seed = 12345 + std::uint64_t(engine.comm().rank());
     for (const Case& c : cases) TPV_TRY(check_case(engine, c, seed++, out));
+    TPV_TRY(check_skinny_group(engine, plan, seed++, out));
     for (const Step& s : plan.steps)
         if (s.kind == Step::Kind::op && s.op == Op::topk && plan.model.active_experts > 0) {
             TPV_TRY(check_topk(engine, s.op_rows, s.op_width, plan.model.active_experts, seed, out));

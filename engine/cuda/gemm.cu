@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "engine/cuda/gemm.cuh"
 #include "engine/cuda/kernels.cuh"
@@ -102,6 +103,14 @@ bool skinny_chosen(GemmPath path, const Gemm& g) {
         const char* v = std::getenv("TPVERIFY_SKINNY_MAX_MB");
         return v != nullptr && *v != '\0' ? std::atof(v) : 160.0;
     }();
+    // TPVERIFY_SKINNY_EXCLUDE=NxK,...: shapes left to cuBLAS (for comparing the two per shape).
+    static const std::string exclude = [] {
+        const char* v = std::getenv("TPVERIFY_SKINNY_EXCLUDE");
+        return "," + std::string(v != nullptr ? v : "") + ",";
+    }();
+    if (exclude.size() > 2 &&
+        exclude.find("," + std::to_string(g.n) + "x" + std::to_string(g.k) + ",") != std::string::npos)
+        return false;
     return path == GemmPath::automatic && !g.int4 && skinny::fits(g.m, g.n, g.k) &&
            double(g.weight_bytes()) <= max_mb * 1e6;
 }

@@ -1,6 +1,8 @@
 // The layer's small kernels: one element (or one 8-element vector) per thread over many blocks,
 // so that each costs about its launch and one round trip to memory.
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include "engine/cuda/ops.cuh"
 #include "engine/cuda/skinny_gemm.cuh"
@@ -15,11 +17,16 @@ unsigned blocks_for(std::uint64_t items) {
     return unsigned(b == 0 ? 1 : (b > 65535 ? 65535 : b));
 }
 
-// One block per row; each thread one pair, reduced through shared memory.
-__global__ void rmsnorm_rows_kernel(bf16* x, int width, int ld, const bf16* gamma, float eps) {
+// One block per row; each thread one pair, reduced through shared memory. Blocks from `rows`
+// on work on the second set of rows (x2, width2, ld2): two norms in one launch.
+__global__ void rmsnorm_rows_kernel(bf16* x, int width, int ld, int rows, bf16* x2, int width2, int ld2,
+                                    const bf16* gamma, float eps) {
     skinny::pdl_trigger();  // the next GEMM may launch and fetch its weights
+    skinny::pdl_wait();     // launched early (PDL): the previous kernel's writes first
     __shared__ float partial[32];
-    bf16* row = x + std::uint64_t(blockIdx.x) * ld;
+    const bool second = int(blockIdx.x) >= rows;
+    bf16* row = second ? x2 + std::uint64_t(blockIdx.x - rows) * ld2 : x + std::uint64_t(blockIdx.x) * ld;
+    if (second) width = width2;
     float squares = 0.0f;
     float2 v[4], g[4];
     int n = 0;
@@ -42,6 +49,7 @@ __global__ void rmsnorm_rows_kernel(bf16* x, int width, int ld, const bf16* gamm
 
 __global__ void rope_kernel(bf16* x, int rows, int pairs_per_row, int ld, int position) {
     skinny::pdl_trigger();  // the next GEMM may launch and fetch its weights
+    skinny::pdl_wait();     // launched early (PDL): the previous kernel's writes first
     const std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x;
     if (i >= std::uint64_t(rows) * pairs_per_row) return;
     const int r = int(i / pairs_per_row), p = int(i % pairs_per_row);
@@ -56,6 +64,7 @@ __global__ void rope_kernel(bf16* x, int rows, int pairs_per_row, int ld, int po
 __global__ void copy_rows_kernel(const bf16* src, int rows, int pairs_per_row, int ld, bf16* dst,
                                  int dst_ld) {
     skinny::pdl_trigger();  // the next GEMM may launch and fetch its weights
+    skinny::pdl_wait();     // launched early (PDL): the previous kernel's writes first
     const std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x;
     if (i >= std::uint64_t(rows) * pairs_per_row) return;
     const int r = int(i / pairs_per_row), p = int(i % pairs_per_row);
@@ -63,9 +72,36 @@ __global__ void copy_rows_kernel(const bf16* src, int rows, int pairs_per_row, i
         reinterpret_cast<const __nv_bfloat162*>(src + std::uint64_t(r) * ld)[p];
 }
 
+// Blocks [0, rope_blocks): rope_kernel's work on x; the rest: copy_rows_kernel's from src (a
+// different buffer), so the two need no order.
+__global__ void rope_copy_kernel(bf16* x, int rows, int pairs_per_row, int ld, int position,
+                                 unsigned rope_blocks, const bf16* src, int copy_pairs, int src_ld, bf16* dst,
+                                 int dst_ld) {
+    skinny::pdl_trigger();  // the next GEMM may launch and fetch its weights
+    skinny::pdl_wait();     // launched early (PDL): the previous kernel's writes first
+    if (blockIdx.x < rope_blocks) {
+        const std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x;
+        if (i >= std::uint64_t(rows) * pairs_per_row) return;
+        const int r = int(i / pairs_per_row), p = int(i % pairs_per_row);
+        __nv_bfloat162* pair = reinterpret_cast<__nv_bfloat162*>(x + std::uint64_t(r) * ld) + p;
+        const float2 v = __bfloat1622float2(*pair);
+        const float angle = float(position + r) * __powf(10000.0f, -float(p % 32) / 32.0f);
+        float s, c;
+        __sincosf(angle, &s, &c);
+        *pair = __floats2bfloat162_rn(v.x * c - v.y * s, v.x * s + v.y * c);
+        return;
+    }
+    const std::uint64_t i = (blockIdx.x - rope_blocks) * std::uint64_t(blockDim.x) + threadIdx.x;
+    if (i >= std::uint64_t(rows) * copy_pairs) return;
+    const int r = int(i / copy_pairs), p = int(i % copy_pairs);
+    reinterpret_cast<__nv_bfloat162*>(dst + std::uint64_t(r) * dst_ld)[p] =
+        reinterpret_cast<const __nv_bfloat162*>(src + std::uint64_t(r) * src_ld)[p];
+}
+
 // One warp per token: k rounds of a warp-wide arg-max over the sigmoid scores.
 __global__ void topk_kernel(const bf16* logits, int tokens, int experts, int k, int* ids, float* weights) {
     skinny::pdl_trigger();  // the next GEMM may launch and fetch its weights
+    skinny::pdl_wait();     // launched early (PDL): the previous kernel's writes first
     const int warp = int((blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x) / 32),
               lane = threadIdx.x & 31;
     if (warp >= tokens) return;
@@ -106,6 +142,7 @@ __global__ void topk_kernel(const bf16* logits, int tokens, int experts, int k, 
 
 __global__ void silu_mul_kernel(bf16* x, int rows, int inter, int ld) {
     skinny::pdl_trigger();  // the next GEMM may launch and fetch its weights
+    skinny::pdl_wait();     // launched early (PDL): the previous kernel's writes first
     const std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x;
     const int pairs = inter / 2;
     if (i >= std::uint64_t(rows) * pairs) return;
@@ -119,6 +156,7 @@ __global__ void silu_mul_kernel(bf16* x, int rows, int inter, int ld) {
 __global__ void expert_sum_kernel(const bf16* outs, const int* slots, const float* weights, int tokens, int k,
                                   int hidden, bf16* y, int accumulate) {
     skinny::pdl_trigger();  // the next GEMM may launch and fetch its weights
+    skinny::pdl_wait();     // launched early (PDL): the previous kernel's writes first
     const std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x;
     const int pairs = hidden / 2;
     if (i >= std::uint64_t(tokens) * pairs) return;
@@ -137,49 +175,97 @@ __global__ void expert_sum_kernel(const bf16* outs, const int* slots, const floa
 
 }  // namespace
 
+bool ops_pdl() {
+    static const bool on = [] {
+        const char* v = std::getenv("TPVERIFY_PDL_OPS");
+        return skinny::pdl_enabled() && (v == nullptr || std::strcmp(v, "0") != 0);
+    }();
+    return on;
+}
+
+namespace {
+
+// Launches with programmatic dependent launch where enabled: the kernel's blocks are placed
+// while the previous kernel runs and wait for it in griddepcontrol.wait.
+template <typename... Params, typename... Args>
+cudaError_t launch(void (*kernel)(Params...), unsigned blocks, unsigned threads, cudaStream_t s,
+                   Args... args) {
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(blocks, 1, 1);
+    config.blockDim = dim3(threads, 1, 1);
+    config.stream = s;
+    cudaLaunchAttribute pdl{};
+    pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    pdl.val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = &pdl;
+    config.numAttrs = ops_pdl() ? 1 : 0;
+    return cudaLaunchKernelEx(&config, kernel, Params(args)...);
+}
+
+}  // namespace
+
 cudaError_t rmsnorm_rows(bf16* x, int rows, int width, int ld, const bf16* gamma, float eps, cudaStream_t s) {
     if (width % 2 != 0 || ld % 2 != 0 || width > 8 * 1024) return cudaErrorInvalidValue;
     // Up to 4 pairs per thread, at least one warp.
     const int threads = std::max(32, ((width / 2 + 3) / 4 + 31) / 32 * 32);
-    rmsnorm_rows_kernel<<<rows, threads, 0, s>>>(x, width, ld, gamma, eps);
-    return cudaGetLastError();
+    return launch(rmsnorm_rows_kernel, unsigned(rows), unsigned(threads), s, x, width, ld, rows, x, width, ld,
+                  gamma, eps);
+}
+
+cudaError_t rmsnorm_rows2(bf16* x, int width, int ld, bf16* x2, int width2, int ld2, int rows,
+                          const bf16* gamma, float eps, cudaStream_t s) {
+    for (int w : {width, width2, ld, ld2})
+        if (w % 2 != 0) return cudaErrorInvalidValue;
+    if (width > 8 * 1024 || width2 > 8 * 1024) return cudaErrorInvalidValue;
+    const int wide = std::max(width, width2);
+    const int threads = std::max(32, ((wide / 2 + 3) / 4 + 31) / 32 * 32);
+    return launch(rmsnorm_rows_kernel, unsigned(2 * rows), unsigned(threads), s, x, width, ld, rows, x2,
+                  width2, ld2, gamma, eps);
+}
+
+cudaError_t rope_kv_write(bf16* x, int rows, int width, int ld, int position, const bf16* src, int copy_width,
+                          int src_ld, bf16* cache, int cache_width, int at, cudaStream_t s) {
+    for (int w : {width, ld, copy_width, src_ld, cache_width})
+        if (w % 2 != 0) return cudaErrorInvalidValue;
+    if (at < 0) return cudaErrorInvalidValue;
+    const unsigned rope_blocks = blocks_for(std::uint64_t(rows) * (width / 2));
+    const unsigned copy_blocks = blocks_for(std::uint64_t(rows) * (copy_width / 2));
+    return launch(rope_copy_kernel, rope_blocks + copy_blocks, unsigned(k_threads), s, x, rows, width / 2, ld,
+                  position, rope_blocks, src, copy_width / 2, src_ld, cache + std::uint64_t(at) * cache_width,
+                  cache_width);
 }
 
 cudaError_t rope(bf16* x, int rows, int width, int ld, int position, cudaStream_t s) {
     if (width % 2 != 0 || ld % 2 != 0) return cudaErrorInvalidValue;
-    rope_kernel<<<blocks_for(std::uint64_t(rows) * (width / 2)), k_threads, 0, s>>>(x, rows, width / 2, ld,
-                                                                                    position);
-    return cudaGetLastError();
+    return launch(rope_kernel, blocks_for(std::uint64_t(rows) * (width / 2)), k_threads, s, x, rows,
+                  width / 2, ld, position);
 }
 
 cudaError_t kv_write(const bf16* src, int rows, int width, int ld, bf16* cache, int cache_width, int at,
                      cudaStream_t s) {
     if (width % 2 != 0 || ld % 2 != 0 || cache_width % 2 != 0 || at < 0) return cudaErrorInvalidValue;
-    copy_rows_kernel<<<blocks_for(std::uint64_t(rows) * (width / 2)), k_threads, 0, s>>>(
-        src, rows, width / 2, ld, cache + std::uint64_t(at) * cache_width, cache_width);
-    return cudaGetLastError();
+    return launch(copy_rows_kernel, blocks_for(std::uint64_t(rows) * (width / 2)), k_threads, s, src, rows,
+                  width / 2, ld, cache + std::uint64_t(at) * cache_width, cache_width);
 }
 
 cudaError_t topk(const bf16* logits, int tokens, int experts, int k, int* ids, float* weights,
                  cudaStream_t s) {
     if (k < 1 || k > 32 || experts > 512 || experts < k) return cudaErrorInvalidValue;
-    topk_kernel<<<blocks_for(std::uint64_t(tokens) * 32), k_threads, 0, s>>>(logits, tokens, experts, k, ids,
-                                                                             weights);
-    return cudaGetLastError();
+    return launch(topk_kernel, blocks_for(std::uint64_t(tokens) * 32), k_threads, s, logits, tokens, experts,
+                  k, ids, weights);
 }
 
 cudaError_t silu_mul(bf16* x, int rows, int inter, int ld, cudaStream_t s) {
     if (inter % 2 != 0 || ld % 2 != 0) return cudaErrorInvalidValue;
-    silu_mul_kernel<<<blocks_for(std::uint64_t(rows) * (inter / 2)), k_threads, 0, s>>>(x, rows, inter, ld);
-    return cudaGetLastError();
+    return launch(silu_mul_kernel, blocks_for(std::uint64_t(rows) * (inter / 2)), k_threads, s, x, rows,
+                  inter, ld);
 }
 
 cudaError_t expert_sum(const bf16* outs, const int* slots, const float* weights, int tokens, int k,
                        int hidden, bf16* y, bool accumulate, cudaStream_t s) {
     if (hidden % 2 != 0) return cudaErrorInvalidValue;
-    expert_sum_kernel<<<blocks_for(std::uint64_t(tokens) * (hidden / 2)), k_threads, 0, s>>>(
-        outs, slots, weights, tokens, k, hidden, y, accumulate ? 1 : 0);
-    return cudaGetLastError();
+    return launch(expert_sum_kernel, blocks_for(std::uint64_t(tokens) * (hidden / 2)), k_threads, s, outs,
+                  slots, weights, tokens, k, hidden, y, accumulate ? 1 : 0);
 }
 
 }  // namespace tpverify::cuda

@@ -11,6 +11,16 @@ namespace tpverify::cuda {
 
 /// In place: each of `rows` rows of `width` bf16 (row stride `ld`) becomes RMSNorm(row) * gamma.
 cudaError_t rmsnorm_rows(bf16* x, int rows, int width, int ld, const bf16* gamma, float eps, cudaStream_t s);
+/// rmsnorm_rows on two sets of `rows` rows in one launch (q_norm and kv_norm): x (width, ld) and
+/// x2 (width2, ld2), which must not overlap.
+cudaError_t rmsnorm_rows2(bf16* x, int width, int ld, bf16* x2, int width2, int ld2, int rows,
+                          const bf16* gamma, float eps, cudaStream_t s);
+/// rope on x and kv_write of src (a buffer rope does not touch) in one launch.
+cudaError_t rope_kv_write(bf16* x, int rows, int width, int ld, int position, const bf16* src, int copy_width,
+                          int src_ld, bf16* cache, int cache_width, int at, cudaStream_t s);
+/// Whether the small kernels launch with programmatic dependent launch (TPVERIFY_PDL_OPS=0 or
+/// TPVERIFY_PDL=0: no).
+bool ops_pdl();
 /// In place: rotates the (even, odd) pairs of the first `width` elements of each row by the
 /// angle position * 10000^(-2i / width) (positions start at `position`).
 cudaError_t rope(bf16* x, int rows, int width, int ld, int position, cudaStream_t s);

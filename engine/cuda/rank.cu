@@ -1,6 +1,8 @@
 // One rank: buffers, the pass as stream work (GEMMs, collectives, norms), capture and timing.
 #include <algorithm>
+#include <cstdlib>
 #include <set>
+#include <string>
 #include <utility>
 
 #include "engine/cuda/ops.cuh"
@@ -25,6 +27,28 @@ cudaStreamCaptureMode capture_mode(CaptureMode mode) {
 }
 
 }  // namespace
+
+const KernelFusion& kernel_fusion() {
+    static const KernelFusion f = [] {
+        KernelFusion k;
+        const char* v = std::getenv("TPVERIFY_FUSE");
+        if (v == nullptr) return k;
+        const std::string s = "," + std::string(v) + ",";
+        const bool all = s == ",all,";
+        k.mla = all || s.find(",mla,") != std::string::npos;
+        k.moe = all || s.find(",moe,") != std::string::npos;
+        k.silu = all || s.find(",silu,") != std::string::npos;
+        return k;
+    }();
+    return f;
+}
+
+std::string kernel_fusion_name(const KernelFusion& f) {
+    std::string s;
+    for (auto [on, name] : {std::pair{f.mla, "mla"}, std::pair{f.moe, "moe"}, std::pair{f.silu, "silu"}})
+        if (on) s += (s.empty() ? "" : ",") + std::string(name);
+    return s.empty() ? "none" : s;
+}
 
 RankEngine::RankEngine(const Options& options, int rank, int nranks, int device, GemmPath gemm)
     : m_options(options), m_rank(rank), m_nranks(nranks), m_device(device), m_gemm(gemm) {}
@@ -95,6 +119,8 @@ Status RankEngine::setup(const std::vector<const PassPlan*>& plans, const ncclUn
     TPV_CUDA("init", fill_bits(m_buf.gamma, m_hidden, 0x3f80, m_stream));  // gamma = 1.0
     for (const Injection& inj : m_options.inject)
         if (inj.kind == "stale") TPV_TRY(alloc(m_stale, send, 0.0f, 0));
+    m_fuse_elems = std::uint64_t(m_max_rows) * 65536;
+    TPV_TRY(alloc(m_fuse, m_fuse_elems, 1.0f, seed + 8));
     m_buf.send_elems = send;
     m_buf.gather_elems = gather;
     TPV_TRY(m_attention.allocate(plans, m_stream));
@@ -231,7 +257,133 @@ Status RankEngine::collective(const Step& step, PassKind kind, const char* phase
 
 Status RankEngine::enqueue(const PassPlan& plan, PassKind kind, const char* phase) {
     m_last_rows = plan.tokens;
-    for (std::size_t i = 0; i < plan.steps.size(); ++i) TPV_TRY(enqueue_step(plan, i, kind, phase));
+    for (std::size_t i = 0; i < plan.steps.size();) {
+        std::size_t used = 0;
+        TPV_TRY(enqueue_fused(plan, i, kind, phase, used));
+        if (used == 0) {
+            TPV_TRY(enqueue_step(plan, i, kind, phase));
+            used = 1;
+        }
+        i += used;
+    }
+    return {};
+}
+
+Status RankEngine::enqueue_fused(const PassPlan& plan, std::size_t index, PassKind kind, const char* phase,
+                                 std::size_t& used) {
+    used = 0;
+    const KernelFusion& fusion = kernel_fusion();
+    const std::vector<Step>& st = plan.steps;
+    auto is_gemm = [&](std::size_t i) {
+        return i < st.size() && st[i].kind == Step::Kind::gemm && skinny_chosen(m_gemm, st[i].gemm) &&
+               st[i].gemm.m == st[index].gemm.m;
+    };
+    auto is_op = [&](std::size_t i, Op op) {
+        return i < st.size() && st[i].kind == Step::Kind::op && st[i].op == op;
+    };
+    auto w = [&](std::size_t i) { return static_cast<const bf16*>(m_weights.weight(plan, i)); };
+    const bool gemms = kind == PassKind::full || kind == PassKind::gemm_only;
+    const bool ops = kind == PassKind::full || kind == PassKind::ops_only;
+    if (st[index].kind == Step::Kind::op) return enqueue_silu_down(plan, index, kind, phase, used);
+    if (st[index].kind != Step::Kind::gemm) return {};
+    const int m = st[index].gemm.m;
+    // MLA's projections: q_a, kv_a (both on the normed input), q_norm, kv_norm, q_b, kv_b,
+    // RoPE, KV write: 2 grouped GEMMs and 2 small kernels instead of 4 + 4. q_b reads q_a's
+    // normed output and kv_b kv_a's (as the model does), each in a buffer of its own.
+    if (fusion.mla && is_gemm(index) && is_gemm(index + 1) && is_op(index + 2, Op::q_norm) &&
+        is_op(index + 3, Op::kv_norm) && is_gemm(index + 4) && is_gemm(index + 5) &&
+        is_op(index + 6, Op::rope) && is_op(index + 7, Op::kv_write)) {
+        const Gemm &qa = st[index].gemm, &kva = st[index + 1].gemm, &qb = st[index + 4].gemm,
+                   &kvb = st[index + 5].gemm;
+        const Step &qn = st[index + 2], &kvn = st[index + 3], &rp = st[index + 6], &kw = st[index + 7];
+        const std::uint64_t need = std::uint64_t(m) * (qa.n + kva.n + qb.n + kvb.n);
+        if (qa.k == m_hidden && kva.k == m_hidden && qa.n != m_hidden && kva.n != m_hidden && qb.k == qa.n &&
+            kvb.k <= kva.n && qn.op_width <= qa.n && kvn.op_width <= kva.n && rp.op_width <= qb.n &&
+            qn.op_rows == m && kvn.op_rows == m && rp.op_rows == m && kw.op_rows == m &&
+            need <= m_fuse_elems && kva.n % 8 == 0 && qa.n % 8 == 0) {
+            bf16* a = m_fuse;
+            bf16* b = a + std::uint64_t(m) * qa.n;
+            bf16* c = b + std::uint64_t(m) * kva.n;
+            bf16* d = c + std::uint64_t(m) * qb.n;
+            if (gemms) {
+                skinny::Part p[2];
+                p[0].w = w(index), p[0].x = m_buf.normed, p[0].y = a, p[0].ldx = m_hidden, p[0].n = qa.n;
+                p[0].k = qa.k;
+                p[1].w = w(index + 1), p[1].x = m_buf.normed, p[1].y = b, p[1].ldx = m_hidden;
+                p[1].n = kva.n, p[1].k = kva.k;
+                TPV_CUDA(phase, skinny::run_group(p, 2, m, false, m_stream));
+            }
+            if (ops)
+                TPV_CUDA(phase, rmsnorm_rows2(a, qn.op_width, qa.n, b, kvn.op_width, kva.n, m, m_buf.gamma,
+                                              m_eps, m_stream));
+            if (gemms) {
+                skinny::Part p[2];
+                p[0].w = w(index + 4), p[0].x = a, p[0].y = c, p[0].ldx = qa.n, p[0].n = qb.n, p[0].k = qb.k;
+                p[1].w = w(index + 5), p[1].x = b, p[1].y = d, p[1].ldx = kva.n, p[1].n = kvb.n,
+                p[1].k = kvb.k;
+                TPV_CUDA(phase, skinny::run_group(p, 2, m, false, m_stream));
+            }
+            if (ops) {
+                const std::string label = kw.label.substr(0, kw.label.find('.') + 1) + "attention";
+                bf16* cache = m_attention.cache(label);
+                if (cache == nullptr) return Status::fail(phase, "kv_write", "no KV cache for " + label);
+                const int row = m_attention.row_width(label);
+                const int at = std::max(0, m_attention.rows(label) - m);
+                TPV_CUDA(phase, rope_kv_write(c, m, rp.op_width, qb.n, plan.context, b,
+                                              std::min(kw.op_width, row), kva.n, cache, row, at, m_stream));
+            }
+            used = 8;
+            return {};
+        }
+    }
+    // A MoE layer's router and shared gate_up (both on the normed input) as one launch, then
+    // top-k: 1 GEMM launch instead of 2. The outputs land where the separate GEMMs put them.
+    if (fusion.moe && is_gemm(index) && is_op(index + 1, Op::topk) && is_gemm(index + 2)) {
+        const Gemm &router = st[index].gemm, &up = st[index + 2].gemm;
+        const Step& tk = st[index + 1];
+        if (router.k == m_hidden && up.k == m_hidden && router.n != m_hidden && up.n != m_hidden &&
+            tk.op_rows == m && tk.op_width == router.n) {
+            bf16* r = m_scratch[m_last_scratch ^ 1];
+            bf16* g = m_scratch[m_last_scratch];
+            if (gemms) {
+                skinny::Part p[2];
+                p[0].w = w(index), p[0].x = m_buf.normed, p[0].y = r, p[0].ldx = m_hidden, p[0].n = router.n;
+                p[0].k = router.k;
+                p[1].w = w(index + 2), p[1].x = m_buf.normed, p[1].y = g, p[1].ldx = m_hidden, p[1].n = up.n;
+                p[1].k = up.k;
+                TPV_CUDA(phase, skinny::run_group(p, 2, m, false, m_stream));
+            }
+            if (ops)
+                TPV_CUDA(phase, topk(r, m, router.n, plan.model.active_experts, m_topk_ids, m_topk_weights,
+                                     m_stream));
+            used = 3;  // m_last_scratch flipped twice: gate_up's output is the last one
+            return {};
+        }
+    }
+    return {};
+}
+
+Status RankEngine::enqueue_silu_down(const PassPlan& plan, std::size_t index, PassKind kind,
+                                     const char* phase, std::size_t& used) {
+    // The shared expert's (or a dense MLP's) SiLU-and-mul in its down GEMM's input load: the
+    // down GEMM reads gate_up's output (the last GEMM's) and applies SiLU(gate) * up itself.
+    used = 0;
+    const std::vector<Step>& st = plan.steps;
+    if (!kernel_fusion().silu || index == 0 || index + 1 >= st.size()) return {};
+    const Step &silu = st[index], &prev = st[index - 1], &down = st[index + 1];
+    if (silu.kind != Step::Kind::op || silu.op != Op::silu_mul || prev.kind != Step::Kind::gemm ||
+        down.kind != Step::Kind::gemm || !skinny_chosen(m_gemm, down.gemm) || down.gemm.n != m_hidden ||
+        down.gemm.k != silu.op_width || prev.gemm.n != 2 * down.gemm.k || silu.op_rows != down.gemm.m)
+        return {};
+    if (kind == PassKind::full || kind == PassKind::gemm_only) {
+        skinny::Part p;
+        p.w = static_cast<const bf16*>(m_weights.weight(plan, index + 1));
+        p.x = m_scratch[m_last_scratch], p.y = m_buf.send, p.ldx = prev.gemm.n, p.n = down.gemm.n;
+        p.k = down.gemm.k, p.silu = true;
+        TPV_CUDA(phase, skinny::run_group(&p, 1, down.gemm.m, m_send_written, m_stream));
+        m_send_written = true;
+    }
+    used = 2;
     return {};
 }
 

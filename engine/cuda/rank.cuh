@@ -19,6 +19,19 @@ namespace tpverify::cuda {
 /// RMSNorm kernels, only the small kernels (ops).
 enum class PassKind { full, comm_only, norm_only, gemm_only, attention_only, norm_kernels, ops_only };
 
+/// Which groups of steps enqueue() runs as fewer kernels (TPVERIFY_FUSE: a comma list of mla,
+/// moe, silu; all; none; unset: mla,moe, the fastest measured on the H200): mla = q_a+kv_a as one
+/// launch, their two norms as one, q_b+kv_b as one, RoPE+KV write as one; moe = a MoE layer's
+/// router + shared gate_up as one launch; silu = the shared expert's down with SiLU-and-mul in
+/// its input load (measured slower, docs/benchmarks-gpu.md). --measure-kernels times steps one
+/// by one.
+struct KernelFusion {
+    bool mla = true, moe = true, silu = false;
+};
+const KernelFusion& kernel_fusion();
+/// "mla,moe,silu" (those on), or "none".
+std::string kernel_fusion_name(const KernelFusion& f);
+
 /// Where this rank's threads meet (one process, one thread per GPU); null in --rank mode.
 struct LocalPeers {
     std::vector<bf16*> buffers;  ///< each rank's one-shot buffer
@@ -96,6 +109,12 @@ private:
     Status end_capture_and_run(const char* phase);
     Status collective(const Step& step, PassKind kind, const char* phase);
     Status run_op(const PassPlan& plan, const Step& step, const char* phase);
+    /// Where steps [index, index + used) of `plan` form a group that runs as fewer kernels
+    /// (kernel_fusion()), enqueues them so and sets `used`; else leaves `used` 0.
+    Status enqueue_fused(const PassPlan& plan, std::size_t index, PassKind kind, const char* phase,
+                         std::size_t& used);
+    Status enqueue_silu_down(const PassPlan& plan, std::size_t index, PassKind kind, const char* phase,
+                             std::size_t& used);
     static std::size_t index_of(const PassPlan& plan, const Step& step);
 
     const Options& m_options;
@@ -120,6 +139,8 @@ private:
     Buffers m_buf{};
     bf16* m_scratch[2] = {};
     bf16* m_stale = nullptr;  ///< --inject stale: the previous call's collective input
+    bf16* m_fuse = nullptr;   ///< the fused groups' outputs (enqueue_fused)
+    std::uint64_t m_fuse_elems = 0;
     int m_last_scratch = 0;
     int m_last_rows = 1;  ///< rows of the last all-reduce (the next norm step's rows)
     bool m_send_written = false;

@@ -115,8 +115,10 @@ JsonLine start_fields(const cuda::SharedRun& run, const PassPlan& plan) {
     facts.nccl_env_from_caller = caller_names_json(env);
     facts.libnccl = libnccl_path();
     JsonLine f = start_event_fields(o, plan, facts);
+    const cuda::KernelFusion& fusion = cuda::kernel_fusion();
     f.add_raw("devices", devices)
         .add("gemm", cuda::gemm_path_name(run.gemm))
+        .add("kernel_fusion", cuda::kernel_fusion_name(fusion))
         .add("draft_weight_bytes",
              static_cast<std::int64_t>(run.draft != nullptr ? run.draft->weight_bytes() : 0));
     return f;

@@ -30,23 +30,65 @@ __device__ __forceinline__ void mma(float (&d)[4], unsigned a0, unsigned a1, uns
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
+struct DevPart {
+    const bf16* w;
+    const bf16* x;
+    bf16* y;
+    int ldx, n, k, silu, tile_end;  ///< tile_end: this part's tiles end there in the grid's order
+};
+struct DevParts {
+    DevPart p[k_max_parts];
+    int count;
+};
+
+// x' = SiLU(gate) * up for 8 k of a gate_up row (gate at g, up at g + k), rounded to bf16 pairs
+// exactly as silu_mul_kernel rounds them.
+__device__ __forceinline__ uint4 silu_load(const bf16* g, int k) {
+    const uint4 gv = *reinterpret_cast<const uint4*>(g);
+    const uint4 uv = *reinterpret_cast<const uint4*>(g + k);
+    const unsigned* gw = reinterpret_cast<const unsigned*>(&gv);
+    const unsigned* uw = reinterpret_cast<const unsigned*>(&uv);
+    uint4 out;
+    unsigned* ow = reinterpret_cast<unsigned*>(&out);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&gw[j]));
+        const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&uw[j]));
+        const __nv_bfloat162 r =
+            __floats2bfloat162_rn(a.x / (1.0f + __expf(-a.x)) * b.x, a.y / (1.0f + __expf(-a.y)) * b.y);
+        ow[j] = *reinterpret_cast<const unsigned*>(&r);
+    }
+    return out;
+}
+
 // Grid (ceil(tiles / tiles_per_block), cluster); a cluster of gridDim.y blocks shares each
 // block's tiles, splitting k with the k_split = k_warps / tiles_per_block warps of each block.
+// The tiles of the parts follow one another; a warp's tile says which part it computes.
+template <bool kSilu>
 __global__ void __launch_bounds__(k_threads, 2)
-    skinny_kernel(const bf16* w, const bf16* x, int ldx, bf16* y, int m, int n, int k, int accumulate,
-                  int tiles_per_block) {
+    skinny_kernel(DevParts parts, int m, int accumulate, int tiles_per_block) {
     __shared__ float4 part[k_warps][32];
     pdl_trigger();
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int g = lane >> 2, t = lane & 3;
     const int k_split = k_warps / tiles_per_block;
-    const int tile = blockIdx.x * tiles_per_block + warp / k_split;
+    const int grid_tile = blockIdx.x * tiles_per_block + warp / k_split;
+    // The warp's part (selects, not an indexed copy of the parameters).
+    const int j =
+        grid_tile < parts.p[0].tile_end ? 0 : (parts.count > 2 && grid_tile >= parts.p[1].tile_end ? 2 : 1);
+#define TPV_PART(f) (j == 0 ? parts.p[0].f : (j == 1 ? parts.p[1].f : parts.p[2].f))
+    const bf16* w = TPV_PART(w);
+    const bf16* x = TPV_PART(x);
+    bf16* y = TPV_PART(y);
+    const int ldx = TPV_PART(ldx), n = TPV_PART(n), k = TPV_PART(k), silu = TPV_PART(silu);
+#undef TPV_PART
+    const int tile = grid_tile - (j == 0 ? 0 : (j == 1 ? parts.p[0].tile_end : parts.p[1].tile_end));
     const int splits = k_split * int(gridDim.y);
     const int split = int(blockIdx.y) * k_split + warp % k_split;
     const int iterations = k / 32;
     const int first = int((long long)iterations * split / splits);
     const int last = int((long long)iterations * (split + 1) / splits);
-    const bool active = tile * 16 < n;
+    const bool active = grid_tile < parts.p[parts.count - 1].tile_end;
     const bf16* wa = w + (std::uint64_t(active ? tile : 0) * 16 + g) * std::uint64_t(k) + 8 * t;
     const bf16* wb = wa + 8 * std::uint64_t(k);
     uint4 cur_a[k_unroll], cur_b[k_unroll];
@@ -63,15 +105,31 @@ __global__ void __launch_bounds__(k_threads, 2)
         const bf16* xr = x + std::uint64_t(min(g, m - 1)) * ldx + 8 * t;
         for (int i = first; i < last; i += k_unroll) {
             uint4 xs[k_unroll], next_a[k_unroll], next_b[k_unroll];
+            if constexpr (kSilu) {
+                // The next weights first: the SiLU of x waits for x's loads, and the weights'
+                // loads (volatile asm) would otherwise queue behind it.
 #pragma unroll
-            for (int u = 0; u < k_unroll; ++u)
-                if (i + u < last) xs[u] = *reinterpret_cast<const uint4*>(xr + 32 * (i + u));
+                for (int u = 0; u < k_unroll; ++u)
+                    if (i + k_unroll + u < last) {
+                        next_a[u] = load_weights(wa + 32 * (i + k_unroll + u));
+                        next_b[u] = load_weights(wb + 32 * (i + k_unroll + u));
+                    }
 #pragma unroll
-            for (int u = 0; u < k_unroll; ++u)
-                if (i + k_unroll + u < last) {
-                    next_a[u] = load_weights(wa + 32 * (i + k_unroll + u));
-                    next_b[u] = load_weights(wb + 32 * (i + k_unroll + u));
-                }
+                for (int u = 0; u < k_unroll; ++u)
+                    if (i + u < last)
+                        xs[u] = silu ? silu_load(xr + 32 * (i + u), k)
+                                     : *reinterpret_cast<const uint4*>(xr + 32 * (i + u));
+            } else {
+#pragma unroll
+                for (int u = 0; u < k_unroll; ++u)
+                    if (i + u < last) xs[u] = *reinterpret_cast<const uint4*>(xr + 32 * (i + u));
+#pragma unroll
+                for (int u = 0; u < k_unroll; ++u)
+                    if (i + k_unroll + u < last) {
+                        next_a[u] = load_weights(wa + 32 * (i + k_unroll + u));
+                        next_b[u] = load_weights(wb + 32 * (i + k_unroll + u));
+                    }
+            }
 #pragma unroll
             for (int u = 0; u < k_unroll; ++u)
                 if (i + u < last) {
@@ -129,6 +187,20 @@ __global__ void __launch_bounds__(k_threads, 2)
 
 int g_sms = 0;
 
+// Warps per SM the k split aims at: 8 (TPVERIFY_SKINNY_WARPS_PER_SM, for a grouped launch
+// TPVERIFY_SKINNY_GROUP_WARPS_PER_SM; for comparing on the GPU).
+int warps_per_sm(bool group) {
+    static const int single = [] {
+        const char* v = std::getenv("TPVERIFY_SKINNY_WARPS_PER_SM");
+        return v != nullptr && std::atoi(v) > 0 ? std::atoi(v) : 8;
+    }();
+    static const int grouped = [] {
+        const char* v = std::getenv("TPVERIFY_SKINNY_GROUP_WARPS_PER_SM");
+        return v != nullptr && std::atoi(v) > 0 ? std::atoi(v) : single;
+    }();
+    return group ? grouped : single;
+}
+
 }  // namespace
 
 bool pdl_enabled() {
@@ -145,8 +217,26 @@ bool fits(int m, int n, int k) {
 
 cudaError_t run(const bf16* w, const bf16* x, int ldx, bf16* y, int m, int n, int k, bool accumulate,
                 cudaStream_t stream) {
-    const std::uintptr_t pointers = reinterpret_cast<std::uintptr_t>(w) | reinterpret_cast<std::uintptr_t>(x);
-    if (!fits(m, n, k) || ldx % 8 != 0 || pointers % 16 != 0) return cudaErrorInvalidValue;
+    Part p;
+    p.w = w, p.x = x, p.y = y, p.ldx = ldx, p.n = n, p.k = k;
+    return run_group(&p, 1, m, accumulate, stream);
+}
+
+cudaError_t run_group(const Part* parts, int count, int m, bool accumulate, cudaStream_t stream) {
+    if (count < 1 || count > k_max_parts) return cudaErrorInvalidValue;
+    DevParts dev{};
+    dev.count = count;
+    int tiles = 0, iterations = 1 << 30;
+    for (int i = 0; i < count; ++i) {
+        const Part& p = parts[i];
+        const std::uintptr_t pointers =
+            reinterpret_cast<std::uintptr_t>(p.w) | reinterpret_cast<std::uintptr_t>(p.x);
+        if (!fits(m, p.n, p.k) || p.ldx % 8 != 0 || pointers % 16 != 0 || (p.silu && p.ldx < 2 * p.k))
+            return cudaErrorInvalidValue;
+        tiles += p.n / 16;
+        iterations = std::min(iterations, p.k / 32);
+        dev.p[i] = DevPart{p.w, p.x, p.y, p.ldx, p.n, p.k, p.silu ? 1 : 0, tiles};
+    }
     if (g_sms == 0) {
         int device = 0;
         if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
@@ -155,12 +245,11 @@ cudaError_t run(const bf16* w, const bf16* x, int ldx, bf16* y, int m, int n, in
             return e;
     }
     // Split k in powers of two until the tiles give 8 warps per SM, while each split keeps at
-    // least 3 iterations of 32 k. (Splitting further, to 8 iterations per warp loaded at once,
-    // measured slower on the H200: o_proj 48 us instead of 33.)
-    const int tiles = n / 16, iterations = k / 32;
+    // least 3 iterations of 32 k (of the part with the fewest). (Splitting further, to 8
+    // iterations per warp loaded at once, measured slower on the H200: o_proj 48 us instead of 33.)
     int splits = 1;
-    while (splits < 64 && (long long)tiles * splits < 8ll * g_sms && iterations / (2 * splits) >= 3)
-        splits *= 2;
+    const long long target = (long long)warps_per_sm(count > 1) * g_sms;
+    while (splits < 64 && (long long)tiles * splits < target && iterations / (2 * splits) >= 3) splits *= 2;
     const int k_split = std::min(splits, k_warps);
     const int cluster = splits / k_split;
     const int per_block = k_warps / k_split;
@@ -170,22 +259,26 @@ cudaError_t run(const bf16* w, const bf16* x, int ldx, bf16* y, int m, int n, in
     config.dynamicSmemBytes = 0;
     config.stream = stream;
     cudaLaunchAttribute attributes[2];
-    int count = 0;
+    int n_attributes = 0;
     if (pdl_enabled()) {
-        attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attributes[count].val.programmaticStreamSerializationAllowed = 1;
-        ++count;
+        attributes[n_attributes].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attributes[n_attributes].val.programmaticStreamSerializationAllowed = 1;
+        ++n_attributes;
     }
     if (cluster > 1) {
-        attributes[count].id = cudaLaunchAttributeClusterDimension;
-        attributes[count].val.clusterDim.x = 1;
-        attributes[count].val.clusterDim.y = unsigned(cluster);
-        attributes[count].val.clusterDim.z = 1;
-        ++count;
+        attributes[n_attributes].id = cudaLaunchAttributeClusterDimension;
+        attributes[n_attributes].val.clusterDim.x = 1;
+        attributes[n_attributes].val.clusterDim.y = unsigned(cluster);
+        attributes[n_attributes].val.clusterDim.z = 1;
+        ++n_attributes;
     }
     config.attrs = attributes;
-    config.numAttrs = unsigned(count);
-    return cudaLaunchKernelEx(&config, skinny_kernel, w, x, ldx, y, m, n, k, accumulate ? 1 : 0, per_block);
+    config.numAttrs = unsigned(n_attributes);
+    bool silu = false;
+    for (int i = 0; i < count; ++i) silu = silu || parts[i].silu;
+    // A kernel of its own for the SiLU load, so that the plain one keeps its registers.
+    if (silu) return cudaLaunchKernelEx(&config, skinny_kernel<true>, dev, m, accumulate ? 1 : 0, per_block);
+    return cudaLaunchKernelEx(&config, skinny_kernel<false>, dev, m, accumulate ? 1 : 0, per_block);
 }
 
 }  // namespace tpverify::cuda::skinny

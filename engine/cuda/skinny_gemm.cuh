@@ -28,6 +28,21 @@ bool fits(int m, int n, int k);
 /// Enqueues y (+)= x W^T; x rows `ldx` apart (ldx % 8 == 0, 16-byte aligned pointers).
 cudaError_t run(const bf16* w, const bf16* x, int ldx, bf16* y, int m, int n, int k, bool accumulate,
                 cudaStream_t stream);
+
+/// One GEMM of a grouped launch: y [m x n] = x' W^T, W [n][k] row-major, x rows `ldx` apart.
+/// With `silu`, x' = SiLU(gate) * up of the gate_up rows x (gate at [0, k), up at [k, 2k),
+/// rounded to bf16 as the silu_mul kernel does): the SiLU-and-mul in the GEMM's input load.
+struct Part {
+    const bf16* w = nullptr;
+    const bf16* x = nullptr;
+    bf16* y = nullptr;
+    int ldx = 0, n = 0, k = 0;
+    bool silu = false;
+};
+constexpr int k_max_parts = 3;
+/// Enqueues up to k_max_parts independent GEMMs of the same m as one launch (their tiles side by
+/// side in one grid): one launch and one tail instead of several. `accumulate` adds into every y.
+cudaError_t run_group(const Part* parts, int count, int m, bool accumulate, cudaStream_t stream);
 /// Whether launches use programmatic dependent launch (TPVERIFY_PDL=0: no).
 bool pdl_enabled();
 

@@ -33,7 +33,7 @@ TEST_CASE("kernel table: builtin:h200 is tests/fixtures/tpverify-kernels/h200.tx
     CHECK(builtin_kernel_table("h200") == read_file(source_path("tests/fixtures/tpverify-kernels/h200.txt")));
     const KernelTable& t = h200_kernel_table();
     CHECK(t.gpu == "NVIDIA H200");
-    CHECK(t.copy_gbps == 4243);
+    CHECK(t.copy_gbps == 4242);
     CHECK(t.gemms.size() > 40);
     CHECK(t.attention.size() >= 4);
     CHECK(t.norms.size() >= 2);
@@ -64,11 +64,12 @@ TEST_CASE("kernel table: lines parse, errors name the line") {
 }
 
 TEST_CASE("kernel table: the sim's H200 pass is within 10 % of the CUDA run measured beside the table") {
-    // tests/fixtures/tpverify-kernels/run3-t4-int4.jsonl: the CUDA backend on one H200, TP 1,
-    // Kimi-K2.5 with INT4 experts, 4 tokens, cuBLAS for bf16 GEMMs and attention (tpverify's
-    // defaults), 2026-12-03; its 1-token pass too (baseline_us).
+    // tests/fixtures/tpverify-kernels/run5-t4-int4.jsonl: the CUDA backend on one H200, TP 1,
+    // Kimi-K2.5 with INT4 experts, 4 tokens, tpverify's defaults (skinny kernel, grouped launches
+    // and fused small kernels, cuBLAS attention), 2026-12-03, the same build as the table; its
+    // 1-token pass too (baseline_us).
     const std::string cuda =
-        result_of(read_file(source_path("tests/fixtures/tpverify-kernels/run3-t4-int4.jsonl")));
+        result_of(read_file(source_path("tests/fixtures/tpverify-kernels/run5-t4-int4.jsonl")));
     REQUIRE(!cuda.empty());
     const auto sim = run_command({binary_path("engine/tpverify").string(), "--backend", "sim", "--json",
                                   "--tp", "1", "--topology", "nvlink", "--tokens", "4", "--iters", "3"});
@@ -82,4 +83,23 @@ TEST_CASE("kernel table: the sim's H200 pass is within 10 % of the CUDA run meas
     INFO("1 token: sim " << one << " us, CUDA " << one_measured << " us");
     CHECK(one > 0.9 * one_measured);
     CHECK(one < 1.1 * one_measured);
+}
+
+TEST_CASE("kernel table: the sim's H200 pass with bf16 experts is within 10 % of the CUDA run") {
+    // tests/fixtures/tpverify-kernels/run5-t4-bf16.jsonl: the same build and call as run5-t4-int4,
+    // --expert-format bf16.
+    const std::string cuda =
+        result_of(read_file(source_path("tests/fixtures/tpverify-kernels/run5-t4-bf16.jsonl")));
+    REQUIRE(!cuda.empty());
+    const auto sim =
+        run_command({binary_path("engine/tpverify").string(), "--backend", "sim", "--json", "--tp", "1",
+                     "--topology", "nvlink", "--tokens", "4", "--iters", "3", "--expert-format", "bf16"});
+    REQUIRE(sim.exit_code == 0);
+    const std::string r = result_of(sim.out);
+    for (const char* key : {"verify_us_p50", "baseline_us"}) {
+        const double s = number_after(r, key), c = number_after(cuda, key);
+        INFO(key << ": sim " << s << " us, CUDA " << c << " us");
+        CHECK(s > 0.9 * c);
+        CHECK(s < 1.1 * c);
+    }
 }
