@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (device tool): engine-only build of tpverify, then the 4- and 1-token
-# INT4 pass under each kernel configuration tpverify can be switched to by environment
-# (TPVERIFY_FUSE, TPVERIFY_PDL_OPS, TPVERIFY_SKINNY_EXCLUDE; docs/engine-cuda.md), the --check
-# runs and (with KERNEL_TABLE=1) the INT4 kernel table. The default is run twice (first and last) for the spread.
+# INT4 pass under the kernel configurations of the last comparison (TPVERIFY_ATTENTION,
+# TPVERIFY_TOPK; docs/engine-cuda.md; run5-variants.log has the TPVERIFY_FUSE / PDL ones), the
+# --check runs and (with KERNEL_TABLE=1) the INT4 kernel table. Two configurations run twice for the spread.
 # Logs go to $OUT (default ./device-out): variants.log (with a summary table last), the kernel
 # table kernels-int4.txt and runs.tar.gz (every run's JSON and stderr).
 set -uo pipefail
@@ -15,7 +15,6 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
 bash scripts/device-build-engine.sh || exit 1
 tpv=build-device/engine/tpverify
 K=(--backend cuda --json --model kimi-k2.5 --iters ${ITERS:-30} --warmup 5)
-old=(TPVERIFY_FUSE=none TPVERIFY_PDL_OPS=0)  # the kernels of the previous default
 run() {  # run NAME [ENV=VALUE...] -- ARGS...
   local name=$1; shift
   local envs=()
@@ -24,26 +23,21 @@ run() {  # run NAME [ENV=VALUE...] -- ARGS...
   timeout 200 env "${envs[@]}" $tpv "${K[@]}" "$@" > "$runs/$name.jsonl" 2> "$runs/$name.err"
   echo "rc=$?"; grep -v '^tpverify: measure' "$runs/$name.err" | head -c 600
 }
+# Attention (TPVERIFY_ATTENTION: cuBLAS's two GEMMs and a softmax, or the fused MLA kernels) and
+# the router's top-k (TPVERIFY_TOPK: redux, or shfl: the earlier kernel).
 run t4_default -- --tokens 4
-run t4_old "${old[@]}" -- --tokens 4
-run t4_pdl_ops TPVERIFY_FUSE=none -- --tokens 4
-run t4_mla_silu TPVERIFY_FUSE=mla,silu -- --tokens 4
-run t4_mla_moe TPVERIFY_FUSE=mla,moe -- --tokens 4
-run t4_all TPVERIFY_FUSE=all -- --tokens 4
-run t4_mla_g16 TPVERIFY_SKINNY_GROUP_WARPS_PER_SM=16 -- --tokens 4
-run t4_mla_moe_g16 TPVERIFY_FUSE=mla,moe TPVERIFY_SKINNY_GROUP_WARPS_PER_SM=16 -- --tokens 4
-run t4_w16 TPVERIFY_SKINNY_WARPS_PER_SM=16 -- --tokens 4
-run t4_fuse_nopdlops TPVERIFY_PDL_OPS=0 -- --tokens 4
-run t4_cublas_down TPVERIFY_SKINNY_EXCLUDE=7168x2048 -- --tokens 4
-run t1_default -- --tokens 1
-run t1_old "${old[@]}" -- --tokens 1
-run t1_all TPVERIFY_FUSE=all -- --tokens 1
-run t4_check_all TPVERIFY_FUSE=all -- --tokens 4 --fusion on --check --iters 10
-run t4_check -- --tokens 4 --fusion on --check
-run t1_check -- --tokens 1 --check --iters 10
-run t4_stale -- --tokens 4 --check --inject stale --iters 10
-run t4_old_again "${old[@]}" -- --tokens 4
-run t4_default_again -- --tokens 4
+run t4_old TPVERIFY_ATTENTION=cublas TPVERIFY_TOPK=shfl -- --tokens 4
+run t4_attn_fused TPVERIFY_ATTENTION=fused -- --tokens 4
+run t4_attn_cublas TPVERIFY_ATTENTION=cublas -- --tokens 4
+run t4_fused_shfl TPVERIFY_ATTENTION=fused TPVERIFY_TOPK=shfl -- --tokens 4
+run t1_attn_fused TPVERIFY_ATTENTION=fused -- --tokens 1
+run t1_attn_cublas TPVERIFY_ATTENTION=cublas -- --tokens 1
+run t1_old TPVERIFY_ATTENTION=cublas TPVERIFY_TOPK=shfl -- --tokens 1
+run t4_check_fused TPVERIFY_ATTENTION=fused -- --tokens 4 --fusion on --check --iters 10
+run t1_check_fused TPVERIFY_ATTENTION=fused -- --tokens 1 --check --iters 10
+run t4_stale TPVERIFY_ATTENTION=fused -- --tokens 4 --check --inject stale --iters 10
+run t4_attn_fused_again TPVERIFY_ATTENTION=fused -- --tokens 4
+run t4_old_again TPVERIFY_ATTENTION=cublas TPVERIFY_TOPK=shfl -- --tokens 4
 [ -n "${KERNEL_TABLE:-}" ] || { tar czf "$out/runs.tar.gz" -C "$runs" .; SKIP_TABLE=1; }
 if [ -z "${SKIP_TABLE:-}" ]; then
   echo "== kernel table"

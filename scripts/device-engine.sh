@@ -42,18 +42,18 @@ run t1 $tpv "${K[@]}" --tokens 1
 run t4_bf16 $tpv "${K[@]}" --tokens 4 --expert-format bf16
 run t1_bf16 $tpv "${K[@]}" --tokens 1 --expert-format bf16
 run t4_check $tpv "${K[@]}" --tokens 4 --fusion on --check
-run t4_server_none $tpv "${K[@]}" --tokens 4 --server none --iters 10
 run t1_check $tpv "${K[@]}" --tokens 1 --check --iters 10
 run t4_cublas env TPVERIFY_GEMM=cublas $tpv "${K[@]}" --tokens 4 --iters 10
-run t4_attn_cublas env TPVERIFY_ATTENTION=cublas $tpv "${K[@]}" --tokens 4 --iters 10
 run t4_stale $tpv "${K[@]}" --tokens 4 --check --inject stale --iters 10
 run t4_both_cublas env TPVERIFY_GEMM=cublas TPVERIFY_ATTENTION=cublas $tpv "${K[@]}" --tokens 4 --iters 10 --check
-# The kernel groups tpverify runs as fewer launches (TPVERIFY_FUSE, docs/engine-cuda.md) against
-# the default (mla,moe): every step its own kernel, and mla alone.
+# The previous kernels against the default: the router's top-k of the shuffle rounds
+# (TPVERIFY_TOPK=shfl), the fused MLA attention (TPVERIFY_ATTENTION=fused, with its --check at
+# the pass's shape), every step its own kernel (TPVERIFY_FUSE=none).
+run t4_topk_shfl env TPVERIFY_TOPK=shfl $tpv "${K[@]}" --tokens 4
+run t1_topk_shfl env TPVERIFY_TOPK=shfl $tpv "${K[@]}" --tokens 1 --iters 10
+run t4_attn_fused env TPVERIFY_ATTENTION=fused $tpv "${K[@]}" --tokens 4 --iters 10 --check
 run t4_fuse_none env TPVERIFY_FUSE=none $tpv "${K[@]}" --tokens 4 --iters 10
-run t1_fuse_none env TPVERIFY_FUSE=none $tpv "${K[@]}" --tokens 1 --iters 10
-run t4_fuse_mla env TPVERIFY_FUSE=mla $tpv "${K[@]}" --tokens 4 --iters 10
-run t1_fuse_mla env TPVERIFY_FUSE=mla $tpv "${K[@]}" --tokens 1 --iters 10
+run t4_again $tpv "${K[@]}" --tokens 4
 ${EXTRA_RUNS:-true}
 echo "== kernel tables"
 $tpv --backend cuda --measure-kernels --tokens 4 > "$out/kernels-int4.txt" 2> "$runs/kernels-int4.err"; echo "rc=$?"

@@ -147,8 +147,11 @@ Status AttentionSet::run(cublasHandle_t handle, const Step& step, cudaStream_t s
 }
 
 bool fused_attention_chosen() {
+    // Unset: k_fused_default, the faster of the two on the H200 (docs/benchmarks-gpu.md).
+    constexpr bool k_fused_default = false;
     const char* choice = std::getenv("TPVERIFY_ATTENTION");
-    return choice != nullptr && std::strcmp(choice, "fused") == 0;
+    if (choice == nullptr || *choice == 0) return k_fused_default;
+    return std::strcmp(choice, "fused") == 0;
 }
 
 bool mla_shape(const Attention& a) {

@@ -329,73 +329,98 @@ Status check_skinny_group(RankEngine& engine, const PassPlan& plan, std::uint64_
 }  // namespace
 
 Status check_attention(RankEngine& engine, const PassPlan& plan, CheckOutcome& out) {
-    bool mla = false;
-    for (const Step& s : plan.steps) mla = mla || (s.kind == Step::Kind::attention && mla_shape(s.attention));
-    if (!mla || !fused_attention_chosen()) return {};
-    // 80 query rows (two row blocks, one partial) over 1000 cached rows (a partial last tile),
-    // split as the pass would split them, and in one split.
-    constexpr int rows = 80, context = 1000, dim = 576, vdim = 512;
-    std::mt19937_64 rng(777 + std::uint64_t(engine.comm().rank()));
-    std::vector<bf16> q(std::size_t(rows) * dim), cache(std::size_t(context) * dim);
-    for (auto& v : q) v = as_bf16(float(int(rng() % 2001) - 1000) / 500.0f);
-    for (auto& v : cache) v = as_bf16(float(int(rng() % 2001) - 1000) / 500.0f);
-    // Reference: softmax(q k / sqrt(576)) v, v = the first 512 of each cached row.
-    std::vector<double> ref(std::size_t(rows) * vdim, 0.0);
-    for (int r = 0; r < rows; ++r) {
-        std::vector<double> score(context);
-        double most = -1e300;
-        for (int j = 0; j < context; ++j) {
-            double dot = 0;
-            for (int d = 0; d < dim; ++d)
-                dot +=
-                    double(as_float(q[std::size_t(r) * dim + d])) * as_float(cache[std::size_t(j) * dim + d]);
-            score[j] = dot / std::sqrt(double(dim));
-            most = std::max(most, score[j]);
-        }
-        double sum = 0;
-        for (double& x : score) sum += (x = std::exp(x - most));
-        for (int j = 0; j < context; ++j)
-            for (int d = 0; d < vdim; ++d)
-                ref[std::size_t(r) * vdim + d] += score[j] / sum * as_float(cache[std::size_t(j) * dim + d]);
-    }
+    const Attention* pass = nullptr;
+    for (const Step& s : plan.steps)
+        if (pass == nullptr && s.kind == Step::Kind::attention && mla_shape(s.attention) &&
+            s.attention.context > 0)
+            pass = &s.attention;
+    if (pass == nullptr || !fused_attention_chosen()) return {};
     int sms = 0, device = 0;
     TPV_CUDA("check", cudaGetDevice(&device));
     TPV_CUDA("check", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    Scratch scratch;
-    bf16 *d_q = nullptr, *d_cache = nullptr, *d_out = nullptr;
-    float* d_ws = nullptr;
-    const int splits = mla_splits(rows, context, sms);
-    TPV_TRY(scratch.alloc(d_q, q.size()));
-    TPV_TRY(scratch.alloc(d_cache, cache.size()));
-    TPV_TRY(scratch.alloc(d_out, std::size_t(rows) * vdim));
-    TPV_TRY(scratch.alloc(d_ws, mla_workspace_floats(rows, std::max(splits, 1))));
-    cudaStream_t s = engine.stream();
-    TPV_CUDA("check", cudaMemcpy(d_q, q.data(), q.size() * 2, cudaMemcpyHostToDevice));
-    TPV_CUDA("check", cudaMemcpy(d_cache, cache.data(), cache.size() * 2, cudaMemcpyHostToDevice));
     TPV_CUDA("check", mla_setup());
-    for (int use : {splits, 1}) {
-        TPV_CUDA("check", cudaMemsetAsync(d_out, 0xff, std::size_t(rows) * vdim * 2, s));  // NaN
-        TPV_CUDA("check", mla_decode(d_q, d_cache, d_out, rows, context, use, d_ws, s));
-        std::vector<bf16> got(std::size_t(rows) * vdim);
-        TPV_CUDA("check", cudaMemcpyAsync(got.data(), d_out, got.size() * 2, cudaMemcpyDeviceToHost, s));
-        TPV_CUDA("check", cudaStreamSynchronize(s));
-        double squares = 0;
-        for (double x : ref) squares += x * x;
-        const double rms = std::sqrt(squares / double(ref.size()));
-        long long wrong = 0;
-        for (std::size_t i = 0; i < got.size(); ++i) {
-            const double err = std::fabs(as_float(got[i]) - ref[i]);
-            if (!(err <= 1e-2 * std::fabs(ref[i]) + 2e-2 * rms)) ++wrong;
-            if (rms > 0 && (std::isnan(err) || err / rms > out.attention_max_rel_err))
-                out.attention_max_rel_err = std::isnan(err) ? INFINITY : err / rms;
+    constexpr int dim = 576, vdim = 512;
+    // Two cases: 80 query rows (two row blocks, one partial) over 1000 cached rows (a partial last
+    // tile), split as the pass would split them and in one split; and the pass's own shape (its
+    // heads x tokens rows over its context, its splits), every row computed, a sample of rows
+    // (every 8th, the last too) against the reference.
+    struct AttentionCase {
+        int rows, context, stride;
+        bool one_split;
+    };
+    const AttentionCase cases[] = {{80, 1000, 1, true}, {pass->rows * pass->heads, pass->context, 8, false}};
+    std::mt19937_64 rng(777 + std::uint64_t(engine.comm().rank()));
+    for (const AttentionCase& ac : cases) {
+        const int rows = ac.rows, context = ac.context;
+        std::vector<bf16> q(std::size_t(rows) * dim), cache(std::size_t(context) * dim);
+        for (auto& v : q) v = as_bf16(float(int(rng() % 2001) - 1000) / 500.0f);
+        for (auto& v : cache) v = as_bf16(float(int(rng() % 2001) - 1000) / 500.0f);
+        std::vector<int> sampled;
+        for (int r = 0; r < rows; r += ac.stride) sampled.push_back(r);
+        if (sampled.back() != rows - 1) sampled.push_back(rows - 1);
+        // Reference: softmax(q k / sqrt(576)) v, v = the first 512 of each cached row.
+        std::vector<double> ref(std::size_t(rows) * vdim, 0.0);
+        for (int r : sampled) {
+            std::vector<double> score(context);
+            double most = -1e300;
+            for (int j = 0; j < context; ++j) {
+                double dot = 0;
+                for (int d = 0; d < dim; ++d)
+                    dot += double(as_float(q[std::size_t(r) * dim + d])) *
+                           as_float(cache[std::size_t(j) * dim + d]);
+                score[j] = dot / std::sqrt(double(dim));
+                most = std::max(most, score[j]);
+            }
+            double sum = 0;
+            for (double& x : score) sum += (x = std::exp(x - most));
+            for (int j = 0; j < context; ++j)
+                for (int d = 0; d < vdim; ++d)
+                    ref[std::size_t(r) * vdim + d] +=
+                        score[j] / sum * as_float(cache[std::size_t(j) * dim + d]);
         }
-        out.attention_checked += (long long)got.size();
-        out.checked += (long long)got.size();
-        out.wrong += wrong;
-        if (wrong > 0 && out.detail.empty())
-            out.detail = "fused MLA decode attention (" + std::to_string(use) +
-                         " splits): " + std::to_string(wrong) + " of " + std::to_string(got.size()) +
-                         " outputs differ from the double-precision reference";
+        double squares = 0;
+        for (int r : sampled)
+            for (int d = 0; d < vdim; ++d)
+                squares += ref[std::size_t(r) * vdim + d] * ref[std::size_t(r) * vdim + d];
+        const double rms = std::sqrt(squares / double(sampled.size() * vdim));
+        Scratch scratch;
+        bf16 *d_q = nullptr, *d_cache = nullptr, *d_out = nullptr;
+        float* d_ws = nullptr;
+        const int splits = mla_splits(rows, context, sms);
+        TPV_TRY(scratch.alloc(d_q, q.size()));
+        TPV_TRY(scratch.alloc(d_cache, cache.size()));
+        TPV_TRY(scratch.alloc(d_out, std::size_t(rows) * vdim));
+        TPV_TRY(scratch.alloc(d_ws, mla_workspace_floats(rows, std::max(splits, 1))));
+        cudaStream_t s = engine.stream();
+        TPV_CUDA("check", cudaMemcpy(d_q, q.data(), q.size() * 2, cudaMemcpyHostToDevice));
+        TPV_CUDA("check", cudaMemcpy(d_cache, cache.data(), cache.size() * 2, cudaMemcpyHostToDevice));
+        std::vector<int> uses{splits};
+        if (ac.one_split) uses.push_back(1);
+        for (int use : uses) {
+            TPV_CUDA("check", cudaMemsetAsync(d_out, 0xff, std::size_t(rows) * vdim * 2, s));  // NaN
+            TPV_CUDA("check", mla_decode(d_q, d_cache, d_out, rows, context, use, d_ws, s));
+            std::vector<bf16> got(std::size_t(rows) * vdim);
+            TPV_CUDA("check", cudaMemcpyAsync(got.data(), d_out, got.size() * 2, cudaMemcpyDeviceToHost, s));
+            TPV_CUDA("check", cudaStreamSynchronize(s));
+            long long wrong = 0, checked = 0;
+            for (int r : sampled)
+                for (int d = 0; d < vdim; ++d) {
+                    const std::size_t i = std::size_t(r) * vdim + d;
+                    const double err = std::fabs(as_float(got[i]) - ref[i]);
+                    ++checked;
+                    if (!(err <= 1e-2 * std::fabs(ref[i]) + 2e-2 * rms)) ++wrong;
+                    if (rms > 0 && (std::isnan(err) || err / rms > out.attention_max_rel_err))
+                        out.attention_max_rel_err = std::isnan(err) ? INFINITY : err / rms;
+                }
+            out.attention_checked += checked;
+            out.checked += checked;
+            out.wrong += wrong;
+            if (wrong > 0 && out.detail.empty())
+                out.detail = "fused MLA decode attention (" + std::to_string(rows) + " rows, context " +
+                             std::to_string(context) + ", " + std::to_string(use) +
+                             " splits): " + std::to_string(wrong) + " of " + std::to_string(checked) +
+                             " outputs differ from the double-precision reference";
+        }
     }
     return {};
 }

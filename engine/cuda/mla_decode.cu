@@ -3,17 +3,20 @@
 // (two launches; the facts of the method, our code). engine/cuda/attention.cuh declares it.
 //
 // Split kernel: grid (splits, ceil(rows / 64)), 16 warps. A block holds 64 query rows in shared
-// memory and walks its split of the context 32 tokens at a time, the next 32 loaded with
-// cp.async while these are used. Warp (g, d) of the 4 x 4: S for rows 16g..16g+15 and tokens
-// 8d..8d+7 of the tile (36 mma over the 576 dims), written to shared memory; then every warp of
-// row group g reads the 16 x 32 scores, does the online softmax (fp32, exp2) and multiplies P
+// memory and walks its split of the context 32 tokens at a time, three tiles in a cp.async ring
+// (the query rows come in the first tile's group, so they load together). Warp (g, d) of the 4 x 4: S for
+// rows 16g..16g+15 and tokens 8d..8d+7 of the tile (36 mma over the 576 dims), written to shared memory; then
+// every warp of row group g reads the 16 x 32 scores, does the online softmax (fp32, exp2) and multiplies P
 // into its quarter of the 512 output dims (V = the first 512 of each cached row, read with
 // ldmatrix.trans). Each split writes its unnormalised O and (max, sum) per row; the combine
-// kernel weights them.
+// kernel weights them (each thread one split for the weights, then two dims over every split).
+// Both kernels are launched with programmatic dependent launch (as the skinny GEMMs are): they
+// let the next kernel launch first thing and wait for the previous one before reading.
 #include <algorithm>
 #include <cmath>
 
 #include "engine/cuda/attention.cuh"
+#include "engine/cuda/skinny_gemm.cuh"
 #include "engine/cuda/stream_gemm.cuh"
 
 namespace tpverify::cuda {
@@ -25,8 +28,10 @@ constexpr int k_rows_per_block = 64;
 constexpr int k_tokens = 32;  // tokens per tile
 constexpr int k_s_pitch = k_tokens + 4;
 constexpr int k_threads = 512;
+constexpr int k_stages = 3;  // K tiles in the cp.async ring
+constexpr int k_combine_threads = 128, k_combine_dims = 2 * k_combine_threads;
 constexpr std::size_t k_smem =
-    (std::size_t(k_rows_per_block) * k_pitch + 2ull * k_tokens * k_pitch) * sizeof(bf16) +
+    (std::size_t(k_rows_per_block) * k_pitch + std::size_t(k_stages) * k_tokens * k_pitch) * sizeof(bf16) +
     std::size_t(k_rows_per_block) * k_s_pitch * sizeof(float);
 
 __device__ __forceinline__ unsigned smem_address(const void* p) {
@@ -57,10 +62,12 @@ __device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
 __global__ void __launch_bounds__(k_threads, 1)
     mla_split_kernel(const bf16* q, const bf16* cache, int rows, int context, int split_len, float scale_log2,
                      float* o_part, float* ml_part, bf16* out) {
+    skinny::pdl_trigger();  // the next kernel may launch (it waits for this one)
+    skinny::pdl_wait();     // launched early (PDL): the previous kernel's writes first
     extern __shared__ uint4 smem_raw[];
     bf16* qs = reinterpret_cast<bf16*>(smem_raw);
     bf16* ks = qs + k_rows_per_block * k_pitch;
-    float* ss = reinterpret_cast<float*>(ks + 2 * k_tokens * k_pitch);
+    float* ss = reinterpret_cast<float*>(ks + k_stages * k_tokens * k_pitch);
     const int split = blockIdx.x, block_row0 = blockIdx.y * k_rows_per_block;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int group = warp >> 2, quarter = warp & 3;
@@ -71,46 +78,55 @@ __global__ void __launch_bounds__(k_threads, 1)
     constexpr int vecs = k_dim / 8;  // 16-byte vectors per row
     for (int i = threadIdx.x; i < k_rows_per_block * vecs; i += k_threads) {
         const int r = i / vecs, c = i % vecs, row = block_row0 + r;
-        uint4 v = make_uint4(0, 0, 0, 0);
-        if (row < rows) v = *reinterpret_cast<const uint4*>(q + std::uint64_t(row) * k_dim + c * 8);
-        *reinterpret_cast<uint4*>(qs + r * k_pitch + c * 8) = v;
+        if (row < rows)
+            copy_async16(qs + r * k_pitch + c * 8, q + std::uint64_t(row) * k_dim + c * 8);
+        else
+            *reinterpret_cast<uint4*>(qs + r * k_pitch + c * 8) = make_uint4(0, 0, 0, 0);
     }
-    auto load_tile = [&](int tile, int buffer) {
+    auto load_tile = [&](int tile) {
+        const int buffer = tile % k_stages;
         for (int i = threadIdx.x; i < k_tokens * vecs; i += k_threads) {
             const int r = i / vecs, c = i % vecs;
             const int token = min(t0 + tile * k_tokens + r, context - 1);  // past the end: masked below
             copy_async16(ks + (buffer * k_tokens + r) * k_pitch + c * 8,
                          cache + std::uint64_t(token) * k_dim + c * 8);
         }
-        asm volatile("cp.async.commit_group;");
     };
-    if (tiles > 0) load_tile(0, 0);
+    // Groups: {q, tile 0}, {tile 1}, then one per iteration (empty past the last tile), so that
+    // "all but the newest two done" always means "this iteration's tile is here".
+    for (int tile = 0; tile < k_stages - 1; ++tile) {
+        if (tile < tiles) load_tile(tile);
+        asm volatile("cp.async.commit_group;");
+    }
 
     float o[16][4];
 #pragma unroll
     for (int n = 0; n < 16; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
     float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f};
     for (int tile = 0; tile < tiles; ++tile) {
-        if (tile + 1 < tiles) {
-            load_tile(tile + 1, (tile + 1) & 1);
-            asm volatile("cp.async.wait_group 1;" ::: "memory");
-        } else {
-            asm volatile("cp.async.wait_group 0;" ::: "memory");
-        }
+        if (tile + k_stages - 1 < tiles) load_tile(tile + k_stages - 1);  // its buffer's last use ended below
+        asm volatile("cp.async.commit_group;");
+        asm volatile("cp.async.wait_group %0;" ::"n"(k_stages - 1) : "memory");
         __syncthreads();
-        const bf16* kb = ks + (tile & 1) * k_tokens * k_pitch;
-        // S = Q K^T for this warp's 16 rows and 8 tokens.
-        float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        const bf16* kb = ks + (tile % k_stages) * k_tokens * k_pitch;
+        // S = Q K^T for this warp's 16 rows and 8 tokens: two accumulators, so that two chains of
+        // 18 mma run interleaved instead of one of 36.
+        float s[4] = {0.0f, 0.0f, 0.0f, 0.0f}, s2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         const unsigned a_base = smem_address(qs + (group * 16 + (lane & 15)) * k_pitch + 8 * (lane >> 4));
         const unsigned b_base =
             smem_address(kb + (quarter * 8 + (lane & 7)) * k_pitch + 8 * ((lane >> 3) & 1));
-#pragma unroll 4
-        for (int step = 0; step < k_dim / 16; ++step) {
-            unsigned a[4], b0, b1;
+#pragma unroll 3
+        for (int step = 0; step < k_dim / 16; step += 2) {
+            unsigned a[4], b0, b1, a2[4], c0, c1;
             sg::ldmatrix_x4(a_base + step * 32, a);
             ldmatrix_x2(b_base + step * 32, b0, b1);
+            sg::ldmatrix_x4(a_base + step * 32 + 32, a2);
+            ldmatrix_x2(b_base + step * 32 + 32, c0, c1);
             sg::mma_bf16(s, a, b0, b1);
+            sg::mma_bf16(s2, a2, c0, c1);
         }
+#pragma unroll
+        for (int i = 0; i < 4; ++i) s[i] += s2[i];
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
             const int col = quarter * 8 + 2 * t + (i & 1);
@@ -172,6 +188,7 @@ __global__ void __launch_bounds__(k_threads, 1)
         }
         __syncthreads();  // the tile's buffer and the scores are reused
     }
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
     // This split's rows: unnormalised O, and (max, sum); or, with one split, the output.
     const int splits = gridDim.x;
 #pragma unroll
@@ -196,36 +213,69 @@ __global__ void __launch_bounds__(k_threads, 1)
     }
 }
 
-// One block per row: the splits' results weighted by exp2(max_s - max) and normalised.
-__global__ void mla_combine_kernel(const float* o_part, const float* ml_part, int rows, int splits,
-                                   bf16* out) {
+// Grid (rows, 512 / k_combine_dims): the splits' results weighted by exp2(max_s - max) and
+// normalised. Each thread weighs splits tid, tid + 128, ... (block reductions for the max and
+// the sum), then sums two dims over every split.
+__global__ void __launch_bounds__(k_combine_threads)
+    mla_combine_kernel(const float* o_part, const float* ml_part, int rows, int splits, bf16* out) {
+    skinny::pdl_trigger();
+    skinny::pdl_wait();
     const int row = blockIdx.x;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    constexpr int warps = k_combine_threads / 32;
     __shared__ float weight[256];
-    __shared__ float total;
-    if (threadIdx.x == 0) {
-        float most = -INFINITY;
-        for (int s = 0; s < splits; ++s) most = fmaxf(most, ml_part[(std::uint64_t(s) * rows + row) * 2]);
-        float sum = 0.0f;
-        for (int s = 0; s < splits; ++s) {
-            const float m = ml_part[(std::uint64_t(s) * rows + row) * 2];
-            const float w = m == -INFINITY ? 0.0f : exp2f(m - most);
-            weight[s] = w;
-            sum += w * ml_part[(std::uint64_t(s) * rows + row) * 2 + 1];
-        }
-        total = sum > 0.0f ? 1.0f / sum : 0.0f;
-    }
+    __shared__ float red_max[warps], red_sum[warps];
+    float most = -INFINITY;
+    for (int s = threadIdx.x; s < splits; s += k_combine_threads)
+        most = fmaxf(most, ml_part[(std::uint64_t(s) * rows + row) * 2]);
+    for (int o = 16; o > 0; o >>= 1) most = fmaxf(most, __shfl_xor_sync(0xffffffffu, most, o));
+    if (lane == 0) red_max[warp] = most;
     __syncthreads();
-    for (int d = threadIdx.x * 2; d < k_vdim; d += blockDim.x * 2) {
-        float2 acc = make_float2(0.0f, 0.0f);
-        for (int s = 0; s < splits; ++s) {
-            const float2 v =
-                *reinterpret_cast<const float2*>(o_part + (std::uint64_t(s) * rows + row) * k_vdim + d);
-            acc.x += weight[s] * v.x;
-            acc.y += weight[s] * v.y;
-        }
-        *reinterpret_cast<__nv_bfloat162*>(out + std::uint64_t(row) * k_vdim + d) =
-            __floats2bfloat162_rn(acc.x * total, acc.y * total);
+    most = red_max[0];
+#pragma unroll
+    for (int w = 1; w < warps; ++w) most = fmaxf(most, red_max[w]);
+    float sum = 0.0f;
+    for (int s = threadIdx.x; s < splits; s += k_combine_threads) {
+        const float2 ml = *reinterpret_cast<const float2*>(ml_part + (std::uint64_t(s) * rows + row) * 2);
+        const float w = ml.x == -INFINITY ? 0.0f : exp2f(ml.x - most);
+        weight[s] = w;
+        sum += w * ml.y;
     }
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    if (lane == 0) red_sum[warp] = sum;
+    __syncthreads();
+    sum = 0.0f;
+#pragma unroll
+    for (int w = 0; w < warps; ++w) sum += red_sum[w];
+    const float total = sum > 0.0f ? 1.0f / sum : 0.0f;
+    const int d = blockIdx.y * k_combine_dims + threadIdx.x * 2;
+    float2 acc = make_float2(0.0f, 0.0f);
+#pragma unroll 8
+    for (int s = 0; s < splits; ++s) {
+        const float2 v =
+            *reinterpret_cast<const float2*>(o_part + (std::uint64_t(s) * rows + row) * k_vdim + d);
+        acc.x += weight[s] * v.x;
+        acc.y += weight[s] * v.y;
+    }
+    *reinterpret_cast<__nv_bfloat162*>(out + std::uint64_t(row) * k_vdim + d) =
+        __floats2bfloat162_rn(acc.x * total, acc.y * total);
+}
+
+// Launches with programmatic dependent launch where enabled (TPVERIFY_PDL, as the skinny GEMMs).
+template <typename... Params, typename... Args>
+cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, unsigned threads, std::size_t smem,
+                       cudaStream_t s, Args... args) {
+    cudaLaunchConfig_t config{};
+    config.gridDim = grid;
+    config.blockDim = dim3(threads, 1, 1);
+    config.dynamicSmemBytes = smem;
+    config.stream = s;
+    cudaLaunchAttribute pdl{};
+    pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    pdl.val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = &pdl;
+    config.numAttrs = skinny::pdl_enabled() ? 1 : 0;
+    return cudaLaunchKernelEx(&config, kernel, Params(args)...);
 }
 
 }  // namespace
@@ -255,12 +305,13 @@ cudaError_t mla_decode(const bf16* q, const bf16* cache, bf16* out, int rows, in
     float* o_part = workspace;
     float* ml_part = workspace + std::size_t(used) * rows * k_vdim;
     const float scale_log2 = 1.4426950408889634f / std::sqrt(float(k_dim));
-    mla_split_kernel<<<grid, k_threads, k_smem, s>>>(q, cache, rows, context, per_split, scale_log2, o_part,
-                                                     ml_part, out);
-    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    if (cudaError_t e = launch_pdl(mla_split_kernel, grid, k_threads, k_smem, s, q, cache, rows, context,
+                                   per_split, scale_log2, o_part, ml_part, out);
+        e != cudaSuccess)
+        return e;
     if (used == 1) return cudaSuccess;
-    mla_combine_kernel<<<rows, 128, 0, s>>>(o_part, ml_part, rows, used, out);
-    return cudaGetLastError();
+    return launch_pdl(mla_combine_kernel, dim3(unsigned(rows), unsigned(k_vdim / k_combine_dims), 1),
+                      k_combine_threads, 0, s, o_part, ml_part, rows, used, out);
 }
 
 }  // namespace tpverify::cuda

@@ -140,6 +140,70 @@ __global__ void topk_kernel(const bf16* logits, int tokens, int experts, int k, 
     }
 }
 
+// The same selection with one 32-bit key per expert (sigmoid bits + 1, 0 = taken or absent:
+// positive floats order as their bits) and the warp's reductions in hardware: per round one
+// redux.max over the lanes' best keys, one redux.min over the tied lanes' expert ids (the lowest
+// id wins a tie, as above), and only the winning lane rescans its keys (a tree of maxima).
+__global__ void topk_redux_kernel(const bf16* logits, int tokens, int experts, int k, int* ids,
+                                  float* weights) {
+    skinny::pdl_trigger();
+    skinny::pdl_wait();
+    const int warp = int((blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x) / 32),
+              lane = threadIdx.x & 31;
+    if (warp >= tokens) return;
+    const bf16* row = logits + std::uint64_t(warp) * experts;
+    constexpr int k_per_lane = 16;  // up to 512 experts
+    unsigned key[k_per_lane];
+#pragma unroll
+    for (int j = 0; j < k_per_lane; ++j) {
+        const int e = lane + 32 * j;
+        key[j] = e < experts ? __float_as_uint(1.0f / (1.0f + __expf(-__bfloat162float(row[e])))) + 1u : 0u;
+    }
+    auto lane_best = [&](unsigned& best, int& best_j) {
+        unsigned m[k_per_lane / 2];
+#pragma unroll
+        for (int j = 0; j < k_per_lane / 2; ++j) m[j] = max(key[2 * j], key[2 * j + 1]);
+#pragma unroll
+        for (int w = k_per_lane / 4; w >= 1; w /= 2)
+#pragma unroll
+            for (int j = 0; j < w; ++j) m[j] = max(m[j], m[j + w]);
+        best = m[0];
+        best_j = k_per_lane;
+#pragma unroll
+        for (int j = k_per_lane - 1; j >= 0; --j)
+            if (key[j] == best) best_j = j;  // the lowest j (lowest id) of the lane's ties
+    };
+    unsigned best;
+    int best_j;
+    lane_best(best, best_j);
+    float sum = 0.0f, mine = 0.0f;
+    int my_id = -1;
+    for (int round = 0; round < k; ++round) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+        const unsigned top = __reduce_max_sync(0xffffffffu, best);
+        const unsigned id = __reduce_min_sync(0xffffffffu, best == top ? unsigned(lane + 32 * best_j) : ~0u);
+#else
+        unsigned top = best;
+        for (int o = 16; o > 0; o >>= 1) top = max(top, __shfl_xor_sync(0xffffffffu, top, o));
+        unsigned id = best == top ? unsigned(lane + 32 * best_j) : ~0u;
+        for (int o = 16; o > 0; o >>= 1) id = min(id, __shfl_xor_sync(0xffffffffu, id, o));
+#endif
+        const float score = top == 0u ? 0.0f : __uint_as_float(top - 1u);
+        if (lane == round) mine = score, my_id = int(id);
+        sum += score;
+        if (int(id & 31u) == lane) {
+#pragma unroll
+            for (int j = 0; j < k_per_lane; ++j)     // (a constant index keeps key in registers)
+                if (j == int(id >> 5)) key[j] = 0u;  // taken
+            lane_best(best, best_j);
+        }
+    }
+    if (lane < k) {
+        ids[std::uint64_t(warp) * k + lane] = my_id;
+        weights[std::uint64_t(warp) * k + lane] = sum > 0.0f ? mine / sum : 0.0f;
+    }
+}
+
 __global__ void silu_mul_kernel(bf16* x, int rows, int inter, int ld) {
     skinny::pdl_trigger();  // the next GEMM may launch and fetch its weights
     skinny::pdl_wait();     // launched early (PDL): the previous kernel's writes first
@@ -174,6 +238,14 @@ __global__ void expert_sum_kernel(const bf16* outs, const int* slots, const floa
 }
 
 }  // namespace
+
+bool topk_redux() {
+    static const bool on = [] {
+        const char* v = std::getenv("TPVERIFY_TOPK");
+        return v == nullptr || std::strcmp(v, "shfl") != 0;
+    }();
+    return on;
+}
 
 bool ops_pdl() {
     static const bool on = [] {
@@ -251,8 +323,8 @@ cudaError_t kv_write(const bf16* src, int rows, int width, int ld, bf16* cache, 
 cudaError_t topk(const bf16* logits, int tokens, int experts, int k, int* ids, float* weights,
                  cudaStream_t s) {
     if (k < 1 || k > 32 || experts > 512 || experts < k) return cudaErrorInvalidValue;
-    return launch(topk_kernel, blocks_for(std::uint64_t(tokens) * 32), k_threads, s, logits, tokens, experts,
-                  k, ids, weights);
+    return launch(topk_redux() ? topk_redux_kernel : topk_kernel, blocks_for(std::uint64_t(tokens) * 32),
+                  k_threads, s, logits, tokens, experts, k, ids, weights);
 }
 
 cudaError_t silu_mul(bf16* x, int rows, int inter, int ld, cudaStream_t s) {

@@ -21,6 +21,9 @@ cudaError_t rope_kv_write(bf16* x, int rows, int width, int ld, int position, co
 /// Whether the small kernels launch with programmatic dependent launch (TPVERIFY_PDL_OPS=0 or
 /// TPVERIFY_PDL=0: no).
 bool ops_pdl();
+/// The router's top-k on the warp's hardware reductions (default), or TPVERIFY_TOPK=shfl: the
+/// earlier kernel (shuffle rounds); both pick the same experts.
+bool topk_redux();
 /// In place: rotates the (even, odd) pairs of the first `width` elements of each row by the
 /// angle position * 10000^(-2i / width) (positions start at `position`).
 cudaError_t rope(bf16* x, int rows, int width, int ld, int position, cudaStream_t s);
