@@ -110,4 +110,15 @@ std::size_t samples_to_detect(double shift, double noise, double alpha, double p
     return 0;
 }
 
+GateRepeats repeats_for_gate(double noise, std::size_t comparisons, double alpha, int cap) {
+    GateRepeats out;
+    if (noise >= 0 && alpha > 0 && alpha < 1) {
+        const double level = alpha / static_cast<double>(std::max<std::size_t>(1, comparisons));
+        out.needed = static_cast<int>(samples_to_detect(k_gate_shift, noise, level, k_gate_power));
+    }
+    out.capped = out.needed == 0 || out.needed > cap;
+    out.repeats = out.capped ? cap : out.needed;
+    return out;
+}
+
 }  // namespace ncclsweep::stats

@@ -149,6 +149,25 @@ struct UTestResult {
 [[nodiscard]] std::size_t samples_to_detect(double shift, double noise, double alpha, double power,
                                             std::size_t limit = 1000);
 
+/// The slowdown a nightly gate is asked to catch, and in what share of nights (docs/statistics.md):
+/// diff's "repeats:" hint and `repeats: auto` both use them.
+inline constexpr double k_gate_shift = 0.05;
+inline constexpr double k_gate_power = 0.9;
+
+/// What `repeats: auto` runs (docs/statistics.md "repeats: auto").
+struct GateRepeats {
+    int repeats = 0;      ///< what to run: `needed`, or `cap` when more would be needed
+    int needed = 0;       ///< what the model asks for; 0 when more than 1000
+    bool capped = false;  ///< `needed` is 0 or above `cap`: the gate will see less than 5%
+};
+
+/// The repeats per experiment that catch a k_gate_shift change of one experiment in k_gate_power
+/// of nights at relative `noise` per run, when a diff tests `comparisons` experiments with
+/// Holm's correction at `alpha` (so the first step is at alpha / comparisons): samples_to_detect
+/// at that level, capped at `cap`. A NaN or negative noise, or alpha outside (0, 1), gives
+/// `cap`, marked capped.
+[[nodiscard]] GateRepeats repeats_for_gate(double noise, std::size_t comparisons, double alpha, int cap);
+
 // ---- comparison for diff -----------------------------------------------------------------
 
 /// Which way a metric is good (tok_s: higher; latency: lower).
