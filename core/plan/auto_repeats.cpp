@@ -11,14 +11,16 @@ namespace ncclsweep::inline plan {
 namespace {
 
 std::string how_picked(const AutoRepeatsSpec& spec, std::size_t experiments) {
-    return fmt::format("to catch a 5% slowdown of one experiment in 90% of nights with Holm over {} "
-                       "comparison{} at alpha {}",
-                       experiments, experiments == 1 ? "" : "s", stats::format_level(spec.alpha));
+    return fmt::format(
+        "to catch a 5% slowdown of one experiment in 90% of nights with Holm over {} "
+        "comparison{} at alpha {}",
+        experiments, experiments == 1 ? "" : "s", stats::format_level(spec.alpha));
 }
 
 }  // namespace
 
-AutoRepeatsDecision decide_auto_repeats(const AutoRepeatsSpec& spec, const std::vector<Experiment>& experiments,
+AutoRepeatsDecision decide_auto_repeats(const AutoRepeatsSpec& spec,
+                                        const std::vector<Experiment>& experiments,
                                         const std::optional<NoiseHistory>& history, const std::string& metric,
                                         const std::string& source) {
     AutoRepeatsDecision out;
@@ -41,20 +43,21 @@ AutoRepeatsDecision decide_auto_repeats(const AutoRepeatsSpec& spec, const std::
     out.noise = stats::median(noises);
     out.from_sweep = static_cast<int>(history->sweep_id);
     out.experiments = static_cast<int>(noises.size());
-    const stats::GateRepeats pick = stats::repeats_for_gate(out.noise, experiments.size(), spec.alpha, spec.max);
+    const stats::GateRepeats pick =
+        stats::repeats_for_gate(out.noise, experiments.size(), spec.alpha, spec.max);
     out.repeats = pick.repeats;
     out.capped = pick.capped;
-    const std::string noise = fmt::format("noise {:.2g}% per run in {} (median over {} experiment{}) from sweep {}",
-                                          out.noise * 100, metric, out.experiments,
-                                          out.experiments == 1 ? "" : "s", out.from_sweep);
+    const std::string noise = fmt::format(
+        "noise {:.2g}% per run in {} (median over {} experiment{}) from sweep {}", out.noise * 100, metric,
+        out.experiments, out.experiments == 1 ? "" : "s", out.from_sweep);
     if (!pick.capped) {
-        out.line = fmt::format("repeats: auto -> {} ({}; {})", out.repeats, noise, how_picked(spec, experiments.size()));
+        out.line = fmt::format("repeats: auto -> {} ({}; {})", out.repeats, noise,
+                               how_picked(spec, experiments.size()));
         return out;
     }
-    const double sees = stats::detectable_shift(static_cast<std::size_t>(pick.repeats),
-                                                static_cast<std::size_t>(pick.repeats), out.noise,
-                                                spec.alpha / static_cast<double>(experiments.size()),
-                                                stats::k_gate_power);
+    const double sees = stats::detectable_shift(
+        static_cast<std::size_t>(pick.repeats), static_cast<std::size_t>(pick.repeats), out.noise,
+        spec.alpha / static_cast<double>(experiments.size()), stats::k_gate_power);
     out.line = fmt::format(
         "repeats: auto -> {}, its max ({}; {} would need {}): the gate then catches only a slowdown of "
         "{} in 90% of nights; raise repeats.auto.max, or quiet the host",

@@ -21,12 +21,12 @@ struct NoiseHistory {
 
 /// What `repeats: auto` decided.
 struct AutoRepeatsDecision {
-    int repeats = 0;         ///< what every experiment runs
-    double noise = 0;        ///< the relative noise per run it used (0 without history)
-    int from_sweep = 0;      ///< the sweep the noise came from (0 = none)
-    int experiments = 0;     ///< of this plan, how many the noise was measured on
-    bool capped = false;     ///< more than `max` would be needed: the gate sees less than 5%
-    std::string line;        ///< "repeats: auto -> 14 (noise 2.7% per run from sweep 41; ...)"
+    int repeats = 0;      ///< what every experiment runs
+    double noise = 0;     ///< the relative noise per run it used (0 without history)
+    int from_sweep = 0;   ///< the sweep the noise came from (0 = none)
+    int experiments = 0;  ///< of this plan, how many the noise was measured on
+    bool capped = false;  ///< more than `max` would be needed: the gate sees less than 5%
+    std::string line;     ///< "repeats: auto -> 14 (noise 2.7% per run from sweep 41; ...)"
 };
 
 /// The repeats for `experiments` (the Holm family of the gate's diff: one comparison each) at

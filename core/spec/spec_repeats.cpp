@@ -24,10 +24,11 @@ Result<AutoRepeatsSpec> parse_auto_options(const YAML::Node& node, const Where& 
             const std::string& text = value->text;
             auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
             if (ec != std::errc() || end != text.data() + text.size() || !(number > 0 && number < 0.5))
-                return error_at(value->mark,
-                                fmt::format("repeats.auto.alpha must be a number in (0, 0.5) such as 0.01, the "
-                                            "`--alpha` the gate's diff runs with, not '{}'",
-                                            text));
+                return error_at(
+                    value->mark,
+                    fmt::format("repeats.auto.alpha must be a number in (0, 0.5) such as 0.01, the "
+                                "`--alpha` the gate's diff runs with, not '{}'",
+                                text));
             out.alpha = number;
             continue;
         }

@@ -46,7 +46,8 @@ std::vector<double> noisy(double noise) {
 
 }  // namespace
 
-TEST_CASE("repeats_for_gate: the fewest repeats that catch 5% in 90% of nights, with Holm", "[auto_repeats]") {
+TEST_CASE("repeats_for_gate: the fewest repeats that catch 5% in 90% of nights, with Holm",
+          "[auto_repeats]") {
     // 3% noise per run, 9 comparisons at alpha 0.01: (z(1 - 0.01/18) + z(0.9)) x 0.03 x sqrt(2/n) x
     // sqrt(pi/3) <= 0.05 first holds at n = 16 (docs/statistics.md "repeats: auto").
     auto pick = stats::repeats_for_gate(0.03, 9, 0.01, 50);
@@ -79,16 +80,17 @@ TEST_CASE("decide_auto_repeats: the previous sweep's median noise, else the defa
     auto none = decide_auto_repeats(spec, plan, std::nullopt, "tok_s", "the tag 'nightly'");
     CHECK(none.repeats == 12);
     CHECK(none.from_sweep == 0);
-    CHECK(none.line ==
-          "repeats: auto -> 12 (the default: no earlier sweep with the tag 'nightly' has tok_s samples of this "
-          "plan's experiments to measure the noise on; the next run will)");
+    CHECK(
+        none.line ==
+        "repeats: auto -> 12 (the default: no earlier sweep with the tag 'nightly' has tok_s samples of this "
+        "plan's experiments to measure the noise on; the next run will)");
 
     NoiseHistory history;
     history.sweep_id = 41;
     history.samples["k1"] = noisy(0.02);
     history.samples["k2"] = noisy(0.03);
     history.samples["k3"] = noisy(0.05);
-    history.samples["k4"] = {100};               // one sample: no noise to read
+    history.samples["k4"] = {100};                     // one sample: no noise to read
     history.samples["not-in-this-plan"] = noisy(0.5);  // another point: not counted
     auto learned = decide_auto_repeats(spec, plan, history, "tok_s", "the tag 'nightly'");
     CHECK(learned.noise == Approx(0.03));
@@ -97,7 +99,8 @@ TEST_CASE("decide_auto_repeats: the previous sweep's median noise, else the defa
     CHECK(learned.repeats == 16);
     CHECK_FALSE(learned.capped);
     CHECK(learned.line ==
-          "repeats: auto -> 16 (noise 3% per run in tok_s (median over 3 experiments) from sweep 41; to catch a "
+          "repeats: auto -> 16 (noise 3% per run in tok_s (median over 3 experiments) from sweep 41; to "
+          "catch a "
           "5% slowdown of one experiment in 90% of nights with Holm over 9 comparisons at alpha 0.01)");
 
     // A history of other points only is no history.
@@ -114,8 +117,9 @@ TEST_CASE("decide_auto_repeats: the previous sweep's median noise, else the defa
     CHECK(capped.repeats == 20);
     CHECK(capped.capped);
     CHECK(capped.line.find("repeats: auto -> 20, its max (noise 5% per run") == 0);
-    CHECK(capped.line.find("would need 44): the gate then catches only a slowdown of 7.3% in 90% of nights") !=
-          std::string::npos);
+    CHECK(
+        capped.line.find("would need 44): the gate then catches only a slowdown of 7.3% in 90% of nights") !=
+        std::string::npos);
 }
 
 TEST_CASE("spec: repeats: auto and its options, invalid values as located errors", "[auto_repeats]") {
@@ -133,9 +137,10 @@ TEST_CASE("spec: repeats: auto and its options, invalid values as located errors
     CHECK(tuned->repeats == 10);
     CHECK_FALSE(parse_spec(m + "repeats: 5\n", "spec.yaml")->auto_repeats.has_value());
 
-    CHECK(error_of(m + "repeats: automatic\n") ==
-          "spec.yaml:3:10: repeats must be a whole number from 1 to 1000 or `auto` (the repeats a nightly gate "
-          "needs, from the previous sweep's noise), not 'automatic'");
+    CHECK(
+        error_of(m + "repeats: automatic\n") ==
+        "spec.yaml:3:10: repeats must be a whole number from 1 to 1000 or `auto` (the repeats a nightly gate "
+        "needs, from the previous sweep's noise), not 'automatic'");
     CHECK(error_of(m + "repeats: {auto: {alpa: 0.01}}\n") ==
           "spec.yaml:3:18: unknown key 'alpa' in repeats.auto; did you mean 'alpha'?");
     CHECK(error_of(m + "repeats: {auto: {alpha: 5%}}\n") ==
@@ -170,9 +175,11 @@ TEST_CASE("--set repeats=auto turns auto on, --set repeats=N off", "[auto_repeat
 TEST_CASE("plan says repeats: auto is decided at run time, and what it would pick", "[auto_repeats]") {
     AutoRepeatsSpec spec;
     spec.alpha = 0.01;
-    CHECK(auto_repeats_plan_line(spec, 9) ==
-          "repeats: auto, decided by `run` from the noise of the previous sweep of this spec (same --tag, else "
-          "same sweep name) to catch a 5% slowdown of one experiment in 90% of nights with Holm over 9 "
-          "comparisons at alpha 0.01; 12 without one, at most 50. At a noise per run of 1% -> 7, 2% -> 7, 3% -> "
-          "16, 5% -> 44");
+    CHECK(
+        auto_repeats_plan_line(spec, 9) ==
+        "repeats: auto, decided by `run` from the noise of the previous sweep of this spec (same --tag, else "
+        "same sweep name) to catch a 5% slowdown of one experiment in 90% of nights with Holm over 9 "
+        "comparisons at alpha 0.01; 12 without one, at most 50. At a noise per run of 1% -> 7, 2% -> 7, 3% "
+        "-> "
+        "16, 5% -> 44");
 }
