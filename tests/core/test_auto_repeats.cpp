@@ -158,7 +158,7 @@ TEST_CASE("spec: repeats: auto and its options, invalid values as located errors
           "repeats, up to race.max_repeats); give repeats a number, or drop the race");
 }
 
-TEST_CASE("--set repeats=auto turns auto on, --set repeats=N off", "[auto_repeats]") {
+TEST_CASE("overrides: --set repeats=auto turns auto on, --set repeats=N off", "[auto_repeats]") {
     auto spec = parse_spec(std::string(k_minimal) + "repeats: 3\n", "spec.yaml");
     REQUIRE(spec.ok());
     auto automatic = parse_override(OverrideKind::set, "repeats=auto");
