@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/stats/stats.hpp"
@@ -24,15 +25,20 @@ AutoRepeatsDecision decide_auto_repeats(const AutoRepeatsSpec& spec,
                                         const std::optional<NoiseHistory>& history, const std::string& metric,
                                         const std::string& source) {
     AutoRepeatsDecision out;
-    std::vector<double> noises;
+    // The largest corrected noise over the experiments: the one that slows may be any, and the
+    // gate must catch it too (docs/statistics.md "repeats: auto" says why not the median).
+    int measured = 0;
+    double largest = 0;
     if (history)
         for (const auto& experiment : experiments) {
             auto found = history->samples.find(experiment.key);
             if (found == history->samples.end() || found->second.size() < 2) continue;
-            const double noise = stats::relative_noise(found->second);
-            if (std::isfinite(noise)) noises.push_back(noise);
+            const double noise = stats::relative_noise_corrected(found->second);
+            if (!std::isfinite(noise)) continue;
+            ++measured;
+            largest = std::max(largest, noise);
         }
-    if (noises.empty()) {
+    if (measured == 0) {
         out.repeats = spec.fallback;
         out.line = fmt::format(
             "repeats: auto -> {} (the default: no earlier sweep with {} has {} samples of this plan's "
@@ -40,16 +46,17 @@ AutoRepeatsDecision decide_auto_repeats(const AutoRepeatsSpec& spec,
             spec.fallback, source, metric);
         return out;
     }
-    out.noise = stats::median(noises);
+    out.noise = largest;
     out.from_sweep = static_cast<int>(history->sweep_id);
-    out.experiments = static_cast<int>(noises.size());
+    out.experiments = measured;
     const stats::GateRepeats pick =
         stats::repeats_for_gate(out.noise, experiments.size(), spec.alpha, spec.max);
     out.repeats = pick.repeats;
     out.capped = pick.capped;
     const std::string noise = fmt::format(
-        "noise {:.2g}% per run in {} (median over {} experiment{}) from sweep {}", out.noise * 100, metric,
-        out.experiments, out.experiments == 1 ? "" : "s", out.from_sweep);
+        "noise {:.2g}% per run in {} (the largest over {} experiment{}, small-sample corrected) from sweep "
+        "{}",
+        out.noise * 100, metric, out.experiments, out.experiments == 1 ? "" : "s", out.from_sweep);
     if (!pick.capped) {
         out.line = fmt::format("repeats: auto -> {} ({}; {})", out.repeats, noise,
                                how_picked(spec, experiments.size()));

@@ -30,8 +30,9 @@ struct AutoRepeatsDecision {
 };
 
 /// The repeats for `experiments` (the Holm family of the gate's diff: one comparison each) at
-/// `spec`'s alpha: the median over the experiments of `history` that this plan also has (same
-/// key, at least 2 samples) of their relative noise (stats::relative_noise), then
+/// `spec`'s alpha: the largest over the experiments of `history` that this plan also has (same
+/// key, at least 2 samples) of their small-sample corrected relative noise
+/// (stats::relative_noise_corrected), then
 /// stats::repeats_for_gate, capped at spec.max. Without such an experiment, spec.fallback, and
 /// the line says so. `metric` and `source` ("tag 'nightly'", "sweep name 'nightly'") are for
 /// the line.

@@ -137,6 +137,15 @@ struct UTestResult {
 /// normal sample, not moved by one straggler). NaN below 2 samples or at a zero median.
 [[nodiscard]] double relative_noise(std::span<const double> samples);
 
+/// Croux & Rousseeuw's small-sample factor b_n for the MAD (1.196, 1.495, 1.363, 1.206, 1.200,
+/// 1.140, 1.129, 1.107 for n = 2..9, then n / (n - 0.8)): 1.4826 x MAD of n normal samples
+/// underestimates sigma on average by this factor. NaN below 2.
+[[nodiscard]] double mad_small_sample_factor(std::size_t n);
+
+/// relative_noise x mad_small_sample_factor(n): the noise estimate without the MAD's
+/// small-sample bias (docs/statistics.md "repeats: auto").
+[[nodiscard]] double relative_noise_corrected(std::span<const double> samples);
+
 /// The smallest relative shift a two-sided U test at `alpha` detects with probability `power`
 /// between n_a and n_b samples of relative noise `noise`: (z(1 - alpha/2) + z(power)) x noise x
 /// sqrt(1/n_a + 1/n_b) x sqrt(pi/3) (the normal shift formula, widened by the U test's
