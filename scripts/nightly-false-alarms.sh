@@ -17,6 +17,8 @@
 #                  through a wrapper that lowers its --accept-len by that fraction: tok/s is
 #                  accept_len / cycle time). A pair counts as detected when the gate fails and names
 #                  that experiment; any other experiment it names is a false alarm.
+#   PROGRESS=FILE  append one line per diffed pair as it is done (a run stopped early still
+#                  says how many pairs it measured)
 # Every failing pair of identical nights is a false alarm: nothing changed.
 set -euo pipefail
 noise="${1:-0.03}"
@@ -53,12 +55,14 @@ EOF
     slow_engine=(--engine "$work/slow-tpverify")
 fi
 
-# One chain: its nights in order, then its diffs; writes "pairs alarms detected others" to $dir/counts.
+# One chain: each night, then its diff with the night before (as CI does); writes "pairs alarms
+# detected others" to $dir/counts, and one line per pair to $PROGRESS when it is set.
 run_chain() {
     local chain="$1" count="$2" dir="$work/chain$1"
     mkdir -p "$dir"
     local db="$dir/nightly.db" nights night engine
     if [[ -n "$slowdown" ]]; then nights=$((2 * count)); else nights=$((count + 1)); fi
+    local alarms=0 detected=0 others=0 done_pairs=0 base new rc named ran=? before
     for ((night = 0; night < nights; night++)); do
         engine=(--engine "$tpverify")
         [[ -n "$slowdown" ]] && ((night % 2 == 1)) && engine=("${slow_engine[@]}")
@@ -66,20 +70,21 @@ run_chain() {
             --set "noise=$noise" --set "seed=$((1000 + 1000 * chain + night))" "${repeats[@]}" \
             >/dev/null 2>"$dir/run.err" ||
             { echo "error: chain $chain night $night did not run:" >&2; cat "$dir/run.err" >&2; return 1; }
-    done
-    local alarms=0 detected=0 others=0 base new rc
-    for ((base = 1; base < nights; base++)); do
-        new=$((base + 1))
-        [[ -n "$slowdown" ]] && ((base % 2 == 0)) && continue  # pairs (1,2), (3,4), ...: normal, then slow
+        before=$ran
+        ran=$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("select repeats from sweeps order by id desc limit 1").fetchone()[0])' "$db" 2>/dev/null || echo "?")
+        ((night == 0)) && continue
+        base=$night new=$((night + 1))  # sweep ids
+        [[ -n "$slowdown" ]] && ((night % 2 == 0)) && continue  # pairs (1,2), (3,4), ...: normal, then slow
         set +e
         "$ncclsweep" diff "$base" "$new" --db "$db" --fail-on-regression --alpha "$alpha" >"$dir/diff.txt" 2>&1
         rc=$?
         set -e
+        named=0
         case "$rc" in
             0) ;;
             1)
                 if [[ -n "$slowdown" ]]; then
-                    grep -q '^  regressed: .*tokens=16' "$dir/diff.txt" && detected=$((detected + 1))
+                    grep -q '^  regressed: .*tokens=16' "$dir/diff.txt" && { detected=$((detected + 1)); named=1; }
                     others=$((others + $(grep '^  regressed: ' "$dir/diff.txt" | grep -vc 'tokens=16' || true)))
                 else
                     alarms=$((alarms + 1))
@@ -87,6 +92,9 @@ run_chain() {
                 ;;
             *) echo "error: chain $chain: diff of sweeps $base and $new exited $rc:" >&2; cat "$dir/diff.txt" >&2; return 1 ;;
         esac
+        done_pairs=$((done_pairs + 1))
+        [[ -n "${PROGRESS:-}" ]] &&
+            echo "chain $chain pair $done_pairs sweeps $base $new repeats $before $ran gate $rc slow-named $named" >>"$PROGRESS"
     done
     "$ncclsweep" results list --db "$db" --json >"$dir/list.json"
     grep '^to catch a 5% slowdown' "$dir/diff.txt" >"$dir/hint.txt" || true
