@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "core/plan/auto_repeats.hpp"
 #include "core/plan/baseline.hpp"
 
 namespace ncclsweep::inline plan {
@@ -52,11 +53,17 @@ public:
                 m_columns[c].width = std::max(m_columns[c].width, display_width(k_default_cell));
         }
         std::uint64_t runs = summary.count * static_cast<std::uint64_t>(spec.repeats);
-        m_out << fmt::format("sweep {}: {} experiment{} x {} repeat{} = {} run{}; target {}; workload {}\n",
-                             display_cell(spec.name), summary.count, summary.count == 1 ? "" : "s",
-                             spec.repeats, spec.repeats == 1 ? "" : "s", runs, runs == 1 ? "" : "s",
+        const std::string repeats =
+            spec.auto_repeats ? std::string("auto repeats")
+                              : fmt::format("{} repeat{} = {} run{}", spec.repeats,
+                                            spec.repeats == 1 ? "" : "s", runs, runs == 1 ? "" : "s");
+        m_out << fmt::format("sweep {}: {} experiment{} x {}; target {}; workload {}\n",
+                             display_cell(spec.name), summary.count, summary.count == 1 ? "" : "s", repeats,
                              display_cell(spec.target.url),
                              spec.workload.engine.empty() ? "command" : spec.workload.engine);
+        if (spec.auto_repeats)
+            m_out << auto_repeats_plan_line(*spec.auto_repeats, static_cast<std::size_t>(summary.count))
+                  << '\n';
         // What every point runs with: the fixed environment and engine arguments, with their values.
         std::string fixed;
         for (const auto& [name, value] : spec.env) fixed += " " + name + "=" + display_cell(value.text);
@@ -157,6 +164,12 @@ public:
         m_out << "{\"sweep\":" << dump(spec.name) << ",\"target\":" << dump(spec.target.url)
               << ",\"repeats\":" << spec.repeats << ",\"count\":" << summary.count
               << ",\"axes\":" << dump(axes);
+        if (spec.auto_repeats)
+            m_out << ",\"repeats_auto\":"
+                  << dump({{"alpha", spec.auto_repeats->alpha},
+                           {"max", spec.auto_repeats->max},
+                           {"default", spec.auto_repeats->fallback},
+                           {"decided", "at run time, from the previous sweep's noise"}});
         if (spec.search.enabled()) {
             const int max_repeats = spec.search.max_repeats(spec.repeats);
             Json search = {

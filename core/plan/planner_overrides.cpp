@@ -30,17 +30,25 @@ bool has_placeholder(const WorkloadSpec& workload, const std::string& name) {
     return false;
 }
 
-/// `--set repeats=N`: the spec's own key (1..1000, like `repeats:` in the file).
+/// `--set repeats=N|auto`: the spec's own key (1..1000 or auto, like `repeats:` in the file).
 Result<void> set_repeats(Spec& spec, const Override& item) {
     if (item.kind == OverrideKind::axis)
         return Error::bad_input("--axis repeats: repeats is a spec key, not an axis; use --set repeats=N");
     const std::string& text = item.values.front();
+    if (text == "auto") {
+        // The spec's own auto settings stay; otherwise diff's defaults (docs/spec.md "Repeats").
+        if (!spec.auto_repeats) spec.auto_repeats = AutoRepeatsSpec{};
+        spec.auto_repeats->mark = SourceMark{"--set", 0, 0};
+        spec.repeats = spec.auto_repeats->fallback;
+        return success();
+    }
     int value = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (ec != std::errc() || end != text.data() + text.size() || value < 1 || value > 1000)
         return Error::bad_input(
-            fmt::format("--set repeats={}: repeats must be a whole number in 1..1000", text));
+            fmt::format("--set repeats={}: repeats must be a whole number in 1..1000 or auto", text));
     spec.repeats = value;
+    spec.auto_repeats.reset();
     return success();
 }
 

@@ -192,6 +192,15 @@ enum class Baseline {
     none,      ///< no such point: the sweep's own points only
 };
 
+/// `repeats: auto` (docs/spec.md "Repeats"): `run` picks the repeats that catch a 5% slowdown of
+/// one experiment in 90% of nights at the noise of the previous sweep of this spec.
+struct AutoRepeatsSpec {
+    double alpha = 0.05;  ///< the level the gate's diff runs at (`diff --alpha`; 0.05 is diff's default)
+    int max = 50;         ///< never more than this (a warning says what the gate then sees)
+    int fallback = 12;    ///< `default:` the repeats when there is no earlier sweep to learn from
+    SourceMark mark;      ///< where `repeats:` was written
+};
+
 /// The whole parsed spec.
 struct Spec {
     std::string path;  ///< file it was read from
@@ -205,7 +214,8 @@ struct Spec {
     std::vector<SourceMark> zip_marks;
     std::vector<ExcludeRule> exclude;
     std::vector<IncludePoint> include;
-    int repeats = 1;
+    int repeats = 1;  ///< with `repeats: auto`, its `default:` until `run` decides
+    std::optional<AutoRepeatsSpec> auto_repeats;
     Timeouts timeouts;
     SearchSpec search;
     Baseline baseline = Baseline::defaults;

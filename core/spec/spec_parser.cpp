@@ -188,12 +188,7 @@ Result<void> parse_section(const std::string& key, const YAML::Node& value, cons
         spec.env = std::move(*env);
         return success();
     }
-    if (key == "repeats") {
-        auto repeats = read_int(value, at, "repeats", 1, 1000);
-        if (!repeats) return repeats.error();
-        spec.repeats = static_cast<int>(*repeats);
-        return success();
-    }
+    if (key == "repeats") return parse_repeats(value, at, spec);
     if (key == "baseline") {
         auto baseline = read_scalar(value, at, "baseline");
         if (!baseline) return baseline.error();

@@ -1,5 +1,5 @@
 #pragma once
-// Internal: parsers of the `target:` and `workload:` sections (core/spec/spec_parser_workload.cpp).
+// Internal: parsers of the `target:`, `workload:`, `search:` and `repeats:` sections.
 #include <yaml-cpp/yaml.h>
 
 #include "core/result.hpp"
@@ -16,5 +16,9 @@ Result<WorkloadSpec> parse_workload(const YAML::Node& node, const Where& where);
 
 /// `search:` — {prune: {after}, race: {min_repeats, max_repeats, confidence}, budget, metric}.
 Result<SearchSpec> parse_search(const YAML::Node& node, const Where& where);
+
+/// `repeats:` — a whole number 1..1000, `auto`, or {auto: {alpha, max, default}}; fills
+/// spec.repeats (auto: its default) and spec.auto_repeats.
+Result<void> parse_repeats(const YAML::Node& node, const Where& where, Spec& spec);
 
 }  // namespace ncclsweep::inline spec::yaml

@@ -171,9 +171,19 @@ Result<void> check_include(const Spec& spec) {
     return success();
 }
 
+/// `repeats: auto` sizes the full product a nightly gate diffs; a search's race decides the
+/// repeats of each point itself.
+Result<void> check_auto_repeats(const Spec& spec) {
+    if (!spec.auto_repeats || !spec.search.race) return success();
+    return error_at(spec.auto_repeats->mark,
+                    "repeats: auto cannot be combined with search.race (the race decides each point's "
+                    "repeats, up to race.max_repeats); give repeats a number, or drop the race");
+}
+
 }  // namespace
 
 Result<void> validate_spec(const Spec& spec) {
+    if (auto ok = check_auto_repeats(spec); !ok) return ok;
     if (auto ok = check_env(spec); !ok) return ok;
     if (auto ok = check_axes(spec); !ok) return ok;
     if (auto ok = check_zip(spec); !ok) return ok;

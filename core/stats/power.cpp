@@ -93,6 +93,19 @@ double relative_noise(std::span<const double> samples) {
     return 1.4826 * median(deviations) / std::fabs(m);
 }
 
+double mad_small_sample_factor(std::size_t n) {
+    // Croux & Rousseeuw, "Time-efficient algorithms for two highly robust estimators of scale"
+    // (Computational Statistics, 1992): simulated for n <= 9, n / (n - 0.8) beyond.
+    static constexpr double small[] = {1.196, 1.495, 1.363, 1.206, 1.200, 1.140, 1.129, 1.107};
+    if (n < 2) return k_undefined;
+    if (n <= 9) return small[n - 2];
+    return static_cast<double>(n) / (static_cast<double>(n) - 0.8);
+}
+
+double relative_noise_corrected(std::span<const double> samples) {
+    return relative_noise(samples) * mad_small_sample_factor(samples.size());
+}
+
 double detectable_shift(std::size_t n_a, std::size_t n_b, double noise, double alpha, double power) {
     if (n_a == 0 || n_b == 0 || !(alpha > 0 && alpha < 1) || !(power > 0 && power < 1) || !(noise >= 0))
         return k_undefined;
@@ -108,6 +121,17 @@ std::size_t samples_to_detect(double shift, double noise, double alpha, double p
         if (std::isfinite(can) && can <= shift) return n;
     }
     return 0;
+}
+
+GateRepeats repeats_for_gate(double noise, std::size_t comparisons, double alpha, int cap) {
+    GateRepeats out;
+    if (noise >= 0 && alpha > 0 && alpha < 1) {
+        const double level = alpha / static_cast<double>(std::max<std::size_t>(1, comparisons));
+        out.needed = static_cast<int>(samples_to_detect(k_gate_shift, noise, level, k_gate_power));
+    }
+    out.capped = out.needed == 0 || out.needed > cap;
+    out.repeats = out.capped ? cap : out.needed;
+    return out;
 }
 
 }  // namespace ncclsweep::stats

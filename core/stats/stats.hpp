@@ -137,6 +137,15 @@ struct UTestResult {
 /// normal sample, not moved by one straggler). NaN below 2 samples or at a zero median.
 [[nodiscard]] double relative_noise(std::span<const double> samples);
 
+/// Croux & Rousseeuw's small-sample factor b_n for the MAD (1.196, 1.495, 1.363, 1.206, 1.200,
+/// 1.140, 1.129, 1.107 for n = 2..9, then n / (n - 0.8)): 1.4826 x MAD of n normal samples
+/// underestimates sigma on average by this factor. NaN below 2.
+[[nodiscard]] double mad_small_sample_factor(std::size_t n);
+
+/// relative_noise x mad_small_sample_factor(n): the noise estimate without the MAD's
+/// small-sample bias (docs/statistics.md "repeats: auto").
+[[nodiscard]] double relative_noise_corrected(std::span<const double> samples);
+
 /// The smallest relative shift a two-sided U test at `alpha` detects with probability `power`
 /// between n_a and n_b samples of relative noise `noise`: (z(1 - alpha/2) + z(power)) x noise x
 /// sqrt(1/n_a + 1/n_b) x sqrt(pi/3) (the normal shift formula, widened by the U test's
@@ -148,6 +157,25 @@ struct UTestResult {
 /// more than `limit` would be needed.
 [[nodiscard]] std::size_t samples_to_detect(double shift, double noise, double alpha, double power,
                                             std::size_t limit = 1000);
+
+/// The slowdown a nightly gate is asked to catch, and in what share of nights (docs/statistics.md):
+/// diff's "repeats:" hint and `repeats: auto` both use them.
+inline constexpr double k_gate_shift = 0.05;
+inline constexpr double k_gate_power = 0.9;
+
+/// What `repeats: auto` runs (docs/statistics.md "repeats: auto").
+struct GateRepeats {
+    int repeats = 0;      ///< what to run: `needed`, or `cap` when more would be needed
+    int needed = 0;       ///< what the model asks for; 0 when more than 1000
+    bool capped = false;  ///< `needed` is 0 or above `cap`: the gate will see less than 5%
+};
+
+/// The repeats per experiment that catch a k_gate_shift change of one experiment in k_gate_power
+/// of nights at relative `noise` per run, when a diff tests `comparisons` experiments with
+/// Holm's correction at `alpha` (so the first step is at alpha / comparisons): samples_to_detect
+/// at that level, capped at `cap`. A NaN or negative noise, or alpha outside (0, 1), gives
+/// `cap`, marked capped.
+[[nodiscard]] GateRepeats repeats_for_gate(double noise, std::size_t comparisons, double alpha, int cap);
 
 // ---- comparison for diff -----------------------------------------------------------------
 

@@ -130,6 +130,38 @@ SweepRunOptions loop_options(const RunFlags& flags, const Spec& spec,
     return options;
 }
 
+/// `repeats: auto`: a resume keeps the repeats its sweep was recorded with (its plan must not
+/// change); a new sweep takes them from the noise of the previous sweep of this spec.
+Result<void> decide_repeats(PreparedRun& run, const RunFlags& flags, RunRecord& record) {
+    const AutoRepeatsSpec& automatic = *run.spec.auto_repeats;
+    auto use = [&run](int repeats) {
+        run.spec.repeats = repeats;
+        run.options.repeats = repeats;
+    };
+    if (run.request.resume_id) {
+        auto stored = record.recorded_repeats(*run.request.resume_id);
+        if (!stored) return stored.error();
+        if (*stored) {
+            use(**stored);
+            run.repeats_line = fmt::format("repeats: auto -> {} (as sweep {} was started with)", **stored,
+                                           *run.request.resume_id);
+            return success();
+        }
+    }
+    auto history =
+        record.previous_samples(run.spec.name, flags.tag, run.metric.name, run.request.resume_id.value_or(0));
+    if (!history) return history.error();
+    const std::string source = flags.tag.empty() ? fmt::format("the sweep name '{}'", run.spec.name)
+                                                 : fmt::format("the tag '{}'", flags.tag);
+    const AutoRepeatsDecision decided =
+        decide_auto_repeats(automatic, run.request.experiments, *history, run.metric.name, source);
+    use(decided.repeats);
+    run.repeats_line = decided.line;
+    run.repeats_capped = decided.capped;
+    run.request.plan_warnings.emplace_back("repeats_auto", decided.line);
+    return success();
+}
+
 }  // namespace
 
 std::string run_command_line(const RunFlags& flags) {
@@ -232,6 +264,8 @@ Result<PreparedRun> prepare_run(const RunFlags& flags, RunHost& host, RunRecord&
         if (!id) return id.error();
         run.request.resume_id = *id;
     }
+    if (spec.auto_repeats)
+        if (auto decided = decide_repeats(run, flags, record); !decided) return decided.error();
     run.command_line = run_command_line(flags);
     if (spec.search.budget.runs > 0 || spec.search.budget.seconds > 0) {
         // A command that works as printed: the same flags, twice the budget (--resume added).
@@ -270,6 +304,10 @@ Result<PreparedRun> prepare_run(const RunFlags& flags, RunHost& host, RunRecord&
 Result<RunReport> execute_run(PreparedRun& run, RunRecord& record, ProgressPrinter& printer,
                               const std::atomic<bool>& stop) {
     printer.header(run.header);
+    if (run.repeats_capped)
+        NCCLSWEEP_LOG(warning, "{}", run.repeats_line);
+    else if (!run.repeats_line.empty())
+        printer.notice(run.repeats_line);
     for (const auto& line : run.search) printer.notice("search: " + line);
     auto outcome = run_sweep(run.request, *run.target, *run.store, printer, run.options, stop);
     if (!outcome) {

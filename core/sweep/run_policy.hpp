@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/exit_status.hpp"
+#include "core/plan/auto_repeats.hpp"
 #include "core/plan/planner.hpp"
 #include "core/result.hpp"
 #include "core/spec/metric.hpp"
@@ -87,6 +88,18 @@ public:
     [[nodiscard]] virtual std::string where() const = 0;
     /// The sweep written through open()'s store: 0 before one was created or reopened.
     [[nodiscard]] virtual std::int64_t recorded_sweep() const = 0;
+    /// What `repeats: auto` learns the noise from: `metric`'s samples per experiment key (ok
+    /// experiments) of the newest sweep tagged `tag` (named `name` when `tag` is empty), sweep
+    /// `except` left out, that has any. Empty when there is none; the base class keeps no history.
+    virtual Result<std::optional<NoiseHistory>> previous_samples(const std::string& /*name*/,
+                                                                 const std::string& /*tag*/,
+                                                                 const std::string& /*metric*/,
+                                                                 std::int64_t /*except*/) {
+        return std::optional<NoiseHistory>{};
+    }
+    /// The repeats sweep `id` was recorded with (a resume of `repeats: auto` keeps them); empty
+    /// when unknown (the base class).
+    virtual Result<std::optional<int>> recorded_repeats(std::int64_t /*id*/) { return std::optional<int>{}; }
 };
 
 /// A run ready to start: everything decided, nothing written yet.
@@ -100,6 +113,8 @@ struct PreparedRun {
     RunHeader header;
     MetricChoice metric;              ///< --metric, parsed
     std::vector<std::string> search;  ///< what the search will do ("search: ..." notices); empty without one
+    std::string repeats_line;         ///< what `repeats: auto` decided and why; empty without it
+    bool repeats_capped = false;      ///< it needed more than its max: said as a warning
     std::string command_line;         ///< the command that starts this run again
     /// The command that continues this run with twice its search budget (docs/search.md); empty
     /// without a budget.
@@ -112,7 +127,9 @@ struct PreparedRun {
 /// Slurm); its preflight (busy GPUs refused unless --force, and a GPU-release check between
 /// experiments, both only on one host that is not a batch scheduler); the engine's parameters
 /// and points; the environment the target's commands inherit (inherited_environment: said once
-/// as a warning, recorded with the sweep); then the database and the sweep --resume names. The
+/// as a warning, recorded with the sweep); then the database, the sweep --resume names, and for
+/// `repeats: auto` the repeats (a resume keeps its sweep's; else from the noise of
+/// RunRecord::previous_samples, decide_auto_repeats, noted with the sweep as `repeats_auto`). The
 /// NCCL_DEBUG tuning request is added unless the spec sets NCCL_DEBUG or NCCL_DEBUG_SUBSYS.
 /// bad_input (exit 2) for the spec, flags and engine parameters, infrastructure (exit 3) for the
 /// host and database; the database is not touched before every check passed.

@@ -142,10 +142,6 @@ void add_geomeans(SweepDiff& diff) {
     }
 }
 
-/// The power a 5 % nightly gate is asked for (docs/statistics.md "diff").
-constexpr double k_gate_power = 0.9;
-constexpr double k_gate_shift = 0.05;
-
 /// Holm's correction over every comparison of the diff whose test could run: a change counts
 /// only when its adjusted p <= alpha, so the chance of any false alarm in the whole diff stays
 /// <= alpha. Then what each comparison could have seen, and the repeats a 5 % gate needs.
@@ -183,14 +179,14 @@ void control_false_alarms(SweepDiff& diff) {
             if (k == 0) noises.push_back(m.noise);
             const double shift =
                 stats::detectable_shift(m.comparison->base.n, m.comparison->candidate.n, m.noise,
-                                        alpha / static_cast<double>(family), k_gate_power);
+                                        alpha / static_cast<double>(family), stats::k_gate_power);
             m.detectable = std::max(diff.options.threshold, shift);
         }
     if (!noises.empty()) {
         diff.power.noise = stats::median(noises);
         diff.power.repeats_for_5_percent =
-            stats::samples_to_detect(std::max(k_gate_shift, diff.options.threshold), diff.power.noise,
-                                     alpha / static_cast<double>(family), k_gate_power);
+            stats::samples_to_detect(std::max(stats::k_gate_shift, diff.options.threshold), diff.power.noise,
+                                     alpha / static_cast<double>(family), stats::k_gate_power);
     }
 }
 

@@ -23,6 +23,10 @@ public:
     Result<std::int64_t> resume_candidate(const std::string& ref, const std::string& name) override;
     [[nodiscard]] std::string where() const override { return m_path; }
     [[nodiscard]] std::int64_t recorded_sweep() const override { return m_writer ? m_writer->sweep_id() : 0; }
+    Result<std::optional<NoiseHistory>> previous_samples(const std::string& name, const std::string& tag,
+                                                         const std::string& metric,
+                                                         std::int64_t except) override;
+    Result<std::optional<int>> recorded_repeats(std::int64_t id) override;
 
     /// The open store (nullptr before open()), for the queries of the summary.
     [[nodiscard]] Store* store() { return m_store ? &*m_store : nullptr; }

@@ -121,7 +121,8 @@ TEST_CASE("parser errors name file, line and column") {
     CHECK(error_of(m + "axes:\n  NCCL_PROTO: LL\n") ==
           "spec.yaml:4:15: axes.NCCL_PROTO must be a list of values, e.g. [a, b]");
     CHECK(error_of(m + "repeats: 0\n") ==
-          "spec.yaml:3:10: repeats must be a whole number from 1 to 1000, not '0'");
+          "spec.yaml:3:10: repeats must be a whole number from 1 to 1000 or `auto` (the repeats a nightly "
+          "gate needs, from the previous sweep's noise), not '0'");
     CHECK(error_of(m + "axes:\n  tokens: [1, [2]]\n") ==
           "spec.yaml:4:15: axes.tokens[1] must be a single value, but it is a list");
     CHECK(error_of(m + "env:\n  NCCL_ALGO:\n") ==

@@ -3,6 +3,9 @@
 // slower on purpose (another simulated topology) or one that crashes must fail it and be named.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
+#include "core/stats/stats.hpp"
 #include "tests/e2e/e2e_support.hpp"
 #include "tests/support/catch.hpp"
 
@@ -120,4 +123,97 @@ TEST_CASE("nightly gate: an experiment that starts crashing is a regression with
     CHECK(caught.exit_code == 1);
     CHECK(caught.out.find("ok -> failed (nccl)") != std::string::npos);
     CHECK(caught.out.find("summary: 4 regressed") != std::string::npos);
+}
+
+TEST_CASE("nightly gate: repeats: auto runs the default first, then what the last night's noise needs") {
+    TempDir dir;
+    std::string text = sim_spec("nightly-auto",
+                                "  NCCL_PROTO: [LL, Simple]\n"
+                                "  fusion: [\"off\", \"on\"]\n",
+                                5);
+    text.replace(text.find("repeats: 5"), 10, "repeats: {auto: {alpha: 0.05, default: 5, max: 40}}");
+    const std::string spec = dir.write("nightly.yaml", text).string();
+    const std::string db = (dir.path() / "nightly.db").string();
+
+    // plan cannot know the noise: it says how run decides.
+    auto plan = test::run_ncclsweep({"plan", spec});
+    INFO(plan.out << plan.err);
+    REQUIRE(plan.exit_code == 0);
+    CHECK(plan.out.find("sweep nightly-auto: 4 experiments x auto repeats;") != std::string::npos);
+    CHECK(plan.out.find("repeats: auto, decided by `run` from the noise of the previous sweep") !=
+          std::string::npos);
+
+    // The first night has nothing to learn from: the default, said.
+    auto first = nightly_run(spec, db, {"seed=31"});
+    INFO(first.err);
+    REQUIRE(first.exit_code == 0);
+    CHECK(first.err.find("repeats: auto -> 5 (the default: no earlier sweep with the tag 'nightly' has "
+                         "tok_s samples") != std::string::npos);
+    const auto night1 = latest_experiments(db);
+    REQUIRE(night1.size() == 4);
+    std::vector<double> noises;
+    for (const auto& e : night1) {
+        std::vector<double> tok_s;
+        for (const auto& sample : e.outcome.samples)
+            if (sample.metric == "tok_s") tok_s.push_back(sample.value);
+        CHECK(tok_s.size() == 5);  // samples holds every metric of every repeat
+        noises.push_back(stats::relative_noise_corrected(tok_s));
+    }
+    // The second night runs what the model needs at the largest (small-sample corrected) noise of
+    // an experiment on the first night, and says so.
+    const auto expected =
+        stats::repeats_for_gate(*std::max_element(noises.begin(), noises.end()), 4, 0.05, 40);
+    REQUIRE_FALSE(expected.capped);
+    auto second = nightly_run(spec, db, {"seed=32"});
+    INFO(second.err);
+    REQUIRE(second.exit_code == 0);
+    CHECK(second.err.find("repeats: auto -> " + std::to_string(expected.repeats) + " (noise ") !=
+          std::string::npos);
+    CHECK(second.err.find(
+              "per run in tok_s (the largest over 4 experiments, small-sample corrected) from sweep 1; to "
+              "catch a 5% slowdown of "
+              "one experiment in 90% of nights with Holm over 4 comparisons at alpha 0.05)") !=
+          std::string::npos);
+    for (const auto& e : latest_experiments(db))
+        CHECK(std::count_if(e.outcome.samples.begin(), e.outcome.samples.end(),
+                            [](const auto& sample) { return sample.metric == "tok_s"; }) == expected.repeats);
+    // Stored with the sweep: its repeats and the line as a sweep event.
+    auto listed = test::run_ncclsweep({"results", "list", "--db", db, "--json"});
+    REQUIRE(listed.exit_code == 0);
+    auto sweeps = nlohmann::json::parse(listed.out)["sweeps"];
+    REQUIRE(sweeps.size() == 2);
+    CHECK(sweeps[0]["repeats"] == expected.repeats);
+    results::StoreOptions read_only;
+    read_only.access = results::Access::read_only;
+    auto store = results::Store::open(db, read_only);
+    REQUIRE(store.ok());
+    auto events = store->load_sweep_events(2);
+    REQUIRE(events.ok());
+    int noted = 0;
+    for (const auto& event : *events)
+        if (event.code == "repeats_auto") {
+            ++noted;
+            CHECK(event.message.find("repeats: auto -> " + std::to_string(expected.repeats) + " (noise ") ==
+                  0);
+        }
+    CHECK(noted == 1);
+    // The gate reads the two nights as any other.
+    CHECK(gate(db).exit_code == 0);
+}
+
+TEST_CASE("nightly gate: an invalid repeats value is a located spec error") {
+    TempDir dir;
+    std::string text = sim_spec("nightly-bad", "  fusion: [\"off\", \"on\"]\n", 5);
+    text.replace(text.find("repeats: 5"), 10, "repeats: sometimes");
+    const std::string spec = dir.write("nightly.yaml", text).string();
+    const std::string db = (dir.path() / "x.db").string();
+    for (const auto& args :
+         {std::vector<std::string>{"plan", spec}, std::vector<std::string>{"run", spec, "--db", db}}) {
+        auto result = test::run_ncclsweep(args);
+        INFO(args[0] << ": " << result.err);
+        CHECK(result.exit_code == 2);
+        CHECK(
+            result.err.find("nightly.yaml:14:10: repeats must be a whole number from 1 to 1000 or `auto`") !=
+            std::string::npos);
+    }
 }
