@@ -199,8 +199,8 @@ void TextPrinter::diff_summary(const SweepDiff& diff) {
                              regression_reason(e)));
     if (diff.power.repeats_for_5_percent > 0)
         line(fmt::format(
-            "to catch a 5% slowdown of one experiment in 90% of nights at this noise ({:.2g}% per "
-            "run) with Holm over {} comparisons: repeats: {}",
+            "to catch a 5% slowdown of one experiment in 90% of nights at the noisiest experiment's "
+            "noise ({:.2g}% per run, small-sample corrected) with Holm over {} comparisons: repeats: {}",
             diff.power.noise * 100, diff.power.comparisons, diff.power.repeats_for_5_percent));
 }
 

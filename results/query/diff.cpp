@@ -116,8 +116,11 @@ Result<void> compare_metrics(ExperimentDiff& d, const ExperimentRow& base, const
         MetricDiff m;
         m.metric = metric;
         m.verdict = comparison->verdict;
-        if (a && b && a->values.size() >= 2 && b->values.size() >= 2)
+        if (a && b && a->values.size() >= 2 && b->values.size() >= 2) {
             m.noise = std::max(stats::relative_noise(a->values), stats::relative_noise(b->values));
+            m.noise_corrected = std::max(stats::relative_noise_corrected(a->values),
+                                         stats::relative_noise_corrected(b->values));
+        }
         m.comparison = std::move(*comparison);
         d.metrics.push_back(std::move(m));
     }
@@ -171,19 +174,21 @@ void control_false_alarms(SweepDiff& diff) {
                 tested.size(), m.comparison->p_value, adjusted[i], stats::format_level(alpha));
         }
     }
-    std::vector<double> noises;
+    // The repeats hint sizes for the noisiest experiment with the small-sample correction, the
+    // same rule `repeats: auto` follows (docs/statistics.md "repeats: auto"), so both say one number.
+    double noisiest = -1;
     for (auto& e : diff.experiments)
         for (std::size_t k = 0; k < e.metrics.size(); ++k) {
             MetricDiff& m = e.metrics[k];
             if (!m.comparison || !std::isfinite(m.noise)) continue;
-            if (k == 0) noises.push_back(m.noise);
+            if (k == 0) noisiest = std::max(noisiest, m.noise_corrected);
             const double shift =
                 stats::detectable_shift(m.comparison->base.n, m.comparison->candidate.n, m.noise,
                                         alpha / static_cast<double>(family), stats::k_gate_power);
             m.detectable = std::max(diff.options.threshold, shift);
         }
-    if (!noises.empty()) {
-        diff.power.noise = stats::median(noises);
+    if (noisiest >= 0) {
+        diff.power.noise = noisiest;
         diff.power.repeats_for_5_percent =
             stats::samples_to_detect(std::max(stats::k_gate_shift, diff.options.threshold), diff.power.noise,
                                      alpha / static_cast<double>(family), stats::k_gate_power);

@@ -32,6 +32,9 @@ struct MetricDiff {
     double p_adjusted = std::numeric_limits<double>::quiet_NaN();
     /// Robust relative noise of one run here: the larger of the two sides' (NaN below 2 samples).
     double noise = std::numeric_limits<double>::quiet_NaN();
+    /// The same with the small-sample correction (stats::relative_noise_corrected): what the
+    /// repeats hint sizes for.
+    double noise_corrected = std::numeric_limits<double>::quiet_NaN();
     /// The smallest relative change this comparison could have caught in 90 % of nights: the
     /// larger of the threshold and the U test's detectable shift at alpha / (comparisons) with
     /// these sample sizes and noise; infinity when no p at these sizes can pass Holm.
@@ -79,7 +82,8 @@ struct GeomeanSummary {
 /// How a diff keeps false alarms down and what it could see (docs/statistics.md "diff").
 struct DiffPower {
     int comparisons = 0;  ///< metric comparisons Holm's correction ran over (tests that could run)
-    double noise = std::numeric_limits<double>::quiet_NaN();  ///< median noise of one run, first metric
+    double noise =
+        std::numeric_limits<double>::quiet_NaN();  ///< the noisiest experiment's, corrected, first metric
     /// Repeats per side that catch a 5 % change of one experiment in 90 % of nights at `noise`,
     /// with Holm over `comparisons`; 0 when unknown (no noise estimate) or beyond 1000.
     std::size_t repeats_for_5_percent = 0;

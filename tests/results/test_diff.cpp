@@ -293,3 +293,33 @@ TEST_CASE(
     CHECK(caught.detectable < 0.10);   // the -10% drop was within what it could see
     CHECK(enough.power.repeats_for_5_percent >= 2);
 }
+
+TEST_CASE("diff: the repeats hint sizes for the noisiest experiment, as repeats: auto does") {
+    // Nine quiet experiments (+-0.2%) and one with about 3% noise: the median noise would ask for
+    // the fewest repeats any p allows; the hint must ask what the noisy one needs, with the
+    // small-sample correction, i.e. exactly what `repeats: auto` (stats::repeats_for_gate) picks.
+    const std::vector<double> noisy_base{1000, 1030, 970, 1045, 960, 1010, 990, 1025};
+    const std::vector<double> noisy_new{1005, 965, 1040, 980, 1020, 955, 1035, 995};
+    std::vector<results::StoredExperiment> base{
+        stored_experiment(1, point("NOISY"), ExperimentStatus::ok, noisy_base)};
+    std::vector<results::StoredExperiment> candidate{
+        stored_experiment(1, point("NOISY"), ExperimentStatus::ok, noisy_new)};
+    for (int i = 2; i <= 10; ++i) {
+        base.push_back(
+            stored_experiment(i, point("P" + std::to_string(i)), ExperimentStatus::ok, around(500, 8)));
+        candidate.push_back(
+            stored_experiment(i, point("P" + std::to_string(i)), ExperimentStatus::ok, around(500, 8)));
+    }
+    auto diff = must_diff(base, candidate);
+    const double noisiest =
+        std::max(stats::relative_noise_corrected(noisy_base), stats::relative_noise_corrected(noisy_new));
+    CHECK(noisiest > 0.02);
+    CHECK(diff.power.noise == Approx(noisiest));
+    const auto gate =
+        stats::repeats_for_gate(noisiest, static_cast<std::size_t>(diff.power.comparisons), 0.05, 1000);
+    CHECK(diff.power.repeats_for_5_percent == static_cast<std::size_t>(gate.needed));
+    // The median of the ten would have asked for far fewer.
+    CHECK(diff.power.repeats_for_5_percent > stats::samples_to_detect(stats::k_gate_shift, 0.002,
+                                                                      0.05 / diff.power.comparisons,
+                                                                      stats::k_gate_power));
+}
