@@ -41,8 +41,8 @@ if [ "${SANITIZE:-1}" != 0 ]; then
   trap '[ -n "$asan_build" ] && kill -- "-$asan_build" 2>/dev/null; true' EXIT
 fi
 # Three tests at a time on two cores (CTEST_JOBS): the suite waits on processes more than it
-# computes, and no test depends on wall-clock timing (scripts/soak.sh runs it 20 times in a row
-# with a CPU hog beside it; docs/reliability.md).
+# computes, and no test depends on wall-clock timing (scripts/soak.sh runs the suite again and again
+# with a CPU hog beside it; docs/reliability.md has its runs).
 (cd "$build_dir" && ctest --output-on-failure -j "${CTEST_JOBS:-3}" --timeout 600 --output-junit "$junit")
 if [ "${CHECK_SKIPS:-1}" != 0 ]; then
   python3 scripts/check-skips.py "$junit" --allow "${allowed[@]}"
