@@ -77,8 +77,12 @@ int check_consistent(Store& store, std::int64_t sweep) {
 }
 
 // The sweep loop as a child process would run it: resume, then record what is left, writing
-// one byte to `progress` (when >= 0) after each committed experiment.
-[[noreturn]] void run_child_sweep(const std::filesystem::path& path, std::int64_t sweep, int progress = -1) {
+// one byte to `progress` (when >= 0) after each committed experiment. With `stop_after` >= 0 it
+// stops after that many commits and waits to be killed, so a round can never finish the sweep
+// however long the parent is kept off the CPU (CI failed here once: the parent was descheduled
+// and the child recorded every experiment and exited before the kill).
+[[noreturn]] void run_child_sweep(const std::filesystem::path& path, std::int64_t sweep, int progress = -1,
+                                  int stop_after = -1) {
     StoreOptions options;
     options.durability = Durability::normal;
     Result<Store> store = Store::open(path.string(), options);
@@ -86,12 +90,15 @@ int check_consistent(Store& store, std::int64_t sweep) {
     Result<std::vector<int>> done = store->finished_experiment_ids(sweep);
     Result<std::vector<StoredExperiment>> all = store->load_experiments(sweep);
     if (!done || !all) _exit(11);
+    int committed = 0;
     for (const StoredExperiment& e : *all) {
         const int id = e.experiment.id;
         if (std::binary_search(done->begin(), done->end(), id)) continue;
         if (!store->begin_experiment(sweep, id, e.attempts + 1)) _exit(12);
         if (!store->record_experiment(sweep, id, make_outcome(id, k_repeats, k_metrics))) _exit(13);
         if (progress >= 0 && write(progress, "x", 1) != 1) _exit(15);
+        if (++committed == stop_after)
+            for (;;) pause();  // between transactions: a kill here is one more random point
     }
     if (!store->finish_sweep(sweep, SweepState::done)) _exit(14);
     _exit(0);
@@ -112,22 +119,25 @@ TEST_CASE("kill -9 at random points leaves complete experiments only, and resume
         REQUIRE(store.finish_sweep(sweep, SweepState::interrupted).ok());
     }
     // Each round lets the child commit a random number of experiments (whatever the machine's
-    // speed), then kills it a random few microseconds later: inside its next transaction.
+    // speed), then kills it a random few microseconds later: inside one of its next transactions,
+    // or, on a busy machine, while it waits after k_slack more commits. 20 rounds of at most
+    // 30 + k_slack commits stay below the 800 experiments, so no round can end the sweep.
     std::mt19937 random(20251129);
     std::uniform_int_distribution<int> commits(1, 30);
     std::uniform_int_distribution<int> delay_us(0, 3000);
+    constexpr int k_slack = 5;
     int previous = 0;
     for (int round = 0; round < 20; ++round) {
+        const int wanted = commits(random);
         int progress[2];
         REQUIRE(pipe(progress) == 0);
         const pid_t child = fork();
         REQUIRE(child >= 0);
         if (child == 0) {
             close(progress[0]);
-            run_child_sweep(path, sweep, progress[1]);
+            run_child_sweep(path, sweep, progress[1], wanted + k_slack);
         }
         close(progress[1]);
-        const int wanted = commits(random);
         int seen = 0;
         char buffer[64];
         while (seen < wanted) {
