@@ -9,10 +9,8 @@
 # Sets no NCCL_* itself except NCCL_NVLS_ENABLE=0 where the machine requires it (multi-GPU).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=${OUT:-device-out}
-mkdir -p "$out"
-runs=$(mktemp -d)
-exec > >(tee -a "$out/engine.log") 2>&1
+source scripts/device-engine-common.sh
+device_setup engine.log
 echo "== machine"; nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
 nvcc --version | tail -1
 gpus=$(nvidia-smi -L | grep -c '^GPU ')
@@ -28,14 +26,6 @@ ninja -C build-device nccl_tuner_ncclsweep >/dev/null || { echo "tuner plugin bu
 tests/tuner/gpu_tuner_plugin.sh $tpv build-device/tuner/libnccl-tuner-ncclsweep.so; rc=$?
 echo "gpu tuner plugin test rc=$rc"
 [ $rc -eq 0 ] || gpu_test=1
-run() {  # run NAME ARGS...: one tpverify run, JSON to NAME.jsonl, wall time printed
-  local name=$1; shift
-  echo "== $name: $*"
-  local s=$(date +%s%N)
-  timeout 200 "$@" > "$runs/$name.jsonl" 2> "$runs/$name.err"; local rc=$?
-  echo "rc=$rc wall_ms=$(( ($(date +%s%N) - s) / 1000000 ))"
-  head -c 1500 "$runs/$name.err"
-}
 K=(--backend cuda --json --model kimi-k2.5 --iters ${ITERS:-30} --warmup 5)
 run t4 $tpv "${K[@]}" --tokens 4
 run t1 $tpv "${K[@]}" --tokens 1
@@ -58,31 +48,5 @@ ${EXTRA_RUNS:-true}
 echo "== kernel tables"
 $tpv --backend cuda --measure-kernels --tokens 4 > "$out/kernels-int4.txt" 2> "$runs/kernels-int4.err"; echo "rc=$?"
 $tpv --backend cuda --measure-kernels --tokens 4 --expert-format bf16 > "$out/kernels-bf16.txt" 2> "$runs/kernels-bf16.err"; echo "rc=$?"
-tar czf "$out/runs.tar.gz" -C "$runs" .
-echo "== summary"
-for f in "$runs"/*.jsonl; do
-  python3 - "$f" <<'PY'
-import json, sys
-name = sys.argv[1].rsplit('/', 1)[-1][:-6]
-ev = []
-for l in open(sys.argv[1]):
-    if l.startswith('{'):
-        try: ev.append(json.loads(l))
-        except Exception: pass
-st = next((e for e in ev if e.get('event') == 'start'), {})
-res = [e for e in ev if e.get('event') == 'result']
-if not res: print(f"{name:16s} no result"); sys.exit()
-r = res[-1]; p = r.get('parts_us', {})
-roof = r.get('read_roofline_us', 0)
-print(f"{name:16s} {st.get('expert_format')} {st.get('server')}/{st.get('capture_mode')} "
-      f"p50 {r['verify_us_p50']:.0f} (p10 {r['verify_us_p10']:.0f} p90 {r['verify_us_p90']:.0f}) "
-      f"base {r['baseline_us']:.0f} roof {roof:.0f} x{r['verify_us_p50']/roof if roof else 0:.3f} "
-      f"read {r.get('read_bytes',0)/1e9:.2f}GB @{r.get('copy_gbps',0):.0f} "
-      f"gemm {p.get('gemm',0):.0f} attn {p.get('attention',0):.0f} comm {p.get('comm',0):.0f} "
-      f"norm {p.get('norm',0):.0f} ops {p.get('ops',0):.0f} draft {p.get('draft',0):.0f} "
-      f"tok/s {r['tok_s']:.1f}/{r['baseline_tok_s']:.1f} check {r['check_wrong']} "
-      f"replays {r.get('check_replays')}/{r.get('check_graph_replays')} gemm_chk {r.get('check_gemm_outputs')} "
-      f"err {r.get('check_gemm_max_err')} to_result {r.get('to_result_s',0):.2f}s")
-PY
-done
+summarize
 exit $(( gpu_test == 0 ? 0 : 1 ))
