@@ -32,13 +32,15 @@ fi
 # 7,900 and 0.20 s without PIE), and the suite starts a test binary for each of its 750 tests and
 # ncclsweep or tpverify many times in most end-to-end tests.
 # No bench/ programs: no test runs them, and they are timed in the ordinary build. The test
-# suites compile in batches of 8 files, as in scripts/test.sh.
+# suites compile in batches of 8 files, as in scripts/test.sh, and their own code at -O0 with
+# ASan only (tests/CMakeLists.txt): the code under test keeps -O1 and ASan + UBSan.
 steps=${SANITIZE_STEPS:-build,test}
 cflags=${SANITIZE_CFLAGS:--O1 -g1}
 if [[ ,$steps, == *,build,* ]]; then
   cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Debug}" \
     -DCMAKE_CXX_FLAGS_DEBUG="$cflags" -DCMAKE_C_FLAGS_DEBUG="$cflags" \
     -DNCCLSWEEP_SANITIZE=ON -DNCCLSWEEP_CUDA=OFF -DNCCLSWEEP_BENCH=OFF -DNCCLSWEEP_UNITY=ON \
+    -DNCCLSWEEP_TEST_FLAGS="${SANITIZE_TEST_FLAGS:--O0}" \
     -DCMAKE_EXE_LINKER_FLAGS=-no-pie \
     "${launcher[@]}" >/dev/null
   cmake --build "$build_dir" -j "$jobs"

@@ -22,8 +22,10 @@ bash scripts/check-format.sh
 # alone still builds RelWithDebInfo with -g; the sanitizer pass keeps -g for its stack traces.
 # The test suites compile in batches of 8 files (NCCLSWEEP_UNITY): 8 core test files took
 # 24.8 s one by one and 15.0 s as one unit, as each file parses Catch2 and the headers again.
+# The tests' own code at -O1 (NCCLSWEEP_TEST_FLAGS; the code under test stays at -O2): test_core's
+# first batch compiles in 10.0 s instead of 13.1 s.
 bash scripts/build.sh -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" \
-  -DCMAKE_CUDA_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" -DNCCLSWEEP_UNITY=ON
+  -DCMAKE_CUDA_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" -DNCCLSWEEP_UNITY=ON -DNCCLSWEEP_TEST_FLAGS=-O1
 build_dir=${BUILD_DIR:-build}
 allowed=(gpu no-nvidia-smi)
 # Not root: no tmpfs mounts, slurmd may refuse to run as an ordinary user, and no test users
