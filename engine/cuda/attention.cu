@@ -38,6 +38,72 @@ __global__ void softmax_kernel(const float* scores, bf16* probs, int cols, float
         out[j] = __float2bfloat16(__expf(row[j] * scale - m) * inv);
 }
 
+// One block per score row, the row held in registers (PER floats a thread, read once as float4):
+// the same p as softmax_kernel, which reads the row three times (a latency-bound 10-11 us a
+// layer on the H200 under ncu for 256 or 64 rows of 4,096; docs/benchmarks-gpu.md).
+constexpr int k_row_threads = 512;
+constexpr int k_row_per_thread = 16;  ///< rows up to 512 x 16 = 8,192 columns take this kernel
+
+__device__ float block_reduce(float v, bool is_max, float* shared) {
+    for (int o = 16; o > 0; o >>= 1) {
+        const float other = __shfl_xor_sync(0xffffffffu, v, o);
+        v = is_max ? fmaxf(v, other) : v + other;
+    }
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane == 0) shared[warp] = v;
+    __syncthreads();
+    v = is_max ? -INFINITY : 0.0f;
+    for (int w = 0; w < int(blockDim.x / 32); ++w) v = is_max ? fmaxf(v, shared[w]) : v + shared[w];
+    __syncthreads();  // shared is reused by the next reduction
+    return v;
+}
+
+__global__ void __launch_bounds__(k_row_threads)
+    softmax_row_kernel(const float* scores, bf16* probs, int cols, float scale) {
+    __shared__ float shared[32];
+    const float4* row = reinterpret_cast<const float4*>(scores + std::uint64_t(blockIdx.x) * cols);
+    bf16* out = probs + std::uint64_t(blockIdx.x) * cols;
+    constexpr int vecs = k_row_per_thread / 4;
+    const int nvec = cols / 4;
+    float4 v[vecs];
+    float m = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < vecs; ++i) {
+        const int j = threadIdx.x + i * k_row_threads;
+        v[i] = j < nvec ? row[j] : make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+        m = fmaxf(m, fmaxf(fmaxf(v[i].x, v[i].y), fmaxf(v[i].z, v[i].w)));
+    }
+    m = block_reduce(m, true, shared) * scale;
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < vecs; ++i) {
+        v[i].x = __expf(v[i].x * scale - m), v[i].y = __expf(v[i].y * scale - m);
+        v[i].z = __expf(v[i].z * scale - m), v[i].w = __expf(v[i].w * scale - m);
+        sum += (v[i].x + v[i].y) + (v[i].z + v[i].w);
+    }
+    const float inv = 1.0f / block_reduce(sum, false, shared);
+#pragma unroll
+    for (int i = 0; i < vecs; ++i) {
+        const int j = threadIdx.x + i * k_row_threads;
+        if (j >= nvec) continue;
+        const __nv_bfloat162 lo = __floats2bfloat162_rn(v[i].x * inv, v[i].y * inv);
+        const __nv_bfloat162 hi = __floats2bfloat162_rn(v[i].z * inv, v[i].w * inv);
+        uint2 packed;
+        packed.x = *reinterpret_cast<const unsigned*>(&lo);
+        packed.y = *reinterpret_cast<const unsigned*>(&hi);
+        reinterpret_cast<uint2*>(out)[j] = packed;
+    }
+}
+
+// TPVERIFY_SOFTMAX=three-pass: softmax_kernel for every shape (the previous default, to compare).
+bool three_pass_softmax() {
+    static const bool chosen = [] {
+        const char* v = std::getenv("TPVERIFY_SOFTMAX");
+        return v != nullptr && std::strcmp(v, "three-pass") == 0;
+    }();
+    return chosen;
+}
+
 std::uint64_t query_rows(const Attention& a) {
     return std::uint64_t(a.rows) * a.heads;
 }
@@ -135,8 +201,11 @@ Status AttentionSet::run(cublasHandle_t handle, const Step& step, cudaStream_t s
                                           a.qk_dim, q_stride, &zero, m_scores, CUDA_R_32F, a.context,
                                           s_stride, a.kv_heads, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     const int rows = group_rows * a.kv_heads;
-    softmax_kernel<<<rows, k_softmax_threads, 0, stream>>>(m_scores, m_probs, a.context,
-                                                           1.0f / std::sqrt(float(a.qk_dim)));
+    const float scale = 1.0f / std::sqrt(float(a.qk_dim));
+    if (!three_pass_softmax() && a.context % 4 == 0 && a.context <= k_row_threads * k_row_per_thread)
+        softmax_row_kernel<<<rows, k_row_threads, 0, stream>>>(m_scores, m_probs, a.context, scale);
+    else
+        softmax_kernel<<<rows, k_softmax_threads, 0, stream>>>(m_scores, m_probs, a.context, scale);
     TPV_CUDA(phase, cudaGetLastError());
     TPV_CUBLAS(phase, cublasGemmStridedBatchedEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, a.v_dim, group_rows,
                                                  a.context, &one, cache + a.v_offset, CUDA_R_16BF, a.row_dim,

@@ -77,15 +77,35 @@ __device__ float block_sum(float v) {
     return total;
 }
 
-// sum (already reduced, one row's vectors held by this thread) -> residual += sum; out = norm.
-__device__ void residual_norm(float (&sum)[k_max_vec_per_thread][k_vec], int nvec, uint4* residual,
-                              const uint4* gamma, uint4* out, int hidden, float eps) {
+// This thread's vectors of one row of the residual and of gamma, read together with x (one
+// memory round trip before the block's reduction instead of one before it and one after).
+template <int V>
+struct RowOperands {
+    uint4 residual[V];
+    uint4 gamma[V];
+};
+
+template <int V>
+__device__ void load_operands(RowOperands<V>& o, int nvec, const uint4* residual, const uint4* gamma) {
+#pragma unroll
+    for (int t = 0; t < V; ++t) {
+        int v = threadIdx.x + t * blockDim.x;
+        if (v < nvec) o.residual[t] = residual[v], o.gamma[t] = gamma[v];
+    }
+}
+
+// sum (already reduced, one row's vectors held by this thread, V at most) -> residual += sum;
+// out = norm.
+template <int V>
+__device__ void residual_norm(float (&sum)[V][k_vec], int nvec, const RowOperands<V>& o, uint4* residual,
+                              uint4* out, int hidden, float eps) {
     float squares = 0.0f;
-    for (int t = 0; t < k_max_vec_per_thread; ++t) {
+#pragma unroll
+    for (int t = 0; t < V; ++t) {
         int v = threadIdx.x + t * blockDim.x;
         if (v >= nvec) break;
         float r[k_vec];
-        unpack(residual[v], r);
+        unpack(o.residual[t], r);
 #pragma unroll
         for (int j = 0; j < k_vec; ++j) {
             // The all-reduce output is bf16, as NCCL's would be: round before the add.
@@ -96,28 +116,40 @@ __device__ void residual_norm(float (&sum)[k_max_vec_per_thread][k_vec], int nve
         residual[v] = pack(sum[t]);
     }
     float inv = rsqrtf(block_sum(squares) / float(hidden) + eps);
-    for (int t = 0; t < k_max_vec_per_thread; ++t) {
+#pragma unroll
+    for (int t = 0; t < V; ++t) {
         int v = threadIdx.x + t * blockDim.x;
         if (v >= nvec) break;
         float g[k_vec];
-        unpack(gamma[v], g);
+        unpack(o.gamma[t], g);
 #pragma unroll
         for (int j = 0; j < k_vec; ++j) sum[t][j] = sum[t][j] * inv * g[j];
         out[v] = pack(sum[t]);
     }
 }
 
-__global__ void add_rmsnorm_kernel(const uint4* x, uint4* residual, const uint4* gamma, uint4* out,
-                                   int hidden, float eps) {
+// V: vectors of the row per thread (vecs_per_thread; 1 for hidden <= 8,192, so that 1,024
+// threads hold their row in registers without spilling).
+template <int V>
+__global__ void __launch_bounds__(1024)
+    add_rmsnorm_kernel(const uint4* x, uint4* residual, const uint4* gamma, uint4* out, int hidden,
+                       float eps) {
     skinny::pdl_trigger();  // the next GEMM may launch and fetch its weights
     int nvec = hidden / k_vec;
     std::uint64_t row = std::uint64_t(blockIdx.x) * nvec;
-    float sum[k_max_vec_per_thread][k_vec];
-    for (int t = 0; t < k_max_vec_per_thread; ++t) {
+    uint4 xv[V];
+#pragma unroll
+    for (int t = 0; t < V; ++t) {
         int v = threadIdx.x + t * blockDim.x;
-        if (v < nvec) unpack(x[row + v], sum[t]);
+        if (v < nvec) xv[t] = x[row + v];
     }
-    residual_norm(sum, nvec, residual + row, gamma, out + row, hidden, eps);
+    RowOperands<V> o;
+    load_operands(o, nvec, residual + row, gamma);
+    float sum[V][k_vec];
+#pragma unroll
+    for (int t = 0; t < V; ++t)
+        if (threadIdx.x + t * blockDim.x < nvec) unpack(xv[t], sum[t]);
+    residual_norm(sum, nvec, o, residual + row, out + row, hidden, eps);
 }
 
 __device__ bool has_empty(const uint4& v) {
@@ -155,8 +187,10 @@ __device__ unsigned long long global_ns() {
     return t;
 }
 
-__global__ void oneshot_kernel(OneShotPeers peers, const uint4* x, uint4* residual, const uint4* gamma,
-                               uint4* out, int hidden, float eps) {
+template <int V>
+__global__ void __launch_bounds__(1024)
+    oneshot_kernel(OneShotPeers peers, const uint4* x, uint4* residual, const uint4* gamma, uint4* out,
+                   int hidden, float eps) {
     __shared__ unsigned rotation;
     volatile __shared__ int gave_up;
     int nvec = hidden / k_vec;
@@ -169,6 +203,9 @@ __global__ void oneshot_kernel(OneShotPeers peers, const uint4* x, uint4* residu
         return reinterpret_cast<uint4*>(peers.buffers[rank_buffer]) +
                (std::uint64_t(rot) * peers.nranks + s) * row_vecs + std::uint64_t(row) * nvec;
     };
+    // This rank's residual and gamma (no peer writes them): in flight while the peers' rows arrive.
+    RowOperands<V> o;
+    load_operands(o, nvec, residual + std::uint64_t(row) * nvec, gamma);
     // Release: this block's earlier clearing of its own buffer is visible before its pushes.
     fence_acq_rel_sys();
     // Push this rank's row into slot `rank` of every rank's buffer (-0.0 becomes +0.0).
@@ -184,8 +221,9 @@ __global__ void oneshot_kernel(OneShotPeers peers, const uint4* x, uint4* residu
     }
     // Poll own buffer until every slot is written (bounded); sum in rank order (same on every rank).
     const unsigned long long start = global_ns();
-    float sum[k_max_vec_per_thread][k_vec];
-    for (int t = 0; t < k_max_vec_per_thread; ++t) {
+    float sum[V][k_vec];
+#pragma unroll
+    for (int t = 0; t < V; ++t) {
         int v = threadIdx.x + t * blockDim.x;
         if (v >= nvec) break;
 #pragma unroll
@@ -209,8 +247,8 @@ __global__ void oneshot_kernel(OneShotPeers peers, const uint4* x, uint4* residu
         }
     }
     fence_acq_rel_sys();  // acquire: the peers' rows are read before anything that follows
-    residual_norm(sum, nvec, residual + std::uint64_t(row) * nvec, gamma, out + std::uint64_t(row) * nvec,
-                  hidden, eps);
+    residual_norm(sum, nvec, o, residual + std::uint64_t(row) * nvec, out + std::uint64_t(row) * nvec, hidden,
+                  eps);
     // Reset the rotation used by the previous call: every peer has finished writing it.
     uint4 empty = make_uint4(0x80008000u, 0x80008000u, 0x80008000u, 0x80008000u);
     for (int p = 0; p < peers.nranks; ++p)
@@ -225,6 +263,25 @@ int threads_for(int hidden) {
     return threads > 1024 ? 1024 : threads;
 }
 
+// The V of the kernels above for a row of `hidden` (check_hidden keeps it <= k_max_vec_per_thread).
+int vecs_per_thread(int hidden) {
+    int nvec = hidden / k_vec;
+    return nvec <= 1024 ? 1 : nvec <= 2048 ? 2 : 4;
+}
+
+using OneShotKernel = void (*)(OneShotPeers, const uint4*, uint4*, const uint4*, uint4*, int, float);
+using AddNormKernel = void (*)(const uint4*, uint4*, const uint4*, uint4*, int, float);
+
+OneShotKernel oneshot_for(int hidden) {
+    int v = vecs_per_thread(hidden);
+    return v == 1 ? oneshot_kernel<1> : v == 2 ? oneshot_kernel<2> : oneshot_kernel<4>;
+}
+
+AddNormKernel add_rmsnorm_for(int hidden) {
+    int v = vecs_per_thread(hidden);
+    return v == 1 ? add_rmsnorm_kernel<1> : v == 2 ? add_rmsnorm_kernel<2> : add_rmsnorm_kernel<4>;
+}
+
 cudaError_t check_hidden(int hidden) {
     if (hidden % k_vec != 0 || hidden / k_vec > 1024 * k_max_vec_per_thread) return cudaErrorInvalidValue;
     return cudaSuccess;
@@ -234,7 +291,7 @@ cudaError_t check_hidden(int hidden) {
 
 int oneshot_max_rows(int device, int hidden) {
     int per_sm = 0, sms = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, oneshot_kernel, threads_for(hidden), 0) !=
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, oneshot_for(hidden), threads_for(hidden), 0) !=
             cudaSuccess ||
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
         cudaGetLastError();
@@ -266,7 +323,7 @@ cudaError_t fill_bits(bf16* data, std::uint64_t n, unsigned short bits, cudaStre
 cudaError_t add_rmsnorm(const bf16* x, bf16* residual, const bf16* gamma, bf16* out, int rows, int hidden,
                         float eps, cudaStream_t s) {
     if (cudaError_t e = check_hidden(hidden); e != cudaSuccess) return e;
-    add_rmsnorm_kernel<<<rows, threads_for(hidden), 0, s>>>(
+    add_rmsnorm_for(hidden)<<<rows, threads_for(hidden), 0, s>>>(
         reinterpret_cast<const uint4*>(x), reinterpret_cast<uint4*>(residual),
         reinterpret_cast<const uint4*>(gamma), reinterpret_cast<uint4*>(out), hidden, eps);
     return cudaGetLastError();
@@ -277,7 +334,7 @@ cudaError_t oneshot_allreduce_rmsnorm(const OneShotPeers& peers, const bf16* x, 
                                       cudaStream_t s) {
     if (cudaError_t e = check_hidden(hidden); e != cudaSuccess) return e;
     if (rows > peers.max_rows || peers.nranks > k_max_peers) return cudaErrorInvalidValue;
-    oneshot_kernel<<<rows, threads_for(hidden), 0, s>>>(
+    oneshot_for(hidden)<<<rows, threads_for(hidden), 0, s>>>(
         peers, reinterpret_cast<const uint4*>(x), reinterpret_cast<uint4*>(residual),
         reinterpret_cast<const uint4*>(gamma), reinterpret_cast<uint4*>(out), hidden, eps);
     return cudaGetLastError();

@@ -22,17 +22,20 @@ unsigned blocks_for(std::uint64_t items) {
 __global__ void rmsnorm_rows_kernel(bf16* x, int width, int ld, int rows, bf16* x2, int width2, int ld2,
                                     const bf16* gamma, float eps) {
     skinny::pdl_trigger();  // the next GEMM may launch and fetch its weights
-    skinny::pdl_wait();     // launched early (PDL): the previous kernel's writes first
     __shared__ float partial[32];
     const bool second = int(blockIdx.x) >= rows;
     bf16* row = second ? x2 + std::uint64_t(blockIdx.x - rows) * ld2 : x + std::uint64_t(blockIdx.x) * ld;
     if (second) width = width2;
-    float squares = 0.0f;
+    // gamma is a weight, which no kernel writes: fetched before waiting for the previous kernel.
     float2 v[4], g[4];
     int n = 0;
+    for (int i = 2 * threadIdx.x; i < width && n < 4; i += 2 * blockDim.x, ++n)
+        g[n] = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(gamma + i));
+    skinny::pdl_wait();  // launched early (PDL): the previous kernel's writes first
+    float squares = 0.0f;
+    n = 0;
     for (int i = 2 * threadIdx.x; i < width && n < 4; i += 2 * blockDim.x, ++n) {
         v[n] = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(row + i));
-        g[n] = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(gamma + i));  // before the sum
         squares += v[n].x * v[n].x + v[n].y * v[n].y;
     }
     for (int o = 16; o > 0; o >>= 1) squares += __shfl_xor_sync(0xffffffffu, squares, o);
@@ -204,6 +207,72 @@ __global__ void topk_redux_kernel(const bf16* logits, int tokens, int experts, i
     }
 }
 
+// One block of k_split_warps warps per token: warp w ranks the experts of the 32-wide groups w,
+// w + k_split_warps, ... (up to 4 keys a lane) and keeps its own top k, as topk_redux_kernel does
+// for a whole row; warp 0 then takes the top k of the k_split_warps x k candidates (k <= 32 /
+// k_split_warps), one candidate a lane. Each warp's chain is 4 keys a lane instead of 16 and the
+// warps run on the SM's four schedulers at once. The same experts as the other two kernels: a
+// warp's top k holds every expert of the row's top k among its own, ties to the lower id.
+constexpr int k_split_warps = 4;
+
+__global__ void __launch_bounds__(k_split_warps * 32)
+    topk_split_kernel(const bf16* logits, int tokens, int experts, int k, int* ids, float* weights) {
+    skinny::pdl_trigger();
+    skinny::pdl_wait();
+    __shared__ unsigned cand_key[32];
+    __shared__ int cand_id[32];
+    const int token = blockIdx.x, warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+    if (token >= tokens) return;
+    const bf16* row = logits + std::uint64_t(token) * experts;
+    constexpr int k_per_lane = 512 / 32 / k_split_warps;
+    unsigned key[k_per_lane];
+#pragma unroll
+    for (int j = 0; j < k_per_lane; ++j) {
+        const int e = lane + 32 * (warp + k_split_warps * j);
+        key[j] = e < experts ? __float_as_uint(1.0f / (1.0f + __expf(-__bfloat162float(row[e])))) + 1u : 0u;
+    }
+    // This lane's best key and its j (the lowest j, so the lowest expert id, among equal keys).
+    auto lane_best = [&](unsigned& best, int& best_j) {
+        best = key[0], best_j = 0;
+#pragma unroll
+        for (int j = 1; j < k_per_lane; ++j)
+            if (key[j] > best) best = key[j], best_j = j;
+    };
+    unsigned best;
+    int best_j;
+    lane_best(best, best_j);
+    for (int round = 0; round < k; ++round) {
+        const unsigned top = __reduce_max_sync(0xffffffffu, best);
+        const unsigned id = __reduce_min_sync(
+            0xffffffffu, best == top ? unsigned(lane + 32 * (warp + k_split_warps * best_j)) : ~0u);
+        if (lane == 0) cand_key[warp * k + round] = top, cand_id[warp * k + round] = int(id);
+        if (int(id & 31u) == lane) {
+#pragma unroll
+            for (int j = 0; j < k_per_lane; ++j)  // (a constant index keeps key in registers)
+                if (j == int(id >> 5) / k_split_warps) key[j] = 0u;  // taken
+            lane_best(best, best_j);
+        }
+    }
+    __syncthreads();
+    if (warp != 0) return;
+    unsigned mine_key = lane < k_split_warps * k ? cand_key[lane] : 0u;
+    const unsigned mine_id = lane < k_split_warps * k ? unsigned(cand_id[lane]) : ~0u;
+    float sum = 0.0f, mine = 0.0f;
+    int my_id = -1;
+    for (int round = 0; round < k; ++round) {
+        const unsigned top = __reduce_max_sync(0xffffffffu, mine_key);
+        const unsigned id = __reduce_min_sync(0xffffffffu, mine_key == top ? mine_id : ~0u);
+        const float score = top == 0u ? 0.0f : __uint_as_float(top - 1u);
+        if (lane == round) mine = score, my_id = int(id);
+        sum += score;
+        if (mine_id == id) mine_key = 0u;  // taken
+    }
+    if (lane < k) {
+        ids[std::uint64_t(token) * k + lane] = my_id;
+        weights[std::uint64_t(token) * k + lane] = sum > 0.0f ? mine / sum : 0.0f;
+    }
+}
+
 __global__ void silu_mul_kernel(bf16* x, int rows, int inter, int ld) {
     skinny::pdl_trigger();  // the next GEMM may launch and fetch its weights
     skinny::pdl_wait();     // launched early (PDL): the previous kernel's writes first
@@ -239,12 +308,14 @@ __global__ void expert_sum_kernel(const bf16* outs, const int* slots, const floa
 
 }  // namespace
 
-bool topk_redux() {
-    static const bool on = [] {
+TopkKernel topk_kernel_choice() {
+    static const TopkKernel chosen = [] {
         const char* v = std::getenv("TPVERIFY_TOPK");
-        return v == nullptr || std::strcmp(v, "shfl") != 0;
+        if (v != nullptr && std::strcmp(v, "shfl") == 0) return TopkKernel::shfl;
+        if (v != nullptr && std::strcmp(v, "redux") == 0) return TopkKernel::redux;
+        return TopkKernel::split;
     }();
-    return on;
+    return chosen;
 }
 
 bool ops_pdl() {
@@ -323,8 +394,13 @@ cudaError_t kv_write(const bf16* src, int rows, int width, int ld, bf16* cache, 
 cudaError_t topk(const bf16* logits, int tokens, int experts, int k, int* ids, float* weights,
                  cudaStream_t s) {
     if (k < 1 || k > 32 || experts > 512 || experts < k) return cudaErrorInvalidValue;
-    return launch(topk_redux() ? topk_redux_kernel : topk_kernel, blocks_for(std::uint64_t(tokens) * 32),
-                  k_threads, s, logits, tokens, experts, k, ids, weights);
+    const TopkKernel choice = topk_kernel_choice();
+    if (choice == TopkKernel::split && k * k_split_warps <= 32)
+        return launch(topk_split_kernel, unsigned(tokens), unsigned(k_split_warps * 32), s, logits, tokens,
+                      experts, k, ids, weights);
+    return launch(choice == TopkKernel::shfl ? topk_kernel : topk_redux_kernel,
+                  blocks_for(std::uint64_t(tokens) * 32), k_threads, s, logits, tokens, experts, k, ids,
+                  weights);
 }
 
 cudaError_t silu_mul(bf16* x, int rows, int inter, int ld, cudaStream_t s) {

@@ -21,9 +21,12 @@ cudaError_t rope_kv_write(bf16* x, int rows, int width, int ld, int position, co
 /// Whether the small kernels launch with programmatic dependent launch (TPVERIFY_PDL_OPS=0 or
 /// TPVERIFY_PDL=0: no).
 bool ops_pdl();
-/// The router's top-k on the warp's hardware reductions (default), or TPVERIFY_TOPK=shfl: the
-/// earlier kernel (shuffle rounds); both pick the same experts.
-bool topk_redux();
+/// The router's top-k kernel: `split` (default; 4 warps a token, each over a quarter of the
+/// experts, then a merge of their candidates; k <= 8, larger k run `redux`), TPVERIFY_TOPK=redux
+/// (one warp a token on the warp's hardware reductions) or =shfl (one warp a token, shuffle
+/// rounds). All three pick the same experts.
+enum class TopkKernel { split, redux, shfl };
+TopkKernel topk_kernel_choice();
 /// In place: rotates the (even, odd) pairs of the first `width` elements of each row by the
 /// angle position * 10000^(-2i / width) (positions start at `position`).
 cudaError_t rope(bf16* x, int rows, int width, int ld, int position, cudaStream_t s);

@@ -1,6 +1,8 @@
 // Weight-streaming GEMMs (engine/cuda/stream_gemm.cuh): the load-time repacks and the launcher,
 // which picks how many k slices a launch splits into.
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include "engine/cuda/stream_gemm.cuh"
 
@@ -63,9 +65,34 @@ namespace {
 int g_sms = 132;
 int g_max_dynamic_smem = 48 << 10;
 
-template <Format F, int U>
-cudaError_t allow_smem(int bytes) {
-    return cudaFuncSetAttribute(stream_gemm_kernel<F, U>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+using Kernel = void (*)(Batch, int, int, int, int, int, int, Workspace);
+
+/// The INT4 kernels: chunks in flight per warp, the folded dequantisation (chunk_mma_folded).
+struct Int4Kernel {
+    const char* name;
+    int unroll;
+    bool fold;
+    Kernel kernel;
+};
+constexpr Int4Kernel k_int4_kernels[] = {
+    {"u4", 4, false, stream_gemm_kernel<Format::int4, 4>},
+    {"u4f", 4, true, stream_gemm_kernel<Format::int4, 4, true>},
+    {"u8", 8, false, stream_gemm_kernel<Format::int4, 8>},
+};
+/// The default: folded, 4 chunks in flight (4-token pass 19,698-19,702 us against 19,892 us
+/// plain; one token 11,153-11,166 against 11,102 us; docs/benchmarks-gpu.md, 2026-12-04).
+constexpr int k_int4_default = 1;
+
+/// The kernel of every INT4 launch: TPVERIFY_INT4's (a name above, to compare on the GPU) or the
+/// default.
+const Int4Kernel& int4_kernel() {
+    static const Int4Kernel& chosen = []() -> const Int4Kernel& {
+        const char* v = std::getenv("TPVERIFY_INT4");
+        for (const Int4Kernel& k : k_int4_kernels)
+            if (v != nullptr && std::strcmp(v, k.name) == 0) return k;
+        return k_int4_kernels[k_int4_default];
+    }();
+    return chosen;
 }
 
 }  // namespace
@@ -76,34 +103,56 @@ cudaError_t setup(int device) {
     g_sms = prop.multiProcessorCount;
     // The kernel's static shared memory is one int; leave 1 KiB for it and the runtime.
     g_max_dynamic_smem = int(prop.sharedMemPerBlockOptin) - 1024;
-    if (cudaError_t e = allow_smem<Format::int4, k_int4_unroll>(g_max_dynamic_smem); e != cudaSuccess)
-        return e;
-    return allow_smem<Format::bf16, k_bf16_unroll>(g_max_dynamic_smem);
+    for (const Int4Kernel& k : k_int4_kernels)
+        if (cudaError_t e = cudaFuncSetAttribute(k.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 g_max_dynamic_smem);
+            e != cudaSuccess)
+            return e;
+    return cudaFuncSetAttribute(stream_gemm_kernel<Format::bf16, k_bf16_unroll>,
+                                cudaFuncAttributeMaxDynamicSharedMemorySize, g_max_dynamic_smem);
 }
 
 bool fits(int n, int k) {
     return n > 0 && k > 0 && n % k_tile == 0 && k % k_chunk == 0;
 }
 
+namespace {
+
+/// TPVERIFY_INT4_SLICES (to compare on the GPU): unset, the 4-blocks-per-SM rule of plan_launch; a
+/// number, that many k slices (within the limits).
+int int4_slices_choice() {
+    static const int choice = [] {
+        const char* v = std::getenv("TPVERIFY_INT4_SLICES");
+        return v == nullptr ? 0 : std::max(0, std::atoi(v));
+    }();
+    return choice;
+}
+
+}  // namespace
+
 LaunchShape plan_launch(Format format, int n, int k, int count, int max_rows, const Workspace& ws) {
     LaunchShape shape;
     const int chunks = k / k_chunk;
     const int groups = (n + k_group_cols - 1) / k_group_cols;
     const long long blocks = (long long)groups * count;
+    const bool int4 = format == Format::int4;
     // Enough blocks for 4 per SM (32 warps), each slice at least 2 rounds of the unroll (INT4)
-    // or 4 chunks (bf16).
+    // or 4 chunks (bf16); for INT4, TPVERIFY_INT4_SLICES's number instead where set.
     const long long target = 4ll * g_sms;
-    const int min_len = format == Format::int4 ? 2 * k_int4_unroll : 4 * k_bf16_unroll;
-    int slices = blocks >= target ? 1 : int((target + blocks - 1) / blocks);
+    const int min_len = int4 ? 2 * int4_kernel().unroll : 4 * k_bf16_unroll;
+    const int choice = int4 ? int4_slices_choice() : 0;
+    int slices = choice > 0 ? choice : blocks >= target ? 1 : int((target + blocks - 1) / blocks);
     slices = std::min(slices, std::max(1, chunks / min_len));
     auto needs = [&](int s) { return std::uint64_t(count) * s * k_rows * std::uint64_t(n); };
     const bool room = std::uint64_t(count) * groups <= ws.counter_count;
     while (slices > 1 && (needs(slices) > ws.partial_floats || !room)) --slices;
+    const std::size_t fold = int4 && int4_kernel().fold ? 1 : 0;
     for (;;) {
         shape.slice_chunks = (chunks + slices - 1) / slices;
         shape.slices = (chunks + shape.slice_chunks - 1) / shape.slice_chunks;
         shape.smem =
-            std::size_t(std::max(max_rows, 1)) * (shape.slice_chunks * k_chunk + k_pad) * sizeof(bf16);
+            std::size_t(std::max(max_rows, 1)) * (shape.slice_chunks * k_chunk + k_pad) * sizeof(bf16) +
+            fold * fold_bytes(shape.slice_chunks);
         if (shape.smem <= std::size_t(g_max_dynamic_smem) || shape.slice_chunks == 1) break;
         ++slices;  // x of the slice must fit in shared memory: cut k finer
     }
@@ -148,8 +197,8 @@ cudaError_t run(Format format, const Batch& batch, int n, int k, int ldx, bool a
         config.numAttrs = skinny::pdl_enabled() ? 1 : 0;
         cudaError_t launched =
             format == Format::int4
-                ? cudaLaunchKernelEx(&config, stream_gemm_kernel<Format::int4, k_int4_unroll>, part, n, k,
-                                     ldx, shape.slice_chunks, shape.slices, acc, ws)
+                ? cudaLaunchKernelEx(&config, int4_kernel().kernel, part, n, k, ldx, shape.slice_chunks,
+                                     shape.slices, acc, ws)
                 : cudaLaunchKernelEx(&config, stream_gemm_kernel<Format::bf16, k_bf16_unroll>, part, n, k,
                                      ldx, shape.slice_chunks, shape.slices, acc, ws);
         if (launched != cudaSuccess) return launched;
