@@ -3,7 +3,7 @@
 # sshd on 127.0.0.1; GPU tests skip cleanly on machines without a GPU), then builds everything
 # again with AddressSanitizer + UndefinedBehaviorSanitizer and runs the suite once more under
 # them (scripts/sanitize.sh, into ./build-asan). SANITIZE=0 skips that second pass for a quick
-# local check; docs/reliability.md "CI time" has the measured time of both passes (19 min from
+# local check; docs/reliability.md "CI time" has the measured time of both passes (19-23 min from
 # a fresh clone on the 2-core development machine without ccache). CI
 # (.ci/run) runs this script as it is.
 #
