@@ -12,38 +12,8 @@ namespace {
 
 constexpr int k_softmax_threads = 256;
 
-// One block per score row: p = exp(s*scale - max) / sum, written as bf16.
-__global__ void softmax_kernel(const float* scores, bf16* probs, int cols, float scale) {
-    __shared__ float shared[32];
-    const float* row = scores + std::uint64_t(blockIdx.x) * cols;
-    bf16* out = probs + std::uint64_t(blockIdx.x) * cols;
-    float m = -INFINITY;
-    for (int j = threadIdx.x; j < cols; j += blockDim.x) m = fmaxf(m, row[j] * scale);
-    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (lane == 0) shared[warp] = m;
-    __syncthreads();
-    m = -INFINITY;
-    for (int w = 0; w < int(blockDim.x / 32); ++w) m = fmaxf(m, shared[w]);
-    __syncthreads();
-    float sum = 0.0f;
-    for (int j = threadIdx.x; j < cols; j += blockDim.x) sum += __expf(row[j] * scale - m);
-    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-    if (lane == 0) shared[warp] = sum;
-    __syncthreads();
-    sum = 0.0f;
-    for (int w = 0; w < int(blockDim.x / 32); ++w) sum += shared[w];
-    float inv = 1.0f / sum;
-    for (int j = threadIdx.x; j < cols; j += blockDim.x)
-        out[j] = __float2bfloat16(__expf(row[j] * scale - m) * inv);
-}
-
-// One block per score row, the row held in registers (PER floats a thread, read once as float4):
-// the same p as softmax_kernel, which reads the row three times (a latency-bound 10-11 us a
-// layer on the H200 under ncu for 256 or 64 rows of 4,096; docs/benchmarks-gpu.md).
-constexpr int k_row_threads = 512;
-constexpr int k_row_per_thread = 16;  ///< rows up to 512 x 16 = 8,192 columns take this kernel
-
+// The block's max (is_max) or sum of v, every thread getting it: a shuffle tree in each warp,
+// then the warps' results in order. `shared` holds 32 floats and is free again on return.
 __device__ float block_reduce(float v, bool is_max, float* shared) {
     for (int o = 16; o > 0; o >>= 1) {
         const float other = __shfl_xor_sync(0xffffffffu, v, o);
@@ -57,6 +27,28 @@ __device__ float block_reduce(float v, bool is_max, float* shared) {
     __syncthreads();  // shared is reused by the next reduction
     return v;
 }
+
+// One block per score row: p = exp(s*scale - max) / sum, written as bf16, the row read three
+// times (any width; TPVERIFY_SOFTMAX=three-pass for every width).
+__global__ void softmax_kernel(const float* scores, bf16* probs, int cols, float scale) {
+    __shared__ float shared[32];
+    const float* row = scores + std::uint64_t(blockIdx.x) * cols;
+    bf16* out = probs + std::uint64_t(blockIdx.x) * cols;
+    float m = -INFINITY;
+    for (int j = threadIdx.x; j < cols; j += blockDim.x) m = fmaxf(m, row[j] * scale);
+    m = block_reduce(m, true, shared);
+    float sum = 0.0f;
+    for (int j = threadIdx.x; j < cols; j += blockDim.x) sum += __expf(row[j] * scale - m);
+    const float inv = 1.0f / block_reduce(sum, false, shared);
+    for (int j = threadIdx.x; j < cols; j += blockDim.x)
+        out[j] = __float2bfloat16(__expf(row[j] * scale - m) * inv);
+}
+
+// One block per score row, the row held in registers (k_row_per_thread floats a thread, read
+// once as float4): the same p as softmax_kernel with one read of the row instead of three (a
+// layer's attention 15.8 us instead of 19.4 on the H200, docs/benchmarks-gpu.md, 2026-12-04).
+constexpr int k_row_threads = 512;
+constexpr int k_row_per_thread = 16;  ///< rows up to 512 x 16 = 8,192 columns take this kernel
 
 __global__ void __launch_bounds__(k_row_threads)
     softmax_row_kernel(const float* scores, bf16* probs, int cols, float scale) {

@@ -147,6 +147,12 @@ __global__ void topk_kernel(const bf16* logits, int tokens, int experts, int k, 
 // positive floats order as their bits) and the warp's reductions in hardware: per round one
 // redux.max over the lanes' best keys, one redux.min over the tied lanes' expert ids (the lowest
 // id wins a tie, as above), and only the winning lane rescans its keys (a tree of maxima).
+// The router score of a logit as a top-k key: the sigmoid's bits + 1 (0 means "taken"); keys
+// order as the scores do, the sigmoid being positive.
+__device__ __forceinline__ unsigned sigmoid_key(bf16 logit) {
+    return __float_as_uint(1.0f / (1.0f + __expf(-__bfloat162float(logit)))) + 1u;
+}
+
 __global__ void topk_redux_kernel(const bf16* logits, int tokens, int experts, int k, int* ids,
                                   float* weights) {
     skinny::pdl_trigger();
@@ -160,7 +166,7 @@ __global__ void topk_redux_kernel(const bf16* logits, int tokens, int experts, i
 #pragma unroll
     for (int j = 0; j < k_per_lane; ++j) {
         const int e = lane + 32 * j;
-        key[j] = e < experts ? __float_as_uint(1.0f / (1.0f + __expf(-__bfloat162float(row[e])))) + 1u : 0u;
+        key[j] = e < experts ? sigmoid_key(row[e]) : 0u;
     }
     auto lane_best = [&](unsigned& best, int& best_j) {
         unsigned m[k_per_lane / 2];
@@ -229,7 +235,7 @@ __global__ void __launch_bounds__(k_split_warps * 32)
 #pragma unroll
     for (int j = 0; j < k_per_lane; ++j) {
         const int e = lane + 32 * (warp + k_split_warps * j);
-        key[j] = e < experts ? __float_as_uint(1.0f / (1.0f + __expf(-__bfloat162float(row[e])))) + 1u : 0u;
+        key[j] = e < experts ? sigmoid_key(row[e]) : 0u;
     }
     // This lane's best key and its j (the lowest j, so the lowest expert id, among equal keys).
     auto lane_best = [&](unsigned& best, int& best_j) {
