@@ -38,7 +38,8 @@ run t4_stale $tpv "${K[@]}" --tokens 4 --check --inject stale --iters 10
 run t4_both_cublas env TPVERIFY_GEMM=cublas TPVERIFY_ATTENTION=cublas $tpv "${K[@]}" --tokens 4 --iters 10 --check
 # The previous kernels against the default: the router's top-k on one warp a token
 # (TPVERIFY_TOPK=redux, the previous default; =shfl the one before, with --check), the INT4
-# experts without the folded offset (TPVERIFY_INT4=u4), the fused MLA attention
+# experts without the folded offset at every row count (TPVERIFY_INT4=u4) and with it at every
+# row count (TPVERIFY_INT4=u4f, the default until 2026-12-04's), the fused MLA attention
 # (TPVERIFY_ATTENTION=fused, with its --check at the pass's shape), every step its own kernel
 # (TPVERIFY_FUSE=none).
 run t4_topk_redux env TPVERIFY_TOPK=redux $tpv "${K[@]}" --tokens 4
@@ -46,6 +47,8 @@ run t1_topk_redux env TPVERIFY_TOPK=redux $tpv "${K[@]}" --tokens 1
 run t4_topk_shfl_check env TPVERIFY_TOPK=shfl $tpv "${K[@]}" --tokens 4 --iters 10 --check
 run t4_int4_plain env TPVERIFY_INT4=u4 $tpv "${K[@]}" --tokens 4
 run t1_int4_plain env TPVERIFY_INT4=u4 $tpv "${K[@]}" --tokens 1
+run t4_int4_fold env TPVERIFY_INT4=u4f $tpv "${K[@]}" --tokens 4
+run t1_int4_fold env TPVERIFY_INT4=u4f $tpv "${K[@]}" --tokens 1
 run t4_attn_fused env TPVERIFY_ATTENTION=fused $tpv "${K[@]}" --tokens 4 --iters 10 --check
 run t4_fuse_none env TPVERIFY_FUSE=none $tpv "${K[@]}" --tokens 4 --iters 10
 run t4_again $tpv "${K[@]}" --tokens 4

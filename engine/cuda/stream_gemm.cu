@@ -79,20 +79,28 @@ constexpr Int4Kernel k_int4_kernels[] = {
     {"u4f", 4, true, stream_gemm_kernel<Format::int4, 4, true>},
     {"u8", 8, false, stream_gemm_kernel<Format::int4, 8>},
 };
-/// The default: folded, 4 chunks in flight (4-token pass 19,698-19,702 us against 19,892 us
-/// plain; one token 11,153-11,166 against 11,102 us; docs/benchmarks-gpu.md, 2026-12-04).
-constexpr int k_int4_default = 1;
+/// The default kernel of a launch: the folded one, except for a launch of at most
+/// k_plain_max_experts experts of one row of x each (the one-token pass at top-8), which runs the
+/// plain one. On the H200 (docs/benchmarks-gpu.md, 2026-12-04): the one-token pass 11,182-11,196
+/// us plain against 11,254 us folded (and 11,102 against 11,153-11,166 in an earlier call); the
+/// four-token pass, whose launches carry 28-32 experts, 19,825 us folded throughout against
+/// 19,932-19,944 us with its single-row launches plain, and 20,018 us plain throughout.
+constexpr int k_int4_plain = 0;
+constexpr int k_int4_folded = 1;
+constexpr int k_plain_max_experts = 8;
 
-/// The kernel of every INT4 launch: TPVERIFY_INT4's (a name above, to compare on the GPU) or the
-/// default.
-const Int4Kernel& int4_kernel() {
-    static const Int4Kernel& chosen = []() -> const Int4Kernel& {
+/// The kernel of an INT4 launch of `count` experts carrying at most `max_rows` rows of x each:
+/// TPVERIFY_INT4's (a name above, to compare on the GPU) where set, else the default.
+const Int4Kernel& int4_kernel(int count, int max_rows) {
+    static const Int4Kernel* const chosen = []() -> const Int4Kernel* {
         const char* v = std::getenv("TPVERIFY_INT4");
         for (const Int4Kernel& k : k_int4_kernels)
-            if (v != nullptr && std::strcmp(v, k.name) == 0) return k;
-        return k_int4_kernels[k_int4_default];
+            if (v != nullptr && std::strcmp(v, k.name) == 0) return &k;
+        return nullptr;
     }();
-    return chosen;
+    if (chosen != nullptr) return *chosen;
+    const bool plain = max_rows <= 1 && count <= k_plain_max_experts;
+    return k_int4_kernels[plain ? k_int4_plain : k_int4_folded];
 }
 
 }  // namespace
@@ -139,14 +147,14 @@ LaunchShape plan_launch(Format format, int n, int k, int count, int max_rows, co
     // Enough blocks for 4 per SM (32 warps), each slice at least 2 rounds of the unroll (INT4)
     // or 4 chunks (bf16); for INT4, TPVERIFY_INT4_SLICES's number instead where set.
     const long long target = 4ll * g_sms;
-    const int min_len = int4 ? 2 * int4_kernel().unroll : 4 * k_bf16_unroll;
+    const int min_len = int4 ? 2 * int4_kernel(count, max_rows).unroll : 4 * k_bf16_unroll;
     const int choice = int4 ? int4_slices_choice() : 0;
     int slices = choice > 0 ? choice : blocks >= target ? 1 : int((target + blocks - 1) / blocks);
     slices = std::min(slices, std::max(1, chunks / min_len));
     auto needs = [&](int s) { return std::uint64_t(count) * s * k_rows * std::uint64_t(n); };
     const bool room = std::uint64_t(count) * groups <= ws.counter_count;
     while (slices > 1 && (needs(slices) > ws.partial_floats || !room)) --slices;
-    const std::size_t fold = int4 && int4_kernel().fold ? 1 : 0;
+    const std::size_t fold = int4 && int4_kernel(count, max_rows).fold ? 1 : 0;
     for (;;) {
         shape.slice_chunks = (chunks + slices - 1) / slices;
         shape.slices = (chunks + shape.slice_chunks - 1) / shape.slice_chunks;
@@ -197,8 +205,8 @@ cudaError_t run(Format format, const Batch& batch, int n, int k, int ldx, bool a
         config.numAttrs = skinny::pdl_enabled() ? 1 : 0;
         cudaError_t launched =
             format == Format::int4
-                ? cudaLaunchKernelEx(&config, int4_kernel().kernel, part, n, k, ldx, shape.slice_chunks,
-                                     shape.slices, acc, ws)
+                ? cudaLaunchKernelEx(&config, int4_kernel(part.count, max_rows).kernel, part, n, k, ldx,
+                                     shape.slice_chunks, shape.slices, acc, ws)
                 : cudaLaunchKernelEx(&config, stream_gemm_kernel<Format::bf16, k_bf16_unroll>, part, n, k,
                                      ldx, shape.slice_chunks, shape.slices, acc, ws);
         if (launched != cudaSuccess) return launched;
