@@ -305,11 +305,13 @@ TEST_CASE(
     auto work = target->prepare_workdir("sweep-s");
     REQUIRE(work.ok());
     REQUIRE(target->put_file(*work + "/exp-1/env", "A=1\n").ok());
-    // The SFTP server of this connection runs as "sshd: USER@internal-sftp"; kill only it.
-    auto killed = test::run_command({"pkill", "-KILL", "-f", "@internal-sftp"});
-    REQUIRE(killed.exit_code == 0);
-    for (int i = 0; i < 500 && test::run_command({"pgrep", "-f", "@internal-sftp"}).exit_code == 0; ++i)
-        std::this_thread::sleep_for(20ms);
+    // The SFTP server of this connection runs as "sshd: USER@internal-sftp"; kill only it (not
+    // those of the other tests' servers running beside this one).
+    const auto sessions = sshd.sftp_sessions();
+    REQUIRE(!sessions.empty());
+    for (const pid_t pid : sessions) REQUIRE(::kill(pid, SIGKILL) == 0);
+    for (int i = 0; i < 500 && !sshd.sftp_sessions().empty(); ++i) std::this_thread::sleep_for(20ms);
+    REQUIRE(sshd.sftp_sessions().empty());
     // The same work directory again (every part of the path exists, /tmp included), then a file.
     auto again = target->prepare_workdir("sweep-s");
     INFO((again.ok() ? std::string() : again.error().message));

@@ -57,6 +57,30 @@ struct TestSshd {
                      "for k in $kids; do pkill -KILL -P \"$k\"; done; kill -KILL $kids",
                      "sh", dir.path().string()});
     }
+    /// The pids of this server's SFTP sessions: the "sshd: USER@internal-sftp" processes below its
+    /// listener. Those of another test's server, which may run at the same time, are not listed.
+    [[nodiscard]] std::vector<pid_t> sftp_sessions() const {
+        std::vector<pid_t> found;
+        pid_t listener = 0;
+        std::ifstream(dir.path() / "sshd.pid") >> listener;
+        if (listener <= 1) return found;
+        std::error_code ec;
+        for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+            const std::string name = entry.path().filename().string();
+            if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+            std::ifstream cmdline(entry.path() / "cmdline");
+            const std::string text((std::istreambuf_iterator<char>(cmdline)),
+                                   std::istreambuf_iterator<char>());
+            if (text.find("@internal-sftp") == std::string::npos) continue;
+            const auto pid = static_cast<pid_t>(std::stol(name));
+            for (pid_t at = parent_of(pid); at > 1; at = parent_of(at))
+                if (at == listener) {
+                    found.push_back(pid);
+                    break;
+                }
+        }
+        return found;
+    }
     /// The pid of a process whose working directory is `cwd` (a remote experiment's directory
     /// on this machine), or 0 when none runs there (yet).
     [[nodiscard]] static pid_t process_in(const std::filesystem::path& cwd) {
