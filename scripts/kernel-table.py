@@ -7,7 +7,7 @@ INT4_TABLE and BF16_TABLE are what `tpverify --backend cuda --measure-kernels --
 on the GPU machine with INT4 and with bf16 routed experts (`--expert-format bf16`), from one
 build (scripts/device-engine.sh writes both: kernels-int4.txt, kernels-bf16.txt; the checked-in
 ones are tests/fixtures/tpverify-kernels/run*-int4.txt and run*-bf16.txt). Every line is the
-kernel tpverify runs by default for that step, timed one step at a time in a CUDA graph of its
+kernel that build ran by default for that step, timed one step at a time in a CUDA graph of its
 kind: bf16 GEMMs up to 160 MB on the skinny kernel and larger ones on cuBLAS, the routed experts
 on the streaming kernel, attention on cuBLAS, the small kernels with programmatic dependent
 launch. The INT4 table gives every line; the bf16 table adds the bf16 expert launches.
@@ -43,7 +43,7 @@ def main():
     print('tpverify-kernels 1')
     print(f'# builtin:h200 - kernel times measured on one NVIDIA H200 (device tool, {date}), composed')
     print('# by scripts/kernel-table.py from the INT4 and bf16 --measure-kernels tables of one build')
-    print('# (tests/fixtures/tpverify-kernels/): the kernels tpverify runs by default, each step timed')
+    print('# (tests/fixtures/tpverify-kernels/): the kernels that build ran by default, each step timed')
     print('# on its own; us per kernel in a CUDA graph of its kind (its launch gap included).')
     print(header['gpu'])
     print(header['copy_gbps'])

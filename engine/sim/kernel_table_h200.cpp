@@ -10,7 +10,7 @@ std::string builtin_kernel_table(const std::string& name) {
         return R"table(tpverify-kernels 1
 # builtin:h200 - kernel times measured on one NVIDIA H200 (device tool, 2026-12-04), composed
 # by scripts/kernel-table.py from the INT4 and bf16 --measure-kernels tables of one build
-# (tests/fixtures/tpverify-kernels/): the kernels tpverify runs by default, each step timed
+# (tests/fixtures/tpverify-kernels/): the kernels that build ran by default, each step timed
 # on its own; us per kernel in a CUDA graph of its kind (its launch gap included).
 gpu NVIDIA H200
 copy_gbps 4242
