@@ -34,10 +34,14 @@ not_started() { if [ "$(id -u)" = 0 ]; then die "$*"; else skip "$* (as an ordin
 # A daemon or tool: the first on PATH, else /usr/sbin's.
 tool() { command -v "$1" 2>/dev/null || echo "/usr/sbin/$1"; }
 
-free_port() {
+# Two free ports for slurmctld and slurmd, both held while the kernel picks them, so they differ
+# (two separate picks can return the same port).
+free_ports() {
   python3 - <<'PY'
 import socket
-s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()
+a = socket.socket(); a.bind(("127.0.0.1", 0))
+b = socket.socket(); b.bind(("127.0.0.1", 0))
+print(a.getsockname()[1], b.getsockname()[1]); a.close(); b.close()
 PY
 }
 
@@ -54,8 +58,7 @@ start() {
   node=$(hostname -s)
   cpus=$(nproc)
   memory=$(awk '/MemTotal/ {print int($2 / 1024 / 2)}' /proc/meminfo)
-  ctl_port=$(free_port)
-  d_port=$(free_port)
+  read -r ctl_port d_port <<<"$(free_ports)"
   [ -f "$dir/munge.key" ] || head -c 1024 /dev/urandom >"$dir/munge.key"
   chmod 600 "$dir/munge.key"
   "$(tool munged)" --force --socket="$dir/munge.socket" --key-file="$dir/munge.key" \

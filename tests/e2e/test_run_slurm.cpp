@@ -60,6 +60,15 @@ int count_files(const fs::path& dir, const std::string& extension) {
     return n;
 }
 
+/// Whether a task's .out file in `dir` holds `text`.
+bool any_out_contains(const fs::path& dir, const std::string& text) {
+    if (!fs::exists(dir)) return false;
+    for (const auto& entry : fs::directory_iterator(dir))
+        if (entry.path().extension() == ".out" && read_file(entry.path()).find(text) != std::string::npos)
+            return true;
+    return false;
+}
+
 /// Waits up to `limit` for `ready`; false when it never became true.
 template <typename F>
 bool wait_for(F ready, std::chrono::seconds limit) {
@@ -200,14 +209,18 @@ TEST_CASE(
     if (!slurm.available) return;
     use_cluster(slurm);
     TempDir dir;
-    auto task = dir.write("task.sh", "echo started; sleep 4; echo tok_s=3\n");
+    // The first run hangs (it leaves a marker) until its node goes down, so no timing decides
+    // whether the node fails under it; the retry, a task of its own, sees the marker and succeeds.
+    const std::string marker = (dir.path() / "ran").string();
+    auto task = dir.write("task.sh", "if [ -e '" + marker + "' ]; then echo tok_s=3; else : > '" + marker +
+                                         "'; echo started; sleep 300; fi\n");
     auto spec = dir.write(
         "s.yaml", slurm_spec("slurm-node", dir, task, "{time: \"00:02:00\", poll: 0.5}", "  mode: [run]\n"));
     std::string db = (dir.path() / "r.db").string();
     auto run = spawn_ncclsweep(dir.path(), {"run", spec.string(), "--db", db});
     REQUIRE(run.pid > 0);
     // Once the first task runs, its node goes down (Slurm ends the task NODE_FAIL) and comes back.
-    REQUIRE(wait_for([&] { return count_files(slurm_dir(dir), ".out") >= 1; }, std::chrono::seconds(60)));
+    REQUIRE(wait_for([&] { return any_out_contains(slurm_dir(dir), "started"); }, std::chrono::seconds(60)));
     const std::string node = slurm.run({"sinfo", "--noheader", "--format=%n"}).out;
     auto down = slurm.run({"scontrol", "update", "NodeName=" + node.substr(0, node.find('\n')), "State=DOWN",
                            "Reason=ncclsweep-test"});
