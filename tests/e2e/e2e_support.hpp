@@ -38,9 +38,10 @@ inline CommandResult run_ncclsweep(const std::vector<std::string>& args,
 /// specs' 3 s stall timeout would time a healthy experiment out before its first line.
 inline const std::string k_ssh_timeouts = "  stall: 30\n  total: 120\n";
 
-/// A spec running the simulated tpverify with the given axes block (YAML, indented 2).
+/// A spec running the simulated tpverify with the given axes block (YAML, indented 2). Its stall
+/// timeout (30 s) leaves a loaded machine room: a test that wants a hang ended sooner says so.
 inline std::string sim_spec(const std::string& name, const std::string& axes, int repeats = 1,
-                            const std::string& timeouts = "  stall: 3\n  total: 60\n",
+                            const std::string& timeouts = "  stall: 30\n  total: 60\n",
                             bool nccl_defaults = false) {
     // Without NCCL's defaults point unless asked: most callers test the sweep's machinery
     // (counts, resume, transport), not the recommendation it feeds.

@@ -80,7 +80,7 @@ TEST_CASE(
     TempDir dir;
     auto spec =
         dir.write("f.yaml", sim_spec("e2e-fusion", "  fusion: ['off', 'on']\n  NCCL_NTHREADS: [64, 512]\n", 3,
-                                     "  stall: 3\n  total: 60\n", true));
+                                     "  stall: 30\n  total: 60\n", true));
     const std::string db = (dir.path() / "f.db").string();
     auto run = run_ncclsweep({"run", spec.string(), "--db", db});
     INFO(run.err);

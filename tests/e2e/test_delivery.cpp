@@ -350,7 +350,9 @@ TEST_CASE("delivery 6: a runner that is a zombie after kill -9 does not hold its
     const auto started = dir.path() / "started";
     auto workload = dir.write("hold.py",
                               "import os, sys, time\n"
-                              "open(sys.argv[1], 'w').write(str(os.getpid()))\n"
+                              "with open(sys.argv[1] + '.tmp', 'w') as f:\n"
+                              "    f.write(str(os.getpid()))\n"
+                              "os.rename(sys.argv[1] + '.tmp', sys.argv[1])\n"
                               "while not os.path.exists(sys.argv[2]):\n"
                               "    time.sleep(0.02)\n"
                               "print('tok_s: 1')\n");

@@ -113,7 +113,7 @@ TEST_CASE("run: injected faults are detected, classified and recorded, a hang en
         dir.write("s.yaml", sim_spec("e2e-faults",
                                      "  inject: [\"false\", capture-fail, nccl-error, cuda-oom, segv, "
                                      "\"hang@replay\", exit]\n",
-                                     1, "  stall: 2\n  total: 60\n"));
+                                     1, "  stall: 5\n  total: 60\n"));
     std::string db = (dir.path() / "r.db").string();
     auto r = run_ncclsweep({"run", spec.string(), "--db", db, "--kill-grace", "0.5"});
     INFO(r.err);
@@ -133,7 +133,7 @@ TEST_CASE("run: injected faults are detected, classified and recorded, a hang en
     CHECK(by_inject["exit"].first == results::ExperimentStatus::failed);
     for (const auto& e : experiments) {
         if (e.outcome.status != results::ExperimentStatus::ok) CHECK_FALSE(e.outcome.diagnosis.empty());
-        // The hang ended by the stall timeout (2 s), not by the total one (60 s).
+        // The hang ended by the stall timeout (5 s), not by the total one (60 s).
         if (e.outcome.status == results::ExperimentStatus::timed_out)
             CHECK(e.outcome.diagnosis.find("stall timeout") != std::string::npos);
     }

@@ -29,7 +29,7 @@ TEST_CASE(
     auto spec = dir.write("s.yaml", sim_spec("e2e-tuner",
                                              "  NCCL_ALGO: [\"allreduce:ring\", \"allreduce:tree\"]\n"
                                              "  NCCL_PROTO: [LL, Simple]\n",
-                                             2, "  stall: 3\n  total: 60\n", true));
+                                             2, "  stall: 30\n  total: 60\n", true));
     const std::string db = (dir.path() / "r.db").string();
     auto run = run_ncclsweep({"run", spec.string(), "--db", db});
     INFO(run.err);
