@@ -50,6 +50,7 @@ r = res[-1]
 p = r.get('parts_us', {})
 roof = r.get('read_roofline_us', 0)
 print(f"{name:18s} {st.get('expert_format')} {st.get('server')}/{st.get('capture_mode')} "
+      f"moe_streams {st.get('moe_streams')} moe_chk {r.get('check_moe_stream_outputs')} "
       f"p50 {r['verify_us_p50']:.0f} (p10 {r['verify_us_p10']:.0f} p90 {r['verify_us_p90']:.0f}) "
       f"base {r['baseline_us']:.0f} roof {roof:.0f} x{r['verify_us_p50'] / roof if roof else 0:.3f} "
       f"read {r.get('read_bytes', 0) / 1e9:.2f}GB @{r.get('copy_gbps', 0):.0f} "

@@ -51,6 +51,10 @@ run t4_int4_fold env TPVERIFY_INT4=u4f $tpv "${K[@]}" --tokens 4
 run t1_int4_fold env TPVERIFY_INT4=u4f $tpv "${K[@]}" --tokens 1
 run t4_attn_fused env TPVERIFY_ATTENTION=fused $tpv "${K[@]}" --tokens 4 --iters 10 --check
 run t4_fuse_none env TPVERIFY_FUSE=none $tpv "${K[@]}" --tokens 4 --iters 10
+# The MoE block on one stream (TPVERIFY_MOE_STREAMS=1, the layout before 2026-12-05) against the
+# default two streams.
+run t4_moe_one env TPVERIFY_MOE_STREAMS=1 $tpv "${K[@]}" --tokens 4
+run t1_moe_one env TPVERIFY_MOE_STREAMS=1 $tpv "${K[@]}" --tokens 1
 run t4_again $tpv "${K[@]}" --tokens 4
 run t1_again $tpv "${K[@]}" --tokens 1
 ${EXTRA_RUNS:-true}

@@ -6,7 +6,8 @@
 #   $OUT/ncu-pass.csv   every kernel of the pass: duration, DRAM bytes and throughput, issue
 #                       slots busy, warps resident, registers, grid
 #   $OUT/ncu-int4.txt   the INT4 expert kernels (gate_up and down) in detail: speed of light,
-#                       warp stall reasons, scheduler and occupancy sections
+#                       warp stall reasons, scheduler and occupancy sections (NCU_KERNELS=REGEX
+#                       and NCU_NAME=NAME: those kernels instead, in $OUT/ncu-NAME.txt)
 # Extra tpverify flags (e.g. --tokens 1) go in TPV_FLAGS; TPVERIFY_* variables pass through.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -25,8 +26,8 @@ echo "== ncu: every kernel of the pass (${pass[*]})"
 timeout 240 "$ncu" --clock-control none --launch-count 400 --csv --page raw --metrics "$metrics" \
   "$tpv" "${pass[@]}" > "$out/ncu-pass.csv" 2> "$out/ncu-pass.err"
 echo "rc=$? kernels=$(grep -c '^"[0-9]' "$out/ncu-pass.csv")"
-echo "== ncu: INT4 expert kernels in detail"
-timeout 180 "$ncu" --clock-control none -k regex:stream_gemm --launch-skip 2 --launch-count 2 \
+echo "== ncu: ${NCU_KERNELS:-stream_gemm} kernels in detail"
+timeout 180 "$ncu" --clock-control none -k "regex:${NCU_KERNELS:-stream_gemm}" --launch-skip 2 --launch-count 2 \
   --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section Occupancy \
-  --section MemoryWorkloadAnalysis --section LaunchStats "$tpv" "${pass[@]}" > "$out/ncu-int4.txt" 2>&1
+  --section MemoryWorkloadAnalysis --section LaunchStats "$tpv" "${pass[@]}" > "$out/ncu-${NCU_NAME:-int4}.txt" 2>&1
 echo "rc=$?"

@@ -18,8 +18,9 @@ struct CheckOutcome {
     double gemm_max_rel_err = 0;      ///< largest |got - ref| / rms(ref) of a GEMM output
     long long attention_checked = 0;  ///< fused attention outputs compared
     double attention_max_rel_err = 0;
-    int graph_replays = 0;  ///< checks that replayed the check's graph (--graph on)
-    std::string detail;     ///< first failure, for the error message
+    long long moe_streams_checked = 0;  ///< layer outputs compared, two streams against one
+    int graph_replays = 0;              ///< checks that replayed the check's graph (--graph on)
+    std::string detail;                 ///< first failure, for the error message
 };
 
 /// The pass's distinct collectives on pattern inputs whose seed advances on the device with
@@ -62,6 +63,13 @@ Status check_fused_norm(RankEngine& engine, const PassPlan& plan, unsigned seed,
 /// 7th of the others). An output is wrong when NaN or off by more than 1e-2 of its reference
 /// plus 1e-2 of the outputs' RMS.
 Status check_stream_gemms(RankEngine& engine, const PassPlan& plan, CheckOutcome& out);
+
+/// With two MoE streams (moe_streams()): the first MoE block of the pass (moe_block_steps) run on
+/// one stream, step by step, and on two as the pass runs it (captured and replayed with --graph
+/// on), each after every activation buffer was filled with NaN, with delays that make a missing
+/// fork or join change the result (check_gemm.cu); the layer outputs (the all-reduce input) must
+/// be finite and identical bit for bit.
+Status check_moe_streams(RankEngine& engine, const PassPlan& plan, CheckOutcome& out);
 
 /// With MLA attention in the pass: the fused decode kernel (mla_decode) on random queries and
 /// cache rows (80 rows over 1000 tokens, split as the pass splits and in one split) against a

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/cuda/check.cuh"
+#include "engine/cuda/kernels.cuh"
 #include "engine/cuda/ops.cuh"
 #include "engine/cuda/rank.cuh"
 
@@ -471,6 +472,62 @@ Status check_stream_gemms(RankEngine& engine, const PassPlan& plan, CheckOutcome
             TPV_TRY(check_topk(engine, s.op_rows, s.op_width, plan.model.active_experts, seed, out));
             break;
         }
+    return {};
+}
+
+Status check_moe_streams(RankEngine& engine, const PassPlan& plan, CheckOutcome& out) {
+    if (moe_streams() == MoeStreams::one) return {};
+    std::size_t first = 0, steps = 0;
+    for (; first < plan.steps.size(); ++first)
+        if ((steps = moe_block_steps(plan, first, engine.hidden(), engine.gemm_path())) > 0) break;
+    if (steps == 0) return {};
+    const std::uint64_t elems = std::uint64_t(plan.tokens) * engine.hidden();
+    // The block's input, the same for both runs; each run writes it to the normed buffer (NaN
+    // until then) on the pass's stream after a 300 us delay, and the second stream waits 100 us
+    // after its fork: a second stream that does not wait for the fork reads NaN, a pass that does
+    // not wait for the second stream sums the routed rows before the shared expert's output is
+    // there. Both then differ from one stream.
+    Scratch scratch;
+    bf16* input = nullptr;
+    TPV_TRY(scratch.alloc(input, elems));
+    cudaStream_t s = engine.stream();
+    TPV_CUDA("check", fill_random(input, elems, 1.0f, 4242 + std::uint64_t(engine.comm().rank()), s));
+    const RankEngine::Buffers buf = engine.buffers();
+    auto layer_output = [&](MoeStreams streams, std::vector<unsigned short>& host) -> Status {
+        TPV_TRY(engine.fill_activations(0xffff));  // NaN
+        TPV_CUDA("check", fill_bits(buf.normed, elems, 0xffff, s));
+        TPV_CUDA("check", cudaStreamSynchronize(s));
+        engine.set_moe_check_delay(streams == MoeStreams::one ? 0 : 100000);
+        Status ran = engine.run_once(
+            [&]() -> Status {
+                TPV_CUDA("check", spin(300000, s));
+                TPV_CUDA("check", cudaMemcpyAsync(buf.normed, input, elems * 2, cudaMemcpyDeviceToDevice, s));
+                return engine.enqueue_steps(plan, first, first + steps, PassKind::full, "check", false,
+                                            streams);
+            },
+            "check");
+        engine.set_moe_check_delay(0);
+        TPV_TRY(ran);
+        host.resize(elems);
+        TPV_CUDA("check", cudaMemcpy(host.data(), buf.send, elems * 2, cudaMemcpyDeviceToHost));
+        return {};
+    };
+    std::vector<unsigned short> one, two;
+    TPV_TRY(layer_output(MoeStreams::one, one));
+    TPV_TRY(layer_output(moe_streams(), two));
+    TPV_TRY(engine.fill_activations(0));  // finite again for the timed passes
+    long long wrong = 0, not_finite = 0;
+    for (std::uint64_t i = 0; i < elems; ++i) {
+        if ((one[i] & 0x7f80u) == 0x7f80u) ++not_finite;
+        if (one[i] != two[i]) ++wrong;
+    }
+    out.moe_streams_checked += (long long)elems;
+    out.checked += (long long)elems;
+    out.wrong += wrong + not_finite;
+    if (wrong + not_finite > 0 && out.detail.empty())
+        out.detail = "MoE block " + plan.steps[first].label + " on two streams: " + std::to_string(wrong) +
+                     " of " + std::to_string(elems) + " layer outputs differ from one stream, " +
+                     std::to_string(not_finite) + " not finite on one stream";
     return {};
 }
 

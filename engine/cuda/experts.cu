@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "engine/cuda/experts.cuh"
+#include "engine/cuda/kernels.cuh"
 #include "engine/cuda/ops.cuh"
 
 namespace tpverify::cuda {
@@ -38,7 +39,14 @@ Status ExpertSet::build(const std::vector<const PassPlan*>& plans, cudaStream_t 
         TPV_CUDA("init", cudaMemsetAsync(dev, 0, elems * sizeof(bf16), stream));
         *ptr = static_cast<bf16*>(dev);
     }
+    m_mid_elems = mid;
+    m_outs_elems = outs;
     return {};
+}
+
+cudaError_t ExpertSet::fill(unsigned short bits, cudaStream_t stream) const {
+    if (cudaError_t e = fill_bits(m_mid, m_mid_elems, bits, stream); e != cudaSuccess) return e;
+    return fill_bits(m_outs, m_outs_elems, bits, stream);
 }
 
 Status ExpertSet::run(cublasHandle_t handle, GemmPath path, const sg::Workspace& ws,

@@ -30,12 +30,15 @@ public:
                cudaStream_t stream, const char* phase) const;
     /// Stacked gate_up rows (2 x inter wide) of the last experts step that ran.
     [[nodiscard]] bf16* mid() const { return m_mid; }
+    /// Fills mid() and the down outputs with `bits` (a check's poison: NaN).
+    cudaError_t fill(unsigned short bits, cudaStream_t stream) const;
 
 private:
     std::map<std::pair<const PassPlan*, std::size_t>, int*> m_slots;
     std::vector<void*> m_allocations;
     bf16* m_mid = nullptr;
     bf16* m_outs = nullptr;
+    std::uint64_t m_mid_elems = 0, m_outs_elems = 0;
 };
 
 }  // namespace tpverify::cuda

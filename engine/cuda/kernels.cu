@@ -320,6 +320,20 @@ cudaError_t fill_bits(bf16* data, std::uint64_t n, unsigned short bits, cudaStre
     return cudaGetLastError();
 }
 
+namespace {
+
+__global__ void spin_kernel(unsigned ns) {
+    const unsigned long long start = global_ns();
+    while (global_ns() - start < ns) __nanosleep(1000);
+}
+
+}  // namespace
+
+cudaError_t spin(unsigned ns, cudaStream_t s) {
+    spin_kernel<<<1, 1, 0, s>>>(ns);
+    return cudaGetLastError();
+}
+
 cudaError_t add_rmsnorm(const bf16* x, bf16* residual, const bf16* gamma, bf16* out, int rows, int hidden,
                         float eps, cudaStream_t s) {
     if (cudaError_t e = check_hidden(hidden); e != cudaSuccess) return e;

@@ -19,6 +19,10 @@ cudaError_t bump(unsigned* counter, cudaStream_t s);
 /// Fills `n` 16-bit words with `bits` (e.g. 0x8000, bf16 -0.0, the one-shot "empty" mark).
 cudaError_t fill_bits(bf16* data, std::uint64_t n, unsigned short bits, cudaStream_t s);
 
+/// One thread that waits `ns` nanoseconds of the GPU's global timer (a check's delay: it holds
+/// the work behind it on its stream back, so that a missing dependency shows).
+cudaError_t spin(unsigned ns, cudaStream_t s);
+
 /// residual += x; out = RMSNorm(residual) * gamma, for `rows` rows of `hidden` (one block a row).
 cudaError_t add_rmsnorm(const bf16* x, bf16* residual, const bf16* gamma, bf16* out, int rows, int hidden,
                         float eps, cudaStream_t s);

@@ -14,6 +14,7 @@
 // let the next kernel launch first thing and wait for the previous one before reading.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "engine/cuda/attention.cuh"
 #include "engine/cuda/skinny_gemm.cuh"
@@ -288,6 +289,12 @@ int mla_splits(int rows, int context, int sms) {
     const int row_blocks = (rows + k_rows_per_block - 1) / k_rows_per_block;
     // About one block per SM, each split at least one tile of tokens; at most 256 (the combine's table).
     int splits = std::max(1, sms / row_blocks);
+    // TPVERIFY_MLA_SPLITS=N (to compare on the GPU): at most N splits instead.
+    static const int cap = [] {
+        const char* v = std::getenv("TPVERIFY_MLA_SPLITS");
+        return v == nullptr ? 0 : std::max(0, std::atoi(v));
+    }();
+    if (cap > 0) splits = std::min(splits, cap);
     splits = std::min({splits, (context + k_tokens - 1) / k_tokens, 256});
     return splits;
 }

@@ -1,6 +1,8 @@
 // One rank: buffers, the pass as stream work (GEMMs, collectives, norms), capture and timing.
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -50,6 +52,71 @@ std::string kernel_fusion_name(const KernelFusion& f) {
     return s.empty() ? "none" : s;
 }
 
+MoeStreams moe_streams() {
+    static const MoeStreams m = [] {
+        const char* v = std::getenv("TPVERIFY_MOE_STREAMS");
+        if (v != nullptr && std::strcmp(v, "1") == 0) return MoeStreams::one;
+        if (v != nullptr && std::strcmp(v, "2r") == 0) return MoeStreams::routed_alt;
+        return MoeStreams::shared_alt;
+    }();
+    return m;
+}
+
+bool moe_priority() {
+    static const bool on = [] {
+        const char* v = std::getenv("TPVERIFY_MOE_PRIORITY");
+        return v != nullptr && std::strcmp(v, "1") == 0;
+    }();
+    return on;
+}
+
+MoeFault moe_fault() {
+    static const MoeFault f = [] {
+        const char* v = std::getenv("TPVERIFY_MOE_FAULT");
+        if (v != nullptr && std::strcmp(v, "fork") == 0) return MoeFault::fork;
+        if (v != nullptr && std::strcmp(v, "join") == 0) return MoeFault::join;
+        return MoeFault::none;
+    }();
+    return f;
+}
+
+const char* moe_streams_name(MoeStreams m) {
+    switch (m) {
+        case MoeStreams::one:
+            return "1";
+        case MoeStreams::routed_alt:
+            return "2r";
+        default:
+            return "2";
+    }
+}
+
+std::size_t moe_block_steps(const PassPlan& plan, std::size_t index, int hidden, GemmPath path) {
+    const std::vector<Step>& st = plan.steps;
+    auto op = [&](std::size_t i, Op o) {
+        return i < st.size() && st[i].kind == Step::Kind::op && st[i].op == o;
+    };
+    auto skinny = [&](std::size_t i) {
+        return i < st.size() && st[i].kind == Step::Kind::gemm && skinny_chosen(path, st[i].gemm) &&
+               st[i].gemm.m == st[index].gemm.m;
+    };
+    auto experts = [&](std::size_t i, bool gate_up) {
+        return i < st.size() && st[i].kind == Step::Kind::experts && st[i].experts.gate_up == gate_up;
+    };
+    if (!skinny(index) || st[index].gemm.k != hidden || st[index].gemm.n == hidden ||
+        !op(index + 1, Op::topk))
+        return 0;
+    std::size_t i = index + 2;
+    int shared = 0;
+    while (skinny(i) && st[i].gemm.k == hidden && op(i + 1, Op::silu_mul) && skinny(i + 2) &&
+           st[i + 2].gemm.n == hidden)
+        i += 3, ++shared;
+    if (shared == 0 || !experts(i, true) || !op(i + 1, Op::silu_mul) || !experts(i + 2, false) ||
+        !op(i + 3, Op::expert_sum))
+        return 0;
+    return i + 4 - index;
+}
+
 RankEngine::RankEngine(const Options& options, int rank, int nranks, int device, GemmPath gemm)
     : m_options(options), m_rank(rank), m_nranks(nranks), m_device(device), m_gemm(gemm) {}
 
@@ -60,6 +127,9 @@ RankEngine::~RankEngine() {
     if (m_cublas != nullptr) cublasDestroy(m_cublas);
     if (m_begin != nullptr) cudaEventDestroy(m_begin);
     if (m_end != nullptr) cudaEventDestroy(m_end);
+    if (m_fork != nullptr) cudaEventDestroy(m_fork);
+    if (m_join != nullptr) cudaEventDestroy(m_join);
+    if (m_alt != nullptr) cudaStreamDestroy(m_alt);
     if (m_stream != nullptr) cudaStreamDestroy(m_stream);
 }
 
@@ -88,9 +158,17 @@ Status RankEngine::setup(const std::vector<const PassPlan*>& plans, const ncclUn
     send = std::max(send, std::uint64_t(m_max_rows) * m_hidden);
     scratch = std::max(scratch, send);
     TPV_CUDA("init", cudaSetDevice(m_device));
-    TPV_CUDA("init", cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking));
+    // TPVERIFY_MOE_PRIORITY=1 (to compare on the GPU): the pass's stream at the greatest priority
+    // and the second stream at the least, graphs run with those priorities; unset: both default.
+    int least = 0, greatest = 0;
+    TPV_CUDA("init", cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    TPV_CUDA("init",
+             cudaStreamCreateWithPriority(&m_stream, cudaStreamNonBlocking, moe_priority() ? greatest : 0));
     TPV_CUDA("init", cudaEventCreate(&m_begin));
     TPV_CUDA("init", cudaEventCreate(&m_end));
+    TPV_CUDA("init", cudaStreamCreateWithPriority(&m_alt, cudaStreamNonBlocking, moe_priority() ? least : 0));
+    TPV_CUDA("init", cudaEventCreateWithFlags(&m_fork, cudaEventDisableTiming));
+    TPV_CUDA("init", cudaEventCreateWithFlags(&m_join, cudaEventDisableTiming));
     // Copy bandwidth first, while memory is free: 1 GiB each way, well past the 60 MB L2.
     TPV_TRY(measure_copy_bandwidth(1ull << 30, m_copy_gbps));
     TPV_CUBLAS("init", cublasCreate(&m_cublas));
@@ -116,6 +194,7 @@ Status RankEngine::setup(const std::vector<const PassPlan*>& plans, const ncclUn
     TPV_TRY(alloc(m_buf.gather, gather, 1.0f, seed + 5));
     TPV_TRY(alloc(m_scratch[0], scratch, 1.0f, seed + 6));
     TPV_TRY(alloc(m_scratch[1], scratch, 1.0f, seed + 7));
+    m_scratch_elems = scratch;
     TPV_CUDA("init", fill_bits(m_buf.gamma, m_hidden, 0x3f80, m_stream));  // gamma = 1.0
     for (const Injection& inj : m_options.inject)
         if (inj.kind == "stale") TPV_TRY(alloc(m_stale, send, 0.0f, 0));
@@ -257,9 +336,17 @@ Status RankEngine::collective(const Step& step, PassKind kind, const char* phase
 
 Status RankEngine::enqueue(const PassPlan& plan, PassKind kind, const char* phase) {
     m_last_rows = plan.tokens;
-    for (std::size_t i = 0; i < plan.steps.size();) {
+    return enqueue_steps(plan, 0, plan.steps.size(), kind, phase, true, moe_streams());
+}
+
+Status RankEngine::enqueue_steps(const PassPlan& plan, std::size_t first, std::size_t last, PassKind kind,
+                                 const char* phase, bool grouped, MoeStreams streams) {
+    for (std::size_t i = first; i < last;) {
         std::size_t used = 0;
-        TPV_TRY(enqueue_fused(plan, i, kind, phase, used));
+        if (streams != MoeStreams::one && kind == PassKind::full &&
+            i + moe_block_steps(plan, i, m_hidden, m_gemm) <= last)
+            TPV_TRY(enqueue_moe_streams(plan, i, streams, phase, used));
+        if (used == 0 && grouped) TPV_TRY(enqueue_fused(plan, i, kind, phase, used));
         if (used == 0) {
             TPV_TRY(enqueue_step(plan, i, kind, phase));
             used = 1;
@@ -360,6 +447,63 @@ Status RankEngine::enqueue_fused(const PassPlan& plan, std::size_t index, PassKi
             return {};
         }
     }
+    return {};
+}
+
+Status RankEngine::enqueue_moe_streams(const PassPlan& plan, std::size_t index, MoeStreams layout,
+                                       const char* phase, std::size_t& used) {
+    used = 0;
+    const std::size_t steps = moe_block_steps(plan, index, m_hidden, m_gemm);
+    if (steps == 0 || layout == MoeStreams::one) return {};
+    // enqueue_step() enqueues on m_stream: OnStream points it (and cuBLAS, for a bf16 expert path)
+    // at the second stream for the steps that run there.
+    struct OnStream {
+        RankEngine& e;
+        cudaStream_t saved;
+        OnStream(RankEngine& engine, cudaStream_t s) : e(engine), saved(engine.m_stream) {
+            e.m_stream = s;
+            cublasSetStream(e.m_cublas, s);
+        }
+        ~OnStream() {
+            e.m_stream = saved;
+            cublasSetStream(e.m_cublas, saved);
+        }
+        OnStream(const OnStream&) = delete;
+        OnStream& operator=(const OnStream&) = delete;
+    };
+    const std::size_t routed = index + steps - 4;  // experts.gate_up
+    const bool shared_alt = layout == MoeStreams::shared_alt;
+    auto steps_on = [&](bool alt, std::size_t from, std::size_t to) -> Status {
+        std::optional<OnStream> on;
+        if (alt) on.emplace(*this, m_alt);
+        for (std::size_t i = from; i < to; ++i) TPV_TRY(enqueue_step(plan, i, PassKind::full, phase));
+        return {};
+    };
+    // Fork after the norm (both paths read its output); steps in plan order, so the router's
+    // output and the top-k stay in the scratch buffer and arrays that the shared expert's steps
+    // do not write, and the shared down writes the layer output first.
+    TPV_CUDA(phase, cudaEventRecord(m_fork, m_stream));
+    if (moe_fault() != MoeFault::fork) TPV_CUDA(phase, cudaStreamWaitEvent(m_alt, m_fork, 0));
+    if (m_alt_delay_ns > 0) TPV_CUDA(phase, spin(m_alt_delay_ns, m_alt));
+    TPV_TRY(steps_on(!shared_alt, index, index + 2));    // router, top-k
+    TPV_TRY(steps_on(shared_alt, index + 2, routed));    // shared gate_up, SiLU-and-mul, down
+    TPV_TRY(steps_on(!shared_alt, routed, routed + 3));  // experts gate_up, SiLU-and-mul, down
+    // Join: the weighted sum adds the routed rows to the shared expert's output.
+    TPV_CUDA(phase, cudaEventRecord(m_join, m_alt));
+    if (moe_fault() != MoeFault::join) TPV_CUDA(phase, cudaStreamWaitEvent(m_stream, m_join, 0));
+    TPV_TRY(enqueue_step(plan, routed + 3, PassKind::full, phase));
+    used = steps;
+    return {};
+}
+
+Status RankEngine::fill_activations(unsigned short bits) {
+    TPV_CUDA("check", fill_bits(m_buf.send, m_buf.send_elems, bits, m_stream));
+    TPV_CUDA("check", fill_bits(m_buf.recv, m_buf.send_elems, bits, m_stream));
+    TPV_CUDA("check", fill_bits(m_scratch[0], m_scratch_elems, bits, m_stream));
+    TPV_CUDA("check", fill_bits(m_scratch[1], m_scratch_elems, bits, m_stream));
+    TPV_CUDA("check", fill_bits(m_fuse, m_fuse_elems, bits, m_stream));
+    TPV_CUDA("check", m_experts.fill(bits, m_stream));
+    m_send_written = false;  // the layer output holds nothing a GEMM should add to
     return {};
 }
 
@@ -503,7 +647,8 @@ Status RankEngine::capture(const PassPlan& plan, PassKind kind, cudaGraphExec_t&
         return inside;
     }
     if (end != cudaSuccess) return Status::fail("capture", "cudaStreamEndCapture", cudaGetErrorString(end));
-    cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
+    cudaError_t inst =
+        cudaGraphInstantiate(&exec, graph, moe_priority() ? cudaGraphInstantiateFlagUseNodePriority : 0);
     cudaGraphDestroy(graph);
     if (inst != cudaSuccess) return Status::fail("capture", "cudaGraphInstantiate", cudaGetErrorString(inst));
     TPV_CUDA("capture", cudaGraphUpload(exec, m_stream));

@@ -32,6 +32,31 @@ const KernelFusion& kernel_fusion();
 /// "mla,moe,silu" (those on), or "none".
 std::string kernel_fusion_name(const KernelFusion& f);
 
+/// How a MoE layer's shared expert and its routed path (router, top-k, experts) run in the full
+/// pass (TPVERIFY_MOE_STREAMS): as SGLang's DeepseekV2MoE runs them when the shared expert is not
+/// fused into the routed ones and a batch has at most 1,024 tokens
+/// (forward_normal_dual_stream), on two streams forked after the norm and joined before the
+/// weighted sum: `shared_alt` (unset or 2: the routed path on the pass's stream, the shared
+/// expert on the second, as SGLang now orders them), `routed_alt` (2r: the other way round, as
+/// earlier SGLang releases did); `one` (1): one stream, in plan order.
+enum class MoeStreams { one, shared_alt, routed_alt };
+MoeStreams moe_streams();
+/// TPVERIFY_MOE_PRIORITY=1 (to compare on the GPU): the pass's stream at the greatest priority,
+/// the second stream at the least, graphs instantiated to run with them.
+bool moe_priority();
+/// TPVERIFY_MOE_FAULT (for the GPU test of --check, which must then fail): `fork` drops the
+/// second stream's wait for the norm, `join` the pass's wait for the second stream; unset: none.
+enum class MoeFault { none, fork, join };
+MoeFault moe_fault();
+/// "1", "2" or "2r" (the TPVERIFY_MOE_STREAMS value).
+const char* moe_streams_name(MoeStreams m);
+
+/// The steps from `index` that form one MoE block the two-stream layout can run: the router,
+/// top-k, the shared experts' gate_up / SiLU-and-mul / down (router and shared GEMMs on the
+/// skinny kernel, so only the routed path uses the split-k workspace or cuBLAS), the routed
+/// experts' gate_up / SiLU-and-mul / down and their weighted sum; 0 when they do not.
+std::size_t moe_block_steps(const PassPlan& plan, std::size_t index, int hidden, GemmPath path);
+
 /// Where this rank's threads meet (one process, one thread per GPU); null in --rank mode.
 struct LocalPeers {
     std::vector<bf16*> buffers;  ///< each rank's one-shot buffer
@@ -63,6 +88,16 @@ public:
     Status warm_collectives(const PassPlan& plan);
     /// Enqueues one pass on the stream (eager, or being captured).
     Status enqueue(const PassPlan& plan, PassKind kind, const char* phase);
+    /// Enqueues steps [first, last) of `plan`: `grouped` runs kernel_fusion()'s groups as fewer
+    /// kernels, `streams` is the MoE blocks' layout in the full pass (moe_streams()).
+    Status enqueue_steps(const PassPlan& plan, std::size_t first, std::size_t last, PassKind kind,
+                         const char* phase, bool grouped, MoeStreams streams);
+    /// Fills every activation buffer a pass writes (not the normed input, the residual or the KV
+    /// caches) with `bits`: a check's poison, so that what a run did not write shows.
+    Status fill_activations(unsigned short bits);
+    /// A check's delays: the second stream of a two-stream MoE block waits `alt_ns` after its fork
+    /// before its first step (0: no delay, as in the pass).
+    void set_moe_check_delay(unsigned alt_ns) { m_alt_delay_ns = alt_ns; }
     /// Enqueues step `index` of `plan` as part of a pass of kind `kind` (what enqueue() does per
     /// step; --measure-kernels times steps one kind at a time with it).
     Status enqueue_step(const PassPlan& plan, std::size_t index, PassKind kind, const char* phase);
@@ -113,6 +148,10 @@ private:
     /// (kernel_fusion()), enqueues them so and sets `used`; else leaves `used` 0.
     Status enqueue_fused(const PassPlan& plan, std::size_t index, PassKind kind, const char* phase,
                          std::size_t& used);
+    /// Where a MoE block starts at `index` (moe_block_steps) and the full pass runs it on two
+    /// streams, enqueues it so and sets `used`; else leaves `used` 0.
+    Status enqueue_moe_streams(const PassPlan& plan, std::size_t index, MoeStreams layout, const char* phase,
+                               std::size_t& used);
     Status enqueue_silu_down(const PassPlan& plan, std::size_t index, PassKind kind, const char* phase,
                              std::size_t& used);
     static std::size_t index_of(const PassPlan& plan, const Step& step);
@@ -125,6 +164,9 @@ private:
     bool m_fused_fallback = false;
     double m_copy_gbps = 0;
     cudaStream_t m_stream = nullptr;
+    cudaStream_t m_alt = nullptr;  ///< the second stream of a two-stream MoE block
+    cudaEvent_t m_fork = nullptr, m_join = nullptr;
+    unsigned m_alt_delay_ns = 0;
     cublasHandle_t m_cublas = nullptr;
     void* m_cublas_workspace = nullptr;
     cudaEvent_t m_begin = nullptr, m_end = nullptr;
@@ -138,6 +180,7 @@ private:
     std::vector<void*> m_allocations;
     Buffers m_buf{};
     bf16* m_scratch[2] = {};
+    std::uint64_t m_scratch_elems = 0;
     bf16* m_stale = nullptr;  ///< --inject stale: the previous call's collective input
     bf16* m_fuse = nullptr;   ///< the fused groups' outputs (enqueue_fused)
     std::uint64_t m_fuse_elems = 0;

@@ -119,6 +119,7 @@ JsonLine start_fields(const cuda::SharedRun& run, const PassPlan& plan) {
     f.add_raw("devices", devices)
         .add("gemm", cuda::gemm_path_name(run.gemm))
         .add("kernel_fusion", cuda::kernel_fusion_name(fusion))
+        .add("moe_streams", cuda::moe_streams_name(cuda::moe_streams()))
         .add("draft_weight_bytes",
              static_cast<std::int64_t>(run.draft != nullptr ? run.draft->weight_bytes() : 0));
     return f;
@@ -189,6 +190,7 @@ int report(cuda::SharedRun& run, const PassPlan& plan) {
             .add("check_gemm_max_err", s.check.gemm_max_rel_err)
             .add("check_attention_outputs", static_cast<std::int64_t>(s.check.attention_checked))
             .add("check_attention_max_err", s.check.attention_max_rel_err)
+            .add("check_moe_stream_outputs", static_cast<std::int64_t>(s.check.moe_streams_checked))
             .add("fused_max_err", s.check.fused_max_err);
     run.reporter->result(r, std::move(extra));
     return static_cast<int>(Exit::ok);

@@ -66,7 +66,7 @@ __device__ __forceinline__ uint4 silu_load(const bf16* g, int k) {
 // The tiles of the parts follow one another; a warp's tile says which part it computes.
 template <bool kSilu>
 __global__ void __launch_bounds__(k_threads, 2)
-    skinny_kernel(DevParts parts, int m, int accumulate, int tiles_per_block) {
+    skinny_kernel(DevParts parts, int m, int accumulate, int tiles_per_block, int prefetch) {
     __shared__ float4 part[k_warps][32];
     pdl_trigger();
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -99,6 +99,14 @@ __global__ void __launch_bounds__(k_threads, 2)
             cur_a[u] = load_weights(wa + 32 * (first + u));
             cur_b[u] = load_weights(wb + 32 * (first + u));
         }
+    // The next `prefetch` iterations into L2 (rows g and g + 8: lanes t == 0 ask for the tile).
+    if (active && t == 0) {
+        const int from = first + k_unroll, to = min(last, from + prefetch);
+        if (to > from) {
+            prefetch_l2(wa + 32 * from, unsigned(to - from) * 64);
+            prefetch_l2(wb + 32 * from, unsigned(to - from) * 64);
+        }
+    }
     pdl_wait();
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     if (active) {
@@ -203,6 +211,16 @@ int warps_per_sm(bool group) {
 
 }  // namespace
 
+int prefetch_kib() {
+    // Unset: k_prefetch_default_kib (docs/benchmarks-gpu.md, 2026-12-05).
+    constexpr int k_prefetch_default_kib = 0;
+    static const int kib = [] {
+        const char* v = std::getenv("TPVERIFY_PREFETCH_KB");
+        return v == nullptr || *v == 0 ? k_prefetch_default_kib : std::max(0, std::atoi(v));
+    }();
+    return kib;
+}
+
 bool pdl_enabled() {
     static const bool on = [] {
         const char* v = std::getenv("TPVERIFY_PDL");
@@ -277,8 +295,11 @@ cudaError_t run_group(const Part* parts, int count, int m, bool accumulate, cuda
     bool silu = false;
     for (int i = 0; i < count; ++i) silu = silu || parts[i].silu;
     // A kernel of its own for the SiLU load, so that the plain one keeps its registers.
-    if (silu) return cudaLaunchKernelEx(&config, skinny_kernel<true>, dev, m, accumulate ? 1 : 0, per_block);
-    return cudaLaunchKernelEx(&config, skinny_kernel<false>, dev, m, accumulate ? 1 : 0, per_block);
+    const int prefetch = prefetch_kib();  // an iteration is 1 KiB of a warp's tile
+    if (silu)
+        return cudaLaunchKernelEx(&config, skinny_kernel<true>, dev, m, accumulate ? 1 : 0, per_block,
+                                  prefetch);
+    return cudaLaunchKernelEx(&config, skinny_kernel<false>, dev, m, accumulate ? 1 : 0, per_block, prefetch);
 }
 
 }  // namespace tpverify::cuda::skinny

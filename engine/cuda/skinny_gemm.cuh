@@ -45,6 +45,18 @@ constexpr int k_max_parts = 3;
 cudaError_t run_group(const Part* parts, int count, int m, bool accumulate, cudaStream_t stream);
 /// Whether launches use programmatic dependent launch (TPVERIFY_PDL=0: no).
 bool pdl_enabled();
+/// KiB of weights each warp of the skinny and streaming kernels asks the L2 to fetch before it
+/// waits for the previous kernel, past the loads it keeps in flight (TPVERIFY_PREFETCH_KB;
+/// unset: the default of skinny_gemm.cu). Launched early (PDL), the warps resident during a
+/// small kernel before them so read weights while it runs.
+int prefetch_kib();
+
+/// Asks the L2 for `bytes` (a multiple of 16) from `p` (16-byte aligned); no registers, no wait.
+__device__ __forceinline__ void prefetch_l2(const void* p, unsigned bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+#endif
+}
 
 __device__ __forceinline__ void pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

@@ -65,7 +65,7 @@ namespace {
 int g_sms = 132;
 int g_max_dynamic_smem = 48 << 10;
 
-using Kernel = void (*)(Batch, int, int, int, int, int, int, Workspace);
+using Kernel = void (*)(Batch, int, int, int, int, int, int, Workspace, int);
 
 /// The INT4 kernels: chunks in flight per warp, the folded dequantisation (chunk_mma_folded).
 struct Int4Kernel {
@@ -193,6 +193,8 @@ cudaError_t run(Format format, const Batch& batch, int n, int k, int ldx, bool a
         const dim3 grid(unsigned((n + k_group_cols - 1) / k_group_cols), unsigned(shape.slices),
                         unsigned(part.count));
         const int acc = accumulate ? 1 : 0;
+        // skinny::prefetch_kib() in chunks: 576 bytes of a warp's tile (INT4 + scales), 2 KiB bf16.
+        const int prefetch = skinny::prefetch_kib() * 1024 / (format == Format::int4 ? 576 : 2048);
         cudaLaunchConfig_t config{};
         config.gridDim = grid;
         config.blockDim = dim3(k_threads, 1, 1);
@@ -206,9 +208,9 @@ cudaError_t run(Format format, const Batch& batch, int n, int k, int ldx, bool a
         cudaError_t launched =
             format == Format::int4
                 ? cudaLaunchKernelEx(&config, int4_kernel(part.count, max_rows).kernel, part, n, k, ldx,
-                                     shape.slice_chunks, shape.slices, acc, ws)
+                                     shape.slice_chunks, shape.slices, acc, ws, prefetch)
                 : cudaLaunchKernelEx(&config, stream_gemm_kernel<Format::bf16, k_bf16_unroll>, part, n, k,
-                                     ldx, shape.slice_chunks, shape.slices, acc, ws);
+                                     ldx, shape.slice_chunks, shape.slices, acc, ws, prefetch);
         if (launched != cudaSuccess) return launched;
         if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
     }

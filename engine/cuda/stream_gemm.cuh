@@ -30,6 +30,8 @@
 
 namespace tpverify::cuda::sg {
 
+using skinny::prefetch_l2;
+
 enum class Format { int4, bf16 };
 
 constexpr int k_threads = 256;  ///< threads per block: 8 warps
@@ -165,6 +167,11 @@ struct Stream<Format::int4> {
     __device__ Fragments<Format::int4> load(int c) const {
         return {load_stream128(w + std::uint64_t(c) * 32), load_stream64(s + std::uint64_t(c) * 8)};
     }
+    /// Chunks [from, to) of the warp's tile into L2 (called by lane 0: its pointers start them).
+    __device__ void prefetch(int from, int to) const {
+        prefetch_l2(w + std::uint64_t(from) * 32, unsigned(to - from) * 512);
+        prefetch_l2(s + std::uint64_t(from) * 8, unsigned(to - from) * 64);
+    }
 };
 template <>
 struct Stream<Format::bf16> {
@@ -178,6 +185,9 @@ struct Stream<Format::bf16> {
 #pragma unroll
         for (int s = 0; s < 4; ++s) f.w[s] = load_stream128(w + std::uint64_t(c) * 128 + 32 * s);
         return f;
+    }
+    __device__ void prefetch(int from, int to) const {
+        prefetch_l2(w + std::uint64_t(from) * 128, unsigned(to - from) * 2048);
     }
 };
 
@@ -263,11 +273,12 @@ __host__ __device__ constexpr std::size_t fold_bytes(int slice_chunks) {
 /// The kernel (see the top of this file). Dynamic shared memory: m_max x (slice_chunks x 64 +
 /// k_pad) bf16 (after fold_bytes() when Fold). `slices` x `slice_chunks` >= k / 64; the last
 /// slice may be shorter. Each warp keeps U chunks in flight ahead of the U it multiplies; Fold
-/// (INT4 only) uses chunk_mma_folded.
+/// (INT4 only) uses chunk_mma_folded. Before the wait for the previous kernel each warp asks the
+/// L2 for its next `prefetch` chunks (skinny::prefetch_kib()).
 template <Format F, int U, bool Fold = false>
 __global__ void __launch_bounds__(k_threads)
     stream_gemm_kernel(Batch batch, int n, int k, int ldx, int slice_chunks, int slices, int accumulate,
-                       Workspace ws) {
+                       Workspace ws, int prefetch) {
     static_assert(!Fold || F == Format::int4, "only INT4 has a bias to fold");
     extern __shared__ uint4 dynamic_smem[];
     __shared__ int last_block;
@@ -291,6 +302,7 @@ __global__ void __launch_bounds__(k_threads)
 #pragma unroll
     for (int u = 0; u < U; ++u)
         if (active && u < len) next[u] = stream.load(u);
+    if (active && lane == 0 && min(len, U + prefetch) > U) stream.prefetch(U, min(len, U + prefetch));
     skinny::pdl_wait();
     const bf16* x = batch.x[e] + std::uint64_t(first) * k_chunk;
     const int vecs = len * (k_chunk / 8);

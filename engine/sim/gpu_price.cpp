@@ -12,18 +12,18 @@ namespace {
 
 constexpr double k_min_device_us = 0.3;  // a measured kernel's device time is never taken below this
 
-/// Bandwidth the table's efficiencies apply to: the measured copy bandwidth on its own GPU,
-/// the model's (datasheet) bandwidth elsewhere.
-double bandwidth(const GpuModel& g) {
-    return g.table_native ? g.table->copy_gbps : g.hbm_bw_gbs;
-}
-
 /// A measured time less the launch gap the sim adds back per kernel.
 double device_time(const GpuModel& g, double us) {
     return std::max(k_min_device_us, us - g.launch_graph_us);
 }
 
 }  // namespace
+
+/// Bandwidth the table's efficiencies apply to: the measured copy bandwidth on its own GPU,
+/// the model's (datasheet) bandwidth elsewhere.
+double GpuModel::copy_bw_gbs() const {
+    return table_native ? table->copy_gbps : hbm_bw_gbs;
+}
 
 double GpuModel::gemm_launch_us(bool int4, int rows, int n, int k, int count) const {
     const double nk = double(n) * k;
@@ -38,7 +38,7 @@ double GpuModel::gemm_launch_us(bool int4, int rows, int n, int k, int count) co
         const double d = device_time(*this, p.us);
         const double efficiency = p.bytes() / (d * table->copy_gbps * 1e3);
         if (p.rows == rows && p.n == n && p.k == k && p.count == count)
-            return std::max(d * table->copy_gbps / bandwidth(*this), flops / (peak_tflops * 1e6));
+            return std::max(d * table->copy_gbps / copy_bw_gbs(), flops / (peak_tflops * 1e6));
         points.emplace_back(p.bytes(), efficiency);
     }
     if (points.empty()) return gemm_us(std::uint64_t(bytes), flops);
@@ -54,7 +54,7 @@ double GpuModel::gemm_launch_us(bool int4, int rows, int n, int k, int count) co
         efficiency = lo->second + t * (hi->second - lo->second);
     }
     return std::max(
-        {bytes / (bandwidth(*this) * efficiency * 1e3), flops / (peak_tflops * 1e6), k_min_device_us});
+        {bytes / (copy_bw_gbs() * efficiency * 1e3), flops / (peak_tflops * 1e6), k_min_device_us});
 }
 
 double GpuModel::attention_us(const Attention& a) const {
@@ -69,7 +69,7 @@ double GpuModel::attention_us(const Attention& a) const {
         Attention q;
         q.rows = p.rows, q.heads = p.heads, q.kv_heads = p.kv_heads, q.row_dim = p.row_dim;
         q.qk_dim = p.qk_dim, q.v_offset = 0, q.v_dim = p.v_dim, q.context = p.context;
-        const double scale = table->copy_gbps / bandwidth(*this);
+        const double scale = table->copy_gbps / copy_bw_gbs();
         if (p.rows == a.rows && p.heads == a.heads && p.kv_heads == a.kv_heads && p.row_dim == a.row_dim &&
             p.qk_dim == a.qk_dim && p.v_dim == a.v_dim && p.context == a.context)
             return device_time(*this, p.us) * scale;
@@ -84,7 +84,7 @@ double GpuModel::attention_us(const Attention& a) const {
     q.qk_dim = best->qk_dim, q.v_dim = best->v_dim, q.context = best->context;
     const double ratio =
         std::max(bytes / std::max(double(q.cache_bytes()), 1.0), flops / std::max(q.flops(), 1.0));
-    return std::max(roofline, device_time(*this, best->us) * ratio * table->copy_gbps / bandwidth(*this));
+    return std::max(roofline, device_time(*this, best->us) * ratio * table->copy_gbps / copy_bw_gbs());
 }
 
 double GpuModel::op_us(Op op, int rows, int width, std::uint64_t bytes) const {
@@ -105,7 +105,7 @@ double GpuModel::op_us(Op op, int rows, int width, std::uint64_t bytes) const {
     if (best == nullptr) return estimate;
     const double measured_bytes = double(bytes) * (double(best->rows) * best->width) / (double(rows) * width);
     return device_time(*this, best->us) +
-           std::max(0.0, double(bytes) - measured_bytes) / (bandwidth(*this) * 1e3);
+           std::max(0.0, double(bytes) - measured_bytes) / (copy_bw_gbs() * 1e3);
 }
 
 double GpuModel::norm_us(std::uint64_t bytes) const {
@@ -119,7 +119,7 @@ double GpuModel::norm_us(std::uint64_t bytes) const {
             best = &p;
     }
     return device_time(*this, best->us) +
-           std::max(0.0, 3.0 * (double(bytes) - best->bytes)) / (bandwidth(*this) * 1e3);
+           std::max(0.0, 3.0 * (double(bytes) - best->bytes)) / (copy_bw_gbs() * 1e3);
 }
 
 std::string GpuModel::price_source() const {

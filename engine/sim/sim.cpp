@@ -15,6 +15,7 @@
 #include "engine/sim/calibration.hpp"
 #include "engine/sim/inject.hpp"
 #include "engine/sim/one_shot.hpp"
+#include "engine/sim/pass_layout.hpp"
 #include "engine/sim/pricing.hpp"
 #include "engine/sim/sim_check.hpp"
 #include "engine/sim/sim_model.hpp"
@@ -97,25 +98,30 @@ PassCost cost_pass(const PassPlan& plan, const sim::TopologyModel& topo, const s
     // The launches the CUDA backend's kernel groups remove (engine/cuda/rank.cu enqueue_fused,
     // TPVERIFY_FUSE's default mla,moe): an MLA layer's q_a..kv_write run as 4 launches instead of
     // 8 (2 GEMM and 2 small-kernel launches fewer), a MoE layer's router and shared gate_up as
-    // one. Each removed launch saves what was measured on the H200 (2026-12-03, the same build
-    // with TPVERIFY_FUSE=none and the default: 699 us at 4 tokens and 546 us at 1 token for 304
-    // launches, about 2 us each; tests/fixtures/tpverify-kernels/run5-engine.log); elsewhere the
-    // modeled launch gap, the least a launch fewer saves.
-    const double saved_per_launch = gpu.table_native ? 2.0 : launch;
-    auto is = [&](std::size_t i, Step::Kind kind) {
-        return i < plan.steps.size() && plan.steps[i].kind == kind;
+    // one; each saves saved_per_launch_us (engine/sim/pass_layout.hpp).
+    const double saved_per_launch = sim::saved_per_launch_us(gpu, launch);
+    auto is_op = [&](std::size_t i, Op op) {
+        return i < plan.steps.size() && plan.steps[i].kind == Step::Kind::op && plan.steps[i].op == op;
     };
-    auto is_op = [&](std::size_t i, Op op) { return is(i, Step::Kind::op) && plan.steps[i].op == op; };
-    auto skinny = [&](std::size_t i) {
-        if (!is(i, Step::Kind::gemm)) return false;
-        const Gemm& g = plan.steps[i].gemm;
-        return !g.int4 && g.m >= 1 && g.m <= 8 && g.n % 16 == 0 && g.k % 32 == 0 && g.weight_bytes() <= 160e6;
-    };
+    auto skinny = [&](std::size_t i) { return sim::skinny_gemm(plan, i); };
     for (std::size_t i = 0; i < plan.steps.size(); ++i) {
         if (skinny(i) && skinny(i + 1) && is_op(i + 2, Op::q_norm) && is_op(i + 3, Op::kv_norm) &&
             skinny(i + 4) && skinny(i + 5) && is_op(i + 6, Op::rope) && is_op(i + 7, Op::kv_write)) {
             c.gemm_us -= 2 * saved_per_launch, c.ops_us -= 2 * saved_per_launch;
             c.pass_us -= 4 * saved_per_launch, c.kernels -= 4;
+        } else if (const std::size_t block = gpu.table_native ? sim::moe_block_steps(plan, i) : 0;
+                   block > 0) {
+            // The full pass runs the MoE block on two streams (engine/cuda/rank.cu
+            // enqueue_moe_streams, TPVERIFY_MOE_STREAMS unset or 2), without the router + shared
+            // gate_up group: the pass saves the overlap (moe_streams_saving_us) and launches
+            // every step. The parts are measured one kind at a time on one stream, where the
+            // group still runs: gemm_us keeps its launch fewer, and nothing of the overlap.
+            // Only where the overlap was measured (the kernel table's GPU); elsewhere the block
+            // is priced as one stream with the group, below, as the incident's calibration
+            // (experiments/incident-pcie.calibration) was derived.
+            c.gemm_us -= saved_per_launch;
+            c.pass_us -= sim::moe_streams_saving_us(plan, i, gpu, launch);
+            i += block - 1;
         } else if (skinny(i) && is_op(i + 1, Op::topk) && skinny(i + 2)) {
             c.gemm_us -= saved_per_launch, c.pass_us -= saved_per_launch, c.kernels -= 1;
         }
@@ -123,7 +129,7 @@ PassCost cost_pass(const PassPlan& plan, const sim::TopologyModel& topo, const s
     for (const Step& s : plan.steps) {
         switch (s.kind) {
             case Step::Kind::gemm:
-                c.gemm_us += kernel(gpu.gemm_launch_us(s.gemm.int4, s.gemm.m, s.gemm.n, s.gemm.k, 1));
+                c.gemm_us += kernel(sim::kernel_us(s, gpu));
                 break;
             case Step::Kind::experts:
                 // As the CUDA backend launches them (engine/cuda/experts.cu): up to
@@ -138,7 +144,7 @@ PassCost cost_pass(const PassPlan& plan, const sim::TopologyModel& topo, const s
                 c.attention_us += kernel(gpu.attention_us(s.attention));
                 break;
             case Step::Kind::op:
-                c.ops_us += kernel(gpu.op_us(s.op, s.op_rows, s.op_width, s.bytes));
+                c.ops_us += kernel(sim::kernel_us(s, gpu));
                 break;
             case Step::Kind::norm:
                 c.norm_us += kernel(gpu.norm_us(s.bytes));

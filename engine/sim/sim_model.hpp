@@ -107,6 +107,9 @@ struct GpuModel {
     [[nodiscard]] double norm_us(std::uint64_t bytes) const;
     /// An elementwise kernel that moves `bytes` (reads + writes) through device memory.
     [[nodiscard]] double stream_us(std::uint64_t bytes) const;
+    /// The copy bandwidth (GB/s) the prices are relative to: the kernel table's, measured, where
+    /// it was measured on this GPU; the model's elsewhere.
+    [[nodiscard]] double copy_bw_gbs() const;
 };
 
 /// SHM's bandwidth relative to P2P, measured: 8 x RTX PRO 6000 Blackwell Server Edition (ASUS

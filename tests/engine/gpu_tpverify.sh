@@ -36,6 +36,15 @@ grep -q '"nccl_env":{"NCCL_CUMEM_ENABLE":"0","NCCL_NVLS_ENABLE":"0"' <<<"$out" |
 grep -q '"libnccl":"/' <<<"$out" || fail "no libnccl path in the start event"
 grep -q '"check_graph_replays":2' <<<"$out" || fail "the check's graph was not replayed twice (initial check + one sampled replay)"
 grep -q '"check_gemm_outputs":[1-9]' <<<"$out" || fail "the streaming GEMMs were not checked"
+grep -q '"moe_streams":"2"' <<<"$out" || fail "the MoE blocks do not run on two streams by default"
+grep -q '"check_moe_stream_outputs":[1-9]' <<<"$out" || fail "the two-stream MoE block was not checked"
+# A two-stream MoE block without its fork or its join: --check must catch both (exit 1; eager,
+# where the dropped dependency leaves a plain race the check's delays expose).
+for fault in fork join; do
+  out=$(TPVERIFY_MOE_FAULT=$fault "$tpv" "${small[@]}" --check --graph off 2>&1); rc=$?
+  [ $rc -eq 1 ] || fail "TPVERIFY_MOE_FAULT=$fault --check exited $rc, not 1"
+  grep -q "on two streams: [1-9]" <<<"$out" || fail "TPVERIFY_MOE_FAULT=$fault: the check did not report the MoE block"
+done
 out=$(TPVERIFY_ATTENTION=fused "$tpv" "${small[@]}" --check 2>&1); rc=$?
 [ $rc -eq 0 ] || fail "TPVERIFY_ATTENTION=fused --check exited $rc"
 grep -q '"check_attention_outputs":[1-9]' <<<"$out" || fail "the fused MLA attention was not checked"
