@@ -479,7 +479,7 @@ Status check_moe_streams(RankEngine& engine, const PassPlan& plan, CheckOutcome&
     if (moe_streams() == MoeStreams::one) return {};
     std::size_t first = 0, steps = 0;
     for (; first < plan.steps.size(); ++first)
-        if ((steps = moe_block_steps(plan, first, engine.hidden(), engine.gemm_path())) > 0) break;
+        if ((steps = moe_block_steps(plan, first, engine.gemm_path())) > 0) break;
     if (steps == 0) return {};
     const std::uint64_t elems = std::uint64_t(plan.tokens) * engine.hidden();
     // The block's input, the same for both runs; each run writes it to the normed buffer (NaN

@@ -91,30 +91,8 @@ const char* moe_streams_name(MoeStreams m) {
     }
 }
 
-std::size_t moe_block_steps(const PassPlan& plan, std::size_t index, int hidden, GemmPath path) {
-    const std::vector<Step>& st = plan.steps;
-    auto op = [&](std::size_t i, Op o) {
-        return i < st.size() && st[i].kind == Step::Kind::op && st[i].op == o;
-    };
-    auto skinny = [&](std::size_t i) {
-        return i < st.size() && st[i].kind == Step::Kind::gemm && skinny_chosen(path, st[i].gemm) &&
-               st[i].gemm.m == st[index].gemm.m;
-    };
-    auto experts = [&](std::size_t i, bool gate_up) {
-        return i < st.size() && st[i].kind == Step::Kind::experts && st[i].experts.gate_up == gate_up;
-    };
-    if (!skinny(index) || st[index].gemm.k != hidden || st[index].gemm.n == hidden ||
-        !op(index + 1, Op::topk))
-        return 0;
-    std::size_t i = index + 2;
-    int shared = 0;
-    while (skinny(i) && st[i].gemm.k == hidden && op(i + 1, Op::silu_mul) && skinny(i + 2) &&
-           st[i + 2].gemm.n == hidden)
-        i += 3, ++shared;
-    if (shared == 0 || !experts(i, true) || !op(i + 1, Op::silu_mul) || !experts(i + 2, false) ||
-        !op(i + 3, Op::expert_sum))
-        return 0;
-    return i + 4 - index;
+std::size_t moe_block_steps(const PassPlan& plan, std::size_t index, GemmPath path) {
+    return tpverify::moe_block_steps(plan, index, [path](const Gemm& g) { return skinny_chosen(path, g); });
 }
 
 RankEngine::RankEngine(const Options& options, int rank, int nranks, int device, GemmPath gemm)
@@ -344,7 +322,7 @@ Status RankEngine::enqueue_steps(const PassPlan& plan, std::size_t first, std::s
     for (std::size_t i = first; i < last;) {
         std::size_t used = 0;
         if (streams != MoeStreams::one && kind == PassKind::full &&
-            i + moe_block_steps(plan, i, m_hidden, m_gemm) <= last)
+            i + moe_block_steps(plan, i, m_gemm) <= last)
             TPV_TRY(enqueue_moe_streams(plan, i, streams, phase, used));
         if (used == 0 && grouped) TPV_TRY(enqueue_fused(plan, i, kind, phase, used));
         if (used == 0) {
@@ -453,7 +431,7 @@ Status RankEngine::enqueue_fused(const PassPlan& plan, std::size_t index, PassKi
 Status RankEngine::enqueue_moe_streams(const PassPlan& plan, std::size_t index, MoeStreams layout,
                                        const char* phase, std::size_t& used) {
     used = 0;
-    const std::size_t steps = moe_block_steps(plan, index, m_hidden, m_gemm);
+    const std::size_t steps = moe_block_steps(plan, index, m_gemm);
     if (steps == 0 || layout == MoeStreams::one) return {};
     // enqueue_step() enqueues on m_stream: OnStream points it (and cuBLAS, for a bf16 expert path)
     // at the second stream for the steps that run there.

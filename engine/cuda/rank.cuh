@@ -51,11 +51,9 @@ MoeFault moe_fault();
 /// "1", "2" or "2r" (the TPVERIFY_MOE_STREAMS value).
 const char* moe_streams_name(MoeStreams m);
 
-/// The steps from `index` that form one MoE block the two-stream layout can run: the router,
-/// top-k, the shared experts' gate_up / SiLU-and-mul / down (router and shared GEMMs on the
-/// skinny kernel, so only the routed path uses the split-k workspace or cuBLAS), the routed
-/// experts' gate_up / SiLU-and-mul / down and their weighted sum; 0 when they do not.
-std::size_t moe_block_steps(const PassPlan& plan, std::size_t index, int hidden, GemmPath path);
+/// The steps from `index` that form one MoE block the two-stream layout can run
+/// (tpverify::moe_block_steps with the GEMMs `path` puts on the skinny kernel); 0 when none.
+std::size_t moe_block_steps(const PassPlan& plan, std::size_t index, GemmPath path);
 
 /// Where this rank's threads meet (one process, one thread per GPU); null in --rank mode.
 struct LocalPeers {

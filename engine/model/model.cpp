@@ -432,6 +432,32 @@ int PassPlan::layer_kernels(int layer) const {
     return kernels;
 }
 
+std::size_t moe_block_steps(const PassPlan& plan, std::size_t index,
+                            const std::function<bool(const Gemm&)>& skinny) {
+    const std::vector<Step>& st = plan.steps;
+    const int hidden = plan.model.hidden;
+    auto op = [&](std::size_t i, Op o) {
+        return i < st.size() && st[i].kind == Step::Kind::op && st[i].op == o;
+    };
+    auto gemm = [&](std::size_t i) {
+        return i < st.size() && st[i].kind == Step::Kind::gemm && skinny(st[i].gemm) &&
+               st[i].gemm.m == st[index].gemm.m;
+    };
+    auto experts = [&](std::size_t i, bool gate_up) {
+        return i < st.size() && st[i].kind == Step::Kind::experts && st[i].experts.gate_up == gate_up;
+    };
+    if (!gemm(index) || st[index].gemm.k != hidden || st[index].gemm.n == hidden || !op(index + 1, Op::topk))
+        return 0;
+    std::size_t i = index + 2;
+    while (gemm(i) && st[i].gemm.k == hidden && op(i + 1, Op::silu_mul) && gemm(i + 2) &&
+           st[i + 2].gemm.n == hidden)
+        i += 3;
+    if (i == index + 2 || !experts(i, true) || !op(i + 1, Op::silu_mul) || !experts(i + 2, false) ||
+        !op(i + 3, Op::expert_sum))
+        return 0;
+    return i + 4 - index;
+}
+
 PassPlan build_pass(const ModelShape& model, int tp, int tokens, const PassShape& shape) {
     PassPlan plan;
     plan.model = model;

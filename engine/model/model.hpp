@@ -1,6 +1,7 @@
 #pragma once
 // Model presets and the verify-pass plan: which GEMMs and collectives one pass runs, per rank.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -177,6 +178,15 @@ struct ExpertLaunch {
     int max_rows = 0;  ///< most rows of x among them (launches repeat per k_stream_rows_per_launch)
 };
 std::vector<ExpertLaunch> expert_launches(const Experts& experts);
+
+/// The steps from `index` that form one MoE block as the CUDA backend can run it on two streams
+/// (engine/cuda/rank.cu enqueue_moe_streams) and the sim prices it (engine/sim/pass_layout.hpp):
+/// the router, top-k, each shared expert's gate_up / SiLU-and-mul / down, the routed experts'
+/// gate_up / SiLU-and-mul / down and their weighted sum; 0 when none starts there. `skinny` says
+/// whether a GEMM runs on the skinny kernel (router and shared GEMMs must, so that only the routed
+/// path uses the split-k workspace or cuBLAS); every such GEMM has the router's row count.
+[[nodiscard]] std::size_t moe_block_steps(const PassPlan& plan, std::size_t index,
+                                          const std::function<bool(const Gemm&)>& skinny);
 
 /// Builds the per-rank plan for `tokens` tokens at tensor-parallel degree `tp`. Each token of
 /// each MoE layer picks `active_experts` distinct routed experts, uniformly and seeded by

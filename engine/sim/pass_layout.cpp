@@ -10,10 +10,12 @@ double saved_per_launch_us(const GpuModel& gpu, double launch_us) {
     return gpu.table_native ? 2.0 : launch_us;
 }
 
-bool skinny_gemm(const PassPlan& plan, std::size_t i) {
-    if (i >= plan.steps.size() || plan.steps[i].kind != Step::Kind::gemm) return false;
-    const Gemm& g = plan.steps[i].gemm;
+bool skinny_gemm(const Gemm& g) {
     return !g.int4 && g.m >= 1 && g.m <= 8 && g.n % 16 == 0 && g.k % 32 == 0 && g.weight_bytes() <= 160e6;
+}
+
+bool skinny_gemm(const PassPlan& plan, std::size_t i) {
+    return i < plan.steps.size() && plan.steps[i].kind == Step::Kind::gemm && skinny_gemm(plan.steps[i].gemm);
 }
 
 double kernel_us(const Step& step, const GpuModel& gpu) {
@@ -24,26 +26,7 @@ double kernel_us(const Step& step, const GpuModel& gpu) {
 }
 
 std::size_t moe_block_steps(const PassPlan& plan, std::size_t index) {
-    const std::vector<Step>& st = plan.steps;
-    const int hidden = plan.model.hidden;
-    auto op = [&](std::size_t i, Op o) {
-        return i < st.size() && st[i].kind == Step::Kind::op && st[i].op == o;
-    };
-    auto skinny = [&](std::size_t i) { return skinny_gemm(plan, i) && st[i].gemm.m == st[index].gemm.m; };
-    auto experts = [&](std::size_t i, bool gate_up) {
-        return i < st.size() && st[i].kind == Step::Kind::experts && st[i].experts.gate_up == gate_up;
-    };
-    if (!skinny(index) || st[index].gemm.k != hidden || st[index].gemm.n == hidden ||
-        !op(index + 1, Op::topk))
-        return 0;
-    std::size_t i = index + 2;
-    while (skinny(i) && st[i].gemm.k == hidden && op(i + 1, Op::silu_mul) && skinny(i + 2) &&
-           st[i + 2].gemm.n == hidden)
-        i += 3;
-    if (i == index + 2 || !experts(i, true) || !op(i + 1, Op::silu_mul) || !experts(i + 2, false) ||
-        !op(i + 3, Op::expert_sum))
-        return 0;
-    return i + 4 - index;
+    return tpverify::moe_block_steps(plan, index, [](const Gemm& g) { return skinny_gemm(g); });
 }
 
 double moe_streams_saving_us(const PassPlan& plan, std::size_t index, const GpuModel& gpu, double launch_us) {

@@ -19,14 +19,15 @@ namespace tpverify::sim {
 /// Step `i` of the plan is a bf16 GEMM the CUDA backend runs on its skinny kernel (the one its
 /// kernel groups and the MoE block's second stream use).
 [[nodiscard]] bool skinny_gemm(const PassPlan& plan, std::size_t i);
+/// GEMM `g` (bf16, its rows and shape) is one the skinny kernel runs.
+[[nodiscard]] bool skinny_gemm(const Gemm& g);
 
 /// Device time of a gemm or op step as the sim prices it (launch gap not included); 0 for any
 /// other kind of step.
 [[nodiscard]] double kernel_us(const Step& step, const GpuModel& gpu);
 
 /// The steps from `index` that form one MoE block the CUDA backend runs on two streams
-/// (engine/cuda/rank.cu, moe_block_steps: router, top-k, each shared expert's gate_up,
-/// SiLU-and-mul and down, the routed experts' gate_up, SiLU-and-mul and down, their sum);
+/// (tpverify::moe_block_steps, engine/model/model.hpp, with skinny_gemm as its skinny kernel);
 /// 0 when none starts there.
 [[nodiscard]] std::size_t moe_block_steps(const PassPlan& plan, std::size_t index);
 

@@ -344,3 +344,33 @@ TEST_CASE("model: invalid shapes and TP degrees are refused clearly") {
     CHECK_FALSE(resolve_model(o, m, err));
     CHECK(err.find("vocabulary") != std::string::npos);
 }
+
+TEST_CASE("model: moe_block_steps finds each MoE layer's block from the router to the expert sum") {
+    Options o;
+    const ModelShape m = resolve(o);
+    const PassPlan plan = build_pass(m, 1, 4);
+    auto every_bf16 = [](const Gemm& g) { return !g.int4; };
+    int blocks = 0;
+    for (std::size_t i = 0; i < plan.steps.size(); ++i) {
+        const std::size_t n = moe_block_steps(plan, i, every_bf16);
+        if (n == 0) continue;
+        ++blocks;
+        const std::string layer = plan.steps[i].label.substr(0, plan.steps[i].label.find('.') + 1);
+        INFO(plan.steps[i].label);
+        CHECK(plan.steps[i].label == layer + "router");
+        // router, top-k, the shared expert's three steps, the routed experts' three, their sum.
+        CHECK(n == 9);
+        CHECK(plan.steps[i + n - 1].label == layer + "experts.sum");
+        i += n - 1;
+    }
+    CHECK(blocks == m.layers - m.dense_layers);
+    // Dense layers and a block whose shared GEMM is not on the skinny kernel are no block.
+    const std::size_t router = find_step(plan, "L5.router") - plan.steps.data();
+    CHECK(moe_block_steps(plan, router, every_bf16) == 9);
+    CHECK(moe_block_steps(plan, router + 1, every_bf16) == 0);
+    const int shared_n = plan.steps[router + 2].gemm.n;
+    CHECK(moe_block_steps(plan, router, [&](const Gemm& g) { return !g.int4 && g.n != shared_n; }) == 0);
+    const Step* dense = find_step(plan, "L0.gate_up");
+    REQUIRE(dense != nullptr);
+    CHECK(moe_block_steps(plan, std::size_t(dense - plan.steps.data()), every_bf16) == 0);
+}
