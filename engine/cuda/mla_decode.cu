@@ -2,19 +2,23 @@
 // split-KV "flash decoding" kernel on tensor cores and a combine kernel, as FlashMLA runs it
 // (two launches; the facts of the method, our code). engine/cuda/attention.cuh declares it.
 //
-// Split kernel: grid (splits, ceil(rows / 64)), 16 warps. A block holds 64 query rows in shared
-// memory and walks its split of the context 32 tokens at a time, three tiles in a cp.async ring
-// (the query rows come in the first tile's group, so they load together). Warp (g, d) of the 4 x 4: S for
-// rows 16g..16g+15 and tokens 8d..8d+7 of the tile (36 mma over the 576 dims), written to shared memory; then
-// every warp of row group g reads the 16 x 32 scores, does the online softmax (fp32, exp2) and multiplies P
-// into its quarter of the 512 output dims (V = the first 512 of each cached row, read with
-// ldmatrix.trans). Each split writes its unnormalised O and (max, sum) per row; the combine
-// kernel weights them (each thread one split for the weights, then two dims over every split).
-// Both kernels are launched with programmatic dependent launch (as the skinny GEMMs are): they
-// let the next kernel launch first thing and wait for the previous one before reading.
+// Split kernel: grid (splits, ceil(rows / R)), R = 16 x G query rows a block in G row groups of 4
+// warps (G = 2 by default; TPVERIFY_MLA_ROWS=64 or 16 for G = 4, the kernel's first form, or 1). A block
+// holds its R query rows in shared memory and walks its split of the context 32 tokens at a time, three tiles
+// in a cp.async ring (the query rows come in the first tile's group, so they load together). Warp (g, d) of
+// the G x 4: S for rows 16g..16g+15 and tokens 8d..8d+7 of the tile (36 mma over the 576 dims), written to
+// shared memory; then every warp of row group g reads the 16 x 32 scores, does the online softmax (fp32,
+// exp2) and multiplies P into its quarter of the 512 output dims (V = the first 512 of each cached row, read
+// with ldmatrix.trans). Each split writes its unnormalised O and (max, sum) per row; the combine kernel
+// weights them: the wide one (default) spreads a row's splits over 8 warps, each with 16 loads in flight, and
+// meets their sums in shared memory; TPVERIFY_MLA_COMBINE=serial runs the first one (each thread one split
+// for the weights, then two dims over every split, 8 loads in flight). Both kernels are launched with
+// programmatic dependent launch (as the skinny GEMMs are): they let the next kernel launch first thing and
+// wait for the previous one before reading.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 #include "engine/cuda/attention.cuh"
 #include "engine/cuda/skinny_gemm.cuh"
@@ -25,15 +29,24 @@ namespace {
 
 constexpr int k_dim = 576, k_vdim = 512;
 constexpr int k_pitch = k_dim + 8;  // bf16 per shared row (16-byte aligned, no bank conflicts)
-constexpr int k_rows_per_block = 64;
-constexpr int k_tokens = 32;  // tokens per tile
+constexpr int k_tokens = 32;        // tokens per tile
 constexpr int k_s_pitch = k_tokens + 4;
-constexpr int k_threads = 512;
 constexpr int k_stages = 3;  // K tiles in the cp.async ring
 constexpr int k_combine_threads = 128, k_combine_dims = 2 * k_combine_threads;
-constexpr std::size_t k_smem =
-    (std::size_t(k_rows_per_block) * k_pitch + std::size_t(k_stages) * k_tokens * k_pitch) * sizeof(bf16) +
-    std::size_t(k_rows_per_block) * k_s_pitch * sizeof(float);
+// The wide combine: a block of 8 warps per (row, 64 dims); warp w sums splits w, w + 8, ...
+constexpr int k_wide_warps = 8, k_wide_dims = 64, k_wide_unroll = 16;
+constexpr int k_max_splits = 256;
+
+/// A split block of `Groups` row groups of 16 query rows, 4 warps each (Groups = 4: 64 rows, 16
+/// warps, the kernel's first form; 2: 32 rows, 8 warps; 1: 16 rows, 4 warps).
+template <int Groups>
+struct SplitShape {
+    static constexpr int rows = 16 * Groups;
+    static constexpr int threads = 128 * Groups;
+    static constexpr std::size_t smem =
+        (std::size_t(rows) * k_pitch + std::size_t(k_stages) * k_tokens * k_pitch) * sizeof(bf16) +
+        std::size_t(rows) * k_s_pitch * sizeof(float);
+};
 
 __device__ __forceinline__ unsigned smem_address(const void* p) {
     return static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -60,9 +73,11 @@ __device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
     return *reinterpret_cast<unsigned*>(&v);
 }
 
-__global__ void __launch_bounds__(k_threads, 1)
+template <int Groups>
+__global__ void __launch_bounds__(SplitShape<Groups>::threads, 1)
     mla_split_kernel(const bf16* q, const bf16* cache, int rows, int context, int split_len, float scale_log2,
                      float* o_part, float* ml_part, bf16* out) {
+    constexpr int k_rows_per_block = SplitShape<Groups>::rows, k_threads = SplitShape<Groups>::threads;
     skinny::pdl_trigger();  // the next kernel may launch (it waits for this one)
     skinny::pdl_wait();     // launched early (PDL): the previous kernel's writes first
     extern __shared__ uint4 smem_raw[];
@@ -262,6 +277,80 @@ __global__ void __launch_bounds__(k_combine_threads)
         __floats2bfloat162_rn(acc.x * total, acc.y * total);
 }
 
+// Grid (rows, 512 / 64), 8 warps: the same weighting as mla_combine_kernel, with the splits
+// spread over the warps (warp w sums splits w, w + 8, ..., its loads issued 16 at a time) and
+// the 8 warps' sums met in shared memory, so that a row's splits are read in about one round of
+// memory latency instead of one round per 8 splits.
+__global__ void __launch_bounds__(k_wide_warps * 32)
+    mla_combine_wide_kernel(const float* o_part, const float* ml_part, int rows, int splits, bf16* out) {
+    skinny::pdl_trigger();
+    skinny::pdl_wait();
+    const int row = blockIdx.x;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    __shared__ float weight[k_max_splits];
+    __shared__ float red[k_wide_warps];
+    __shared__ float2 acc_w[k_wide_warps][k_wide_dims / 2];
+    // Each thread holds at most one split's (max, sum): splits <= 256 = the block's threads.
+    float2 ml = make_float2(-INFINITY, 0.0f);
+    if (threadIdx.x < splits)
+        ml = *reinterpret_cast<const float2*>(ml_part + (std::uint64_t(threadIdx.x) * rows + row) * 2);
+    float most = ml.x;
+    for (int o = 16; o > 0; o >>= 1) most = fmaxf(most, __shfl_xor_sync(0xffffffffu, most, o));
+    if (lane == 0) red[warp] = most;
+    __syncthreads();
+    most = red[0];
+#pragma unroll
+    for (int w = 1; w < k_wide_warps; ++w) most = fmaxf(most, red[w]);
+    const float wt = ml.x == -INFINITY ? 0.0f : exp2f(ml.x - most);
+    if (threadIdx.x < splits) weight[threadIdx.x] = wt;
+    float sum = wt * ml.y;
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    __syncthreads();  // every warp has read red[] as maxima
+    if (lane == 0) red[warp] = sum;
+    __syncthreads();
+    sum = 0.0f;
+#pragma unroll
+    for (int w = 0; w < k_wide_warps; ++w) sum += red[w];
+    const int d = blockIdx.y * k_wide_dims + 2 * lane;
+    float2 acc = make_float2(0.0f, 0.0f);
+    for (int s0 = warp; s0 < splits; s0 += k_wide_warps * k_wide_unroll) {
+        // Loads past the last split are predicated off (not branched around), so the ones that
+        // run all issue before the first is used.
+        float2 v[k_wide_unroll];
+#pragma unroll
+        for (int u = 0; u < k_wide_unroll; ++u) {
+            const int s = s0 + u * k_wide_warps;
+            v[u] = make_float2(0.0f, 0.0f);
+            if (s < splits)
+                v[u] = __ldcg(
+                    reinterpret_cast<const float2*>(o_part + (std::uint64_t(s) * rows + row) * k_vdim + d));
+        }
+#pragma unroll
+        for (int u = 0; u < k_wide_unroll; ++u) {
+            const int s = min(s0 + u * k_wide_warps, splits - 1);
+            v[u] = __ldcg(
+                reinterpret_cast<const float2*>(o_part + (std::uint64_t(s) * rows + row) * k_vdim + d));
+        }
+#pragma unroll
+        for (int u = 0; u < k_wide_unroll; ++u) {
+            const int s = s0 + u * k_wide_warps;
+            const float w = s < splits ? weight[s] : 0.0f;
+            acc.x += w * v[u].x;
+            acc.y += w * v[u].y;
+        }
+    }
+    acc_w[warp][lane] = acc;
+    __syncthreads();
+    if (warp == 0) {
+        float2 total = acc_w[0][lane];
+#pragma unroll
+        for (int w = 1; w < k_wide_warps; ++w) total.x += acc_w[w][lane].x, total.y += acc_w[w][lane].y;
+        const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+        *reinterpret_cast<__nv_bfloat162*>(out + std::uint64_t(row) * k_vdim + d) =
+            __floats2bfloat162_rn(total.x * inv, total.y * inv);
+    }
+}
+
 // Launches with programmatic dependent launch where enabled (TPVERIFY_PDL, as the skinny GEMMs).
 template <typename... Params, typename... Args>
 cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, unsigned threads, std::size_t smem,
@@ -281,12 +370,34 @@ cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, unsigned threads, s
 
 }  // namespace
 
+/// Query rows per split block: TPVERIFY_MLA_ROWS (16, 32 or 64, to compare on the GPU), else 32:
+/// on the H100 (docs/benchmarks-gpu.md, 2026-12-05) the 1-token pass's attention took 1,000 µs
+/// at 32 against 1,263 at 64 and 1,016 at 16, the 4-token pass's 2,393 at 32 and 64.
+int rows_per_block() {
+    static const int chosen = [] {
+        const char* v = std::getenv("TPVERIFY_MLA_ROWS");
+        const int n = v == nullptr ? 0 : std::atoi(v);
+        return n == 16 || n == 64 ? n : 32;
+    }();
+    return chosen;
+}
+
+/// TPVERIFY_MLA_COMBINE=serial: the first combine kernel (one thread per split for the weights,
+/// then each thread over every split), to compare; else the wide one.
+bool serial_combine() {
+    static const bool serial = [] {
+        const char* v = std::getenv("TPVERIFY_MLA_COMBINE");
+        return v != nullptr && std::strcmp(v, "serial") == 0;
+    }();
+    return serial;
+}
+
 std::size_t mla_workspace_floats(int rows, int splits) {
     return std::size_t(splits) * rows * (k_vdim + 2);
 }
 
 int mla_splits(int rows, int context, int sms) {
-    const int row_blocks = (rows + k_rows_per_block - 1) / k_rows_per_block;
+    const int row_blocks = (rows + rows_per_block() - 1) / rows_per_block();
     // About one block per SM, each split at least one tile of tokens; at most 256 (the combine's table).
     int splits = std::max(1, sms / row_blocks);
     // TPVERIFY_MLA_SPLITS=N (to compare on the GPU): at most N splits instead.
@@ -295,30 +406,56 @@ int mla_splits(int rows, int context, int sms) {
         return v == nullptr ? 0 : std::max(0, std::atoi(v));
     }();
     if (cap > 0) splits = std::min(splits, cap);
-    splits = std::min({splits, (context + k_tokens - 1) / k_tokens, 256});
+    splits = std::min({splits, (context + k_tokens - 1) / k_tokens, k_max_splits});
     return splits;
 }
 
 cudaError_t mla_setup() {
-    return cudaFuncSetAttribute(mla_split_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(k_smem));
+    if (cudaError_t e = cudaFuncSetAttribute(mla_split_kernel<4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             int(SplitShape<4>::smem));
+        e != cudaSuccess)
+        return e;
+    if (cudaError_t e = cudaFuncSetAttribute(mla_split_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             int(SplitShape<2>::smem));
+        e != cudaSuccess)
+        return e;
+    return cudaFuncSetAttribute(mla_split_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                int(SplitShape<1>::smem));
 }
+
+namespace {
+
+template <int Groups>
+cudaError_t launch_split(const bf16* q, const bf16* cache, bf16* out, int rows, int context, int per_split,
+                         int used, float* o_part, float* ml_part, cudaStream_t s) {
+    using Shape = SplitShape<Groups>;
+    const dim3 grid(unsigned(used), unsigned((rows + Shape::rows - 1) / Shape::rows));
+    const float scale_log2 = 1.4426950408889634f / std::sqrt(float(k_dim));
+    return launch_pdl(mla_split_kernel<Groups>, grid, Shape::threads, Shape::smem, s, q, cache, rows, context,
+                      per_split, scale_log2, o_part, ml_part, out);
+}
+
+}  // namespace
 
 cudaError_t mla_decode(const bf16* q, const bf16* cache, bf16* out, int rows, int context, int splits,
                        float* workspace, cudaStream_t s) {
-    if (rows < 1 || context < 1 || splits < 1 || splits > 256) return cudaErrorInvalidValue;
+    if (rows < 1 || context < 1 || splits < 1 || splits > k_max_splits) return cudaErrorInvalidValue;
     const int per_split = ((context + splits - 1) / splits + k_tokens - 1) / k_tokens * k_tokens;
     const int used = (context + per_split - 1) / per_split;
-    const dim3 grid(unsigned(used), unsigned((rows + k_rows_per_block - 1) / k_rows_per_block));
     float* o_part = workspace;
     float* ml_part = workspace + std::size_t(used) * rows * k_vdim;
-    const float scale_log2 = 1.4426950408889634f / std::sqrt(float(k_dim));
-    if (cudaError_t e = launch_pdl(mla_split_kernel, grid, k_threads, k_smem, s, q, cache, rows, context,
-                                   per_split, scale_log2, o_part, ml_part, out);
-        e != cudaSuccess)
-        return e;
-    if (used == 1) return cudaSuccess;
-    return launch_pdl(mla_combine_kernel, dim3(unsigned(rows), unsigned(k_vdim / k_combine_dims), 1),
-                      k_combine_threads, 0, s, o_part, ml_part, rows, used, out);
+    const int per_block = rows_per_block();
+    const cudaError_t e =
+        per_block == 16 ? launch_split<1>(q, cache, out, rows, context, per_split, used, o_part, ml_part, s)
+        : per_block == 32
+            ? launch_split<2>(q, cache, out, rows, context, per_split, used, o_part, ml_part, s)
+            : launch_split<4>(q, cache, out, rows, context, per_split, used, o_part, ml_part, s);
+    if (e != cudaSuccess || used == 1) return e;
+    if (serial_combine())
+        return launch_pdl(mla_combine_kernel, dim3(unsigned(rows), unsigned(k_vdim / k_combine_dims), 1),
+                          k_combine_threads, 0, s, o_part, ml_part, rows, used, out);
+    return launch_pdl(mla_combine_wide_kernel, dim3(unsigned(rows), unsigned(k_vdim / k_wide_dims), 1),
+                      k_wide_warps * 32, 0, s, o_part, ml_part, rows, used, out);
 }
 
 }  // namespace tpverify::cuda

@@ -45,9 +45,14 @@ for fault in fork join; do
   [ $rc -eq 1 ] || fail "TPVERIFY_MOE_FAULT=$fault --check exited $rc, not 1"
   grep -q "on two streams: [1-9]" <<<"$out" || fail "TPVERIFY_MOE_FAULT=$fault: the check did not report the MoE block"
 done
-out=$(TPVERIFY_ATTENTION=fused "$tpv" "${small[@]}" --check 2>&1); rc=$?
-[ $rc -eq 0 ] || fail "TPVERIFY_ATTENTION=fused --check exited $rc"
-grep -q '"check_attention_outputs":[1-9]' <<<"$out" || fail "the fused MLA attention was not checked"
+# The fused MLA attention in each of its forms: 32 query rows a split block and the wide combine
+# (the default), 64 and 16 rows, the first (serial) combine.
+for form in "" TPVERIFY_MLA_ROWS=64 TPVERIFY_MLA_ROWS=16 TPVERIFY_MLA_COMBINE=serial; do
+  # shellcheck disable=SC2086
+  out=$(env TPVERIFY_ATTENTION=fused $form "$tpv" "${small[@]}" --check 2>&1); rc=$?
+  [ $rc -eq 0 ] || fail "TPVERIFY_ATTENTION=fused $form --check exited $rc"
+  grep -q '"check_attention_outputs":[1-9]' <<<"$out" || fail "the fused MLA attention ($form) was not checked"
+done
 # A collective that hands back the previous call's data: --check must catch it (exit 1).
 out=$("$tpv" "${small[@]}" --check --inject stale 2>&1); rc=$?
 [ $rc -eq 1 ] || fail "--check --inject stale exited $rc, not 1"
