@@ -327,12 +327,6 @@ __global__ void __launch_bounds__(k_wide_warps * 32)
         }
 #pragma unroll
         for (int u = 0; u < k_wide_unroll; ++u) {
-            const int s = min(s0 + u * k_wide_warps, splits - 1);
-            v[u] = __ldcg(
-                reinterpret_cast<const float2*>(o_part + (std::uint64_t(s) * rows + row) * k_vdim + d));
-        }
-#pragma unroll
-        for (int u = 0; u < k_wide_unroll; ++u) {
             const int s = s0 + u * k_wide_warps;
             const float w = s < splits ? weight[s] : 0.0f;
             acc.x += w * v[u].x;
@@ -370,6 +364,8 @@ cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, unsigned threads, s
 
 }  // namespace
 
+namespace {
+
 /// Query rows per split block: TPVERIFY_MLA_ROWS (16, 32 or 64, to compare on the GPU), else 32:
 /// on the H100 (docs/benchmarks-gpu.md, 2026-12-05) the 1-token pass's attention took 1,000 µs
 /// at 32 against 1,263 at 64 and 1,016 at 16, the 4-token pass's 2,393 at 32 and 64.
@@ -391,6 +387,8 @@ bool serial_combine() {
     }();
     return serial;
 }
+
+}  // namespace
 
 std::size_t mla_workspace_floats(int rows, int splits) {
     return std::size_t(splits) * rows * (k_vdim + 2);
