@@ -400,6 +400,20 @@ TEST_CASE(
     auto resume_node = slurm.run({"scontrol", "update", "NodeName=" + node, "State=RESUME"});
     INFO(resume_node.err);
     REQUIRE(resume_node.exit_code == 0);
+    // A CI run on 2 busy cores failed here: right after RESUME the resumed tasks were held with
+    // "Nodes required for job are DOWN, DRAINED or ..." past the 8 s pending_timeout (what sinfo
+    // said then was not kept). RESUME returns before the node is usable when Slurm has not yet
+    // put it back (a node marked not responding meanwhile waits for slurmd to register again):
+    // the sweep starts once sinfo says the node is idle, and a failure shows sinfo's last word.
+    std::string state;
+    const bool idle = wait_for(
+        [&] {
+            state = slurm.run({"sinfo", "--noheader", "--nodes=" + node, "--format=%t"}).out;
+            return state.rfind("idle", 0) == 0;
+        },
+        std::chrono::seconds(60));
+    INFO("the node's state after RESUME: " << state);
+    REQUIRE(idle);
     auto resumed = run_ncclsweep({"run", spec.string(), "--db", db, "--resume"});
     INFO(resumed.err);
     REQUIRE(resumed.exit_code == 0);
