@@ -66,8 +66,10 @@ memory_tests='bounded memory'
 heavy_e2e='^e2e: ?(slurm|seed study|report|nightly gate|readme tour|quickstart):'
 excluded="$memory_tests"
 [ "${ASAN_ALL:-0}" != 0 ] || excluded="$memory_tests|$heavy_e2e"
+# The in-process unit suites (core, results, engine, tuner) run as one process each (their
+# `whole` tests, tests/CMakeLists.txt) rather than one process per case.
 status=0
-ctest --output-on-failure -j "$ctest_jobs" --timeout 900 -LE gpu -E "$excluded" --output-junit "$PWD/ctest-junit.xml" "$@" || status=$?
+ctest --output-on-failure -j "$ctest_jobs" --timeout 900 -LE '^(gpu|core|results|engine|tuner)$' -E "$excluded" --output-junit "$PWD/ctest-junit.xml" "$@" || status=$?
 ASAN_OPTIONS="$ASAN_OPTIONS:quarantine_size_mb=16:thread_local_quarantine_size_kb=64" \
   ctest --output-on-failure --timeout 900 -LE gpu -R "$memory_tests" --output-junit "$PWD/ctest-junit-memory.xml" "$@" || status=$?
 # Skips are failures here too unless allowed (scripts/test.sh passes its list; see check-skips.py).
