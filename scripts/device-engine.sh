@@ -49,6 +49,11 @@ run t4_int4_plain env TPVERIFY_INT4=u4 $tpv "${K[@]}" --tokens 4
 run t1_int4_plain env TPVERIFY_INT4=u4 $tpv "${K[@]}" --tokens 1
 run t4_int4_fold env TPVERIFY_INT4=u4f $tpv "${K[@]}" --tokens 4
 run t1_int4_fold env TPVERIFY_INT4=u4f $tpv "${K[@]}" --tokens 1
+# The same two kernels with the load ring in two register sets used in turn (u4r, u4fr): on an
+# H100 u4r was 52 µs faster at 1 token and u4fr 95 µs slower at 4 (run14-h100-int4-rotate.txt).
+run t1_int4_rotate env TPVERIFY_INT4=u4r $tpv "${K[@]}" --tokens 1
+run t1_int4_rotate_check env TPVERIFY_INT4=u4r $tpv "${K[@]}" --tokens 1 --check --iters 10
+run t4_int4_fold_rotate env TPVERIFY_INT4=u4fr $tpv "${K[@]}" --tokens 4
 run t4_attn_fused env TPVERIFY_ATTENTION=fused $tpv "${K[@]}" --tokens 4 --iters 10 --check
 run t4_fuse_none env TPVERIFY_FUSE=none $tpv "${K[@]}" --tokens 4 --iters 10
 # The MoE block on one stream (TPVERIFY_MOE_STREAMS=1, the layout before 2026-12-05) against the

@@ -78,6 +78,8 @@ constexpr Int4Kernel k_int4_kernels[] = {
     {"u4", 4, false, stream_gemm_kernel<Format::int4, 4>},
     {"u4f", 4, true, stream_gemm_kernel<Format::int4, 4, true>},
     {"u8", 8, false, stream_gemm_kernel<Format::int4, 8>},
+    {"u4r", 4, false, stream_gemm_kernel<Format::int4, 4, false, true>},
+    {"u4fr", 4, true, stream_gemm_kernel<Format::int4, 4, true, true>},
 };
 /// The default kernel of a launch: the folded one, except for a launch of at most
 /// k_plain_max_experts experts of one row of x each (the one-token pass at top-8), which runs the

@@ -274,8 +274,10 @@ __host__ __device__ constexpr std::size_t fold_bytes(int slice_chunks) {
 /// k_pad) bf16 (after fold_bytes() when Fold). `slices` x `slice_chunks` >= k / 64; the last
 /// slice may be shorter. Each warp keeps U chunks in flight ahead of the U it multiplies; Fold
 /// (INT4 only) uses chunk_mma_folded. Before the wait for the previous kernel each warp asks the
-/// L2 for its next `prefetch` chunks (skinny::prefetch_kib()).
-template <Format F, int U, bool Fold = false>
+/// L2 for its next `prefetch` chunks (skinny::prefetch_kib()). Rotate: the load ring as two
+/// register sets used in turn (two rounds a loop iteration) instead of one copied into the other
+/// every round; the same loads and products in the same order.
+template <Format F, int U, bool Fold = false, bool Rotate = false>
 __global__ void __launch_bounds__(k_threads)
     stream_gemm_kernel(Batch batch, int n, int k, int ldx, int slice_chunks, int slices, int accumulate,
                        Workspace ws, int prefetch) {
@@ -340,13 +342,8 @@ __global__ void __launch_bounds__(k_threads)
         const int row = (lane & 7) < m ? (lane & 7) : 0;
         const unsigned x_address =
             static_cast<unsigned>(__cvta_generic_to_shared(xs + row * stride + 8 * (lane >> 3)));
-        for (int c0 = 0; c0 < len; c0 += U) {
-            Fragments<F> cur[U];
-#pragma unroll
-            for (int u = 0; u < U; ++u) cur[u] = next[u];
-#pragma unroll
-            for (int u = 0; u < U; ++u)
-                if (c0 + U + u < len) next[u] = stream.load(c0 + U + u);
+        // The U chunks from c0 (those past the slice are skipped).
+        auto multiply = [&](const Fragments<F>(&f)[U], int c0) {
 #pragma unroll
             for (int u = 0; u < U; ++u)
                 if (c0 + u < len) {
@@ -354,11 +351,33 @@ __global__ void __launch_bounds__(k_threads)
                     if constexpr (Fold) {
                         const float2* bias =
                             reinterpret_cast<const float2*>(fold) + (c0 + u) * k_rows + (lane & 3);
-                        chunk_mma_folded(cur[u], address, bias[0], bias[k_rows / 2], acc);
+                        chunk_mma_folded(f[u], address, bias[0], bias[k_rows / 2], acc);
                     } else {
-                        chunk_mma(cur[u], address, acc);
+                        chunk_mma(f[u], address, acc);
                     }
                 }
+        };
+        auto fetch = [&](Fragments<F>(&f)[U], int c0) {
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+                if (c0 + u < len) f[u] = stream.load(c0 + u);
+        };
+        if constexpr (Rotate) {
+            Fragments<F> other[U];
+            for (int c0 = 0; c0 < len; c0 += 2 * U) {
+                fetch(other, c0 + U);
+                multiply(next, c0);
+                fetch(next, c0 + 2 * U);
+                multiply(other, c0 + U);
+            }
+        } else {
+            for (int c0 = 0; c0 < len; c0 += U) {
+                Fragments<F> cur[U];
+#pragma unroll
+                for (int u = 0; u < U; ++u) cur[u] = next[u];
+                fetch(next, c0 + U);
+                multiply(cur, c0);
+            }
         }
     }
     // acc[0], acc[1]: column g, tokens 2t and 2t + 1; acc[2], acc[3]: column g + 8.
