@@ -83,6 +83,9 @@ Status CollectiveCheck::prepare(RankEngine& engine, const PassPlan& plan) {
     m_allocations.push_back(seed);
     m_seed = static_cast<unsigned*>(seed);
     TPV_CUDA("check", cudaMemset(m_seed, 0, sizeof(unsigned)));
+    // Done before any kernel reads it: the engine's streams are non-blocking, and a legacy-stream
+    // cudaMemset is not ordered with them.
+    TPV_CUDA("check", cudaDeviceSynchronize());
     return {};
 }
 

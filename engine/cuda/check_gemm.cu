@@ -48,6 +48,16 @@ struct Scratch {
     }
 };
 
+/// Copies host data to the device on the engine's stream and waits for it. That stream is
+/// non-blocking: a plain cudaMemcpy (legacy stream) is not ordered with its kernels, and one
+/// from pageable memory may return before its DMA has landed, so a kernel enqueued next could
+/// read part of the old contents (a GPU test's fused-attention check failed so on one H100).
+cudaError_t copy_in(void* dst, const void* src, std::size_t bytes, cudaStream_t s) {
+    if (cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s); e != cudaSuccess)
+        return e;
+    return cudaStreamSynchronize(s);
+}
+
 /// One case: `rows.size()` matrices [n x k] of `format`, x rows with stride ldx.
 struct Case {
     std::string what;
@@ -81,15 +91,15 @@ Status check_case(RankEngine& engine, const Case& c, std::uint64_t seed, CheckOu
     TPV_TRY(scratch.alloc(d_w, matrix * count));
     TPV_TRY(scratch.alloc(d_x, x.size()));
     TPV_TRY(scratch.alloc(d_y, std::uint64_t(most) * c.n * count));
-    TPV_CUDA("check", cudaMemcpy(d_x, x.data(), x.size() * sizeof(bf16), cudaMemcpyHostToDevice));
+    TPV_CUDA("check", copy_in(d_x, x.data(), x.size() * sizeof(bf16), s));
     if (int4) {
         TPV_TRY(scratch.alloc(d_words, words.size()));
         TPV_TRY(scratch.alloc(d_scales, scales.size()));
-        TPV_CUDA("check", cudaMemcpy(d_words, words.data(), words.size() * 4, cudaMemcpyHostToDevice));
-        TPV_CUDA("check", cudaMemcpy(d_scales, scales.data(), scales.size() * 2, cudaMemcpyHostToDevice));
+        TPV_CUDA("check", copy_in(d_words, words.data(), words.size() * 4, s));
+        TPV_CUDA("check", copy_in(d_scales, scales.data(), scales.size() * 2, s));
     } else {
         TPV_TRY(scratch.alloc(d_dense, dense.size()));
-        TPV_CUDA("check", cudaMemcpy(d_dense, dense.data(), dense.size() * 2, cudaMemcpyHostToDevice));
+        TPV_CUDA("check", copy_in(d_dense, dense.data(), dense.size() * 2, s));
     }
     // Repacked on the device into the layout the kernel reads, as a load would.
     for (int e = 0; e < count && !c.row_major; ++e) {
@@ -180,7 +190,7 @@ Status check_topk(RankEngine& engine, int tokens, int experts, int k, std::uint6
     TPV_TRY(scratch.alloc(d_ids, std::uint64_t(tokens) * k));
     TPV_TRY(scratch.alloc(d_weights, std::uint64_t(tokens) * k));
     cudaStream_t s = engine.stream();
-    TPV_CUDA("check", cudaMemcpy(d_logits, logits.data(), logits.size() * 2, cudaMemcpyHostToDevice));
+    TPV_CUDA("check", copy_in(d_logits, logits.data(), logits.size() * 2, s));
     TPV_CUDA("check", cudaMemsetAsync(d_ids, 0xff, std::size_t(tokens) * k * sizeof(int), s));
     TPV_CUDA("check", topk(d_logits, tokens, experts, k, d_ids, d_weights, s));
     std::vector<int> ids(std::size_t(tokens) * k);
@@ -256,6 +266,7 @@ Status check_skinny_group(RankEngine& engine, const PassPlan& plan, std::uint64_
     if (hosts.empty()) return {};
     std::mt19937_64 rng(seed);
     Scratch scratch;
+    cudaStream_t s = engine.stream();
     skinny::Part parts[5];
     std::vector<bf16*> d_y;
     for (std::size_t i = 0; i < hosts.size(); ++i) {
@@ -268,14 +279,13 @@ Status check_skinny_group(RankEngine& engine, const PassPlan& plan, std::uint64_
         TPV_TRY(scratch.alloc(w, h.w.size()));
         TPV_TRY(scratch.alloc(x, h.x.size()));
         TPV_TRY(scratch.alloc(y, std::uint64_t(m) * h.n));
-        TPV_CUDA("check", cudaMemcpy(w, h.w.data(), h.w.size() * 2, cudaMemcpyHostToDevice));
-        TPV_CUDA("check", cudaMemcpy(x, h.x.data(), h.x.size() * 2, cudaMemcpyHostToDevice));
-        TPV_CUDA("check", cudaMemset(y, 0xff, std::uint64_t(m) * h.n * 2));  // NaN
+        TPV_CUDA("check", copy_in(w, h.w.data(), h.w.size() * 2, s));
+        TPV_CUDA("check", copy_in(x, h.x.data(), h.x.size() * 2, s));
+        TPV_CUDA("check", cudaMemsetAsync(y, 0xff, std::uint64_t(m) * h.n * 2, s));  // NaN
         parts[i].w = w, parts[i].x = x, parts[i].y = y, parts[i].ldx = h.ldx, parts[i].n = h.n;
         parts[i].k = h.k, parts[i].silu = h.silu;
         d_y.push_back(y);
     }
-    cudaStream_t s = engine.stream();
     // As the pass launches them: q_b + kv_b in one launch, router + gate_up in one, down alone.
     for (std::size_t first = 0; first < hosts.size();) {
         std::size_t end = first + 1;
@@ -393,8 +403,8 @@ Status check_attention(RankEngine& engine, const PassPlan& plan, CheckOutcome& o
         TPV_TRY(scratch.alloc(d_out, std::size_t(rows) * vdim));
         TPV_TRY(scratch.alloc(d_ws, mla_workspace_floats(rows, std::max(splits, 1))));
         cudaStream_t s = engine.stream();
-        TPV_CUDA("check", cudaMemcpy(d_q, q.data(), q.size() * 2, cudaMemcpyHostToDevice));
-        TPV_CUDA("check", cudaMemcpy(d_cache, cache.data(), cache.size() * 2, cudaMemcpyHostToDevice));
+        TPV_CUDA("check", copy_in(d_q, q.data(), q.size() * 2, s));
+        TPV_CUDA("check", copy_in(d_cache, cache.data(), cache.size() * 2, s));
         std::vector<int> uses{splits};
         if (ac.one_split) uses.push_back(1);
         for (int use : uses) {

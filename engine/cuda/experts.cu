@@ -28,7 +28,10 @@ Status ExpertSet::build(const std::vector<const PassPlan*>& plans, cudaStream_t 
                 const std::size_t bytes = s.experts.slots.size() * sizeof(int);
                 TPV_CUDA("init", cudaMalloc(&dev, bytes));
                 m_allocations.push_back(dev);
-                TPV_CUDA("init", cudaMemcpy(dev, s.experts.slots.data(), bytes, cudaMemcpyHostToDevice));
+                // On the (non-blocking) stream its readers run on: a legacy-stream cudaMemcpy is not
+                // ordered with them (engine/cuda/check_gemm.cu, copy_in).
+                TPV_CUDA("init",
+                         cudaMemcpyAsync(dev, s.experts.slots.data(), bytes, cudaMemcpyHostToDevice, stream));
                 m_slots[{plan, i}] = static_cast<int*>(dev);
             }
         }

@@ -387,6 +387,7 @@ double check_w4(const W4Launch& launch, int m, int n, int k, int ldx, int count,
     CK(cudaMemcpy(dsc, sc.data(), sc.size() * 2, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dx, x.data(), x.size() * 2, cudaMemcpyHostToDevice));
     CK(cudaMemset(dy, 0xff, std::size_t(m) * n * count * 2));  // poison: NaN
+    CK(cudaDeviceSynchronize());  // s is non-blocking: the legacy-stream copies are not ordered with it
     w4::Batch b;
     b.count = count;
     for (int e = 0; e < count; ++e) {
@@ -455,6 +456,7 @@ double check_bf16(const W4Launch& launch, int m, int n, int k, cudaStream_t s) {
     CK(cudaMemcpy(dw, packed.data(), W.size() * 2, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dx, x.data(), x.size() * 2, cudaMemcpyHostToDevice));
     CK(cudaMemset(dy, 0xff, std::size_t(m) * n * 2));
+    CK(cudaDeviceSynchronize());  // as above: s does not wait for the legacy stream
     w4::Batch b;
     b.count = 1;
     b.w[0] = dw;
