@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (device tool): engine-only build of tpverify, then the 4- and 1-token
-# INT4 pass under the settings of the last comparison (the configs below; run9-variants-*.log
-# has the MoE-stream / prefetch ones, run7-variants-*.log the INT4 kernel / softmax ones,
+# INT4 pass under the settings of the last comparison (the configs below; run11-h100-mla-variants.log
+# has the fused MLA attention ones, run9-variants-*.log the MoE-stream / in-kernel prefetch ones,
+# run7-variants-*.log the INT4 kernel / softmax ones,
 # run6-variants.log the attention / top-k ones, run5-variants.log the fusion ones), their
 # --check runs and (with
 # NCU=1) scripts/device-ncu.sh's profile of the default and of the plain INT4 kernel.
@@ -19,32 +20,38 @@ if [ -n "${NCU:-}" ]; then
   OUT=$out/ncu-default bash scripts/device-ncu.sh
   TPVERIFY_INT4=u4 OUT=$out/ncu-plain bash scripts/device-ncu.sh
 fi
-# name, then the TPVERIFY_* settings of each configuration: the MLA attention on cuBLAS (the
-# default) or fused (TPVERIFY_ATTENTION=fused), the fused one's query rows per split block
-# (TPVERIFY_MLA_ROWS: 32 by default, 64 its first form, 16) and combine kernel
-# (TPVERIFY_MLA_COMBINE=serial: the first one; unset: the wide one)
+# name, then the TPVERIFY_* settings of each configuration: L2 prefetch on a stream of its own
+# (engine/cuda/prefetch.cuh) of o_proj's first N MiB while an MLA attention runs
+# (TPVERIFY_PREFETCH_ATTN_MB) and of the next layer's q_a, kv_a, q_b, kv_b while a MoE layer's
+# expert sum, all-reduce and norm run (TPVERIFY_PREFETCH_LAYER_MB); both off, both explicit.
 configs=(
   "default"
-  "fused TPVERIFY_ATTENTION=fused"
-  "fused_r64 TPVERIFY_ATTENTION=fused TPVERIFY_MLA_ROWS=64"
-  "fused_first TPVERIFY_ATTENTION=fused TPVERIFY_MLA_ROWS=64 TPVERIFY_MLA_COMBINE=serial"
-  "fused_r32_serial TPVERIFY_ATTENTION=fused TPVERIFY_MLA_COMBINE=serial"
+  "off TPVERIFY_PREFETCH_ATTN_MB=0 TPVERIFY_PREFETCH_LAYER_MB=0"
+  "attn8 TPVERIFY_PREFETCH_ATTN_MB=8 TPVERIFY_PREFETCH_LAYER_MB=0"
+  "attn16 TPVERIFY_PREFETCH_ATTN_MB=16 TPVERIFY_PREFETCH_LAYER_MB=0"
+  "attn24 TPVERIFY_PREFETCH_ATTN_MB=24 TPVERIFY_PREFETCH_LAYER_MB=0"
+  "attn32 TPVERIFY_PREFETCH_ATTN_MB=32 TPVERIFY_PREFETCH_LAYER_MB=0"
+  "layer16 TPVERIFY_PREFETCH_ATTN_MB=0 TPVERIFY_PREFETCH_LAYER_MB=16"
+  "layer32 TPVERIFY_PREFETCH_ATTN_MB=0 TPVERIFY_PREFETCH_LAYER_MB=32"
+  "both24_16 TPVERIFY_PREFETCH_ATTN_MB=24 TPVERIFY_PREFETCH_LAYER_MB=16"
+  "both24_32 TPVERIFY_PREFETCH_ATTN_MB=24 TPVERIFY_PREFETCH_LAYER_MB=32"
 )
+all_configs="default off attn8 attn16 attn24 attn32 layer16 layer32 both24_16 both24_32"
 for c in "${configs[@]}"; do
   read -r name settings <<<"$c"
-  case " ${T4:-default fused fused_r64 fused_first fused_r32_serial} " in *" $name "*) ;; *) continue ;; esac
+  case " ${T4:-$all_configs} " in *" $name "*) ;; *) continue ;; esac
   # shellcheck disable=SC2086
   run "t4_$name" env $settings $tpv "${K[@]}" --tokens 4
 done
 for c in "${configs[@]}"; do
   read -r name settings <<<"$c"
-  case " ${T1:-default fused fused_r64 fused_first fused_r32_serial} " in *" $name "*) ;; *) continue ;; esac
+  case " ${T1:-$all_configs} " in *" $name "*) ;; *) continue ;; esac
   # shellcheck disable=SC2086
   run "t1_$name" env $settings $tpv "${K[@]}" --tokens 1
 done
 for c in "${configs[@]}"; do
   read -r name settings <<<"$c"
-  case " ${CHECKS:-fused fused_r64} " in *" $name "*) ;; *) continue ;; esac
+  case " ${CHECKS:-both24_32} " in *" $name "*) ;; *) continue ;; esac
   # shellcheck disable=SC2086
   run "t4_check_$name" env $settings $tpv "${K[@]}" --tokens 4 --check --iters 10
   # shellcheck disable=SC2086
@@ -52,7 +59,7 @@ for c in "${configs[@]}"; do
 done
 run t4_default_again $tpv "${K[@]}" --tokens 4
 run t1_default_again $tpv "${K[@]}" --tokens 1
-for name in ${AGAIN:-fused}; do
+for name in ${AGAIN:-both24_32}; do
   for c in "${configs[@]}"; do
     read -r n settings <<<"$c"
     [ "$n" = "$name" ] || continue

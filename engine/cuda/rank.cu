@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "engine/cuda/ops.cuh"
+#include "engine/cuda/prefetch.cuh"
 #include "engine/cuda/rank.cuh"
 
 namespace tpverify::cuda {
@@ -80,6 +81,20 @@ MoeFault moe_fault() {
     return f;
 }
 
+const L2PrefetchBudget& l2_prefetch_budget() {
+    // Unset: the defaults measured fastest (docs/benchmarks-gpu.md).
+    constexpr std::uint64_t k_mib = 1ull << 20, k_attention_default = 0, k_layer_end_default = 0;
+    static const L2PrefetchBudget b = [] {
+        auto mib = [](const char* name, std::uint64_t fallback) {
+            const char* v = std::getenv(name);
+            return v == nullptr || *v == 0 ? fallback : std::uint64_t(std::max(0, std::atoi(v))) * k_mib;
+        };
+        return L2PrefetchBudget{mib("TPVERIFY_PREFETCH_ATTN_MB", k_attention_default * k_mib),
+                                mib("TPVERIFY_PREFETCH_LAYER_MB", k_layer_end_default * k_mib)};
+    }();
+    return b;
+}
+
 const char* moe_streams_name(MoeStreams m) {
     switch (m) {
         case MoeStreams::one:
@@ -107,6 +122,9 @@ RankEngine::~RankEngine() {
     if (m_end != nullptr) cudaEventDestroy(m_end);
     if (m_fork != nullptr) cudaEventDestroy(m_fork);
     if (m_join != nullptr) cudaEventDestroy(m_join);
+    if (m_prefetch_fork != nullptr) cudaEventDestroy(m_prefetch_fork);
+    if (m_prefetch_join != nullptr) cudaEventDestroy(m_prefetch_join);
+    if (m_prefetch != nullptr) cudaStreamDestroy(m_prefetch);
     if (m_alt != nullptr) cudaStreamDestroy(m_alt);
     if (m_stream != nullptr) cudaStreamDestroy(m_stream);
 }
@@ -147,6 +165,10 @@ Status RankEngine::setup(const std::vector<const PassPlan*>& plans, const ncclUn
     TPV_CUDA("init", cudaStreamCreateWithPriority(&m_alt, cudaStreamNonBlocking, moe_priority() ? least : 0));
     TPV_CUDA("init", cudaEventCreateWithFlags(&m_fork, cudaEventDisableTiming));
     TPV_CUDA("init", cudaEventCreateWithFlags(&m_join, cudaEventDisableTiming));
+    TPV_CUDA("init", cudaStreamCreateWithFlags(&m_prefetch, cudaStreamNonBlocking));
+    TPV_CUDA("init", cudaEventCreateWithFlags(&m_prefetch_fork, cudaEventDisableTiming));
+    TPV_CUDA("init", cudaEventCreateWithFlags(&m_prefetch_join, cudaEventDisableTiming));
+    TPV_CUDA("init", cudaDeviceGetAttribute(&m_sms, cudaDevAttrMultiProcessorCount, m_device));
     // Copy bandwidth first, while memory is free: 1 GiB each way, well past the 60 MB L2.
     TPV_TRY(measure_copy_bandwidth(1ull << 30, m_copy_gbps));
     TPV_CUBLAS("init", cublasCreate(&m_cublas));
@@ -331,6 +353,33 @@ Status RankEngine::enqueue_steps(const PassPlan& plan, std::size_t first, std::s
         }
         i += used;
     }
+    return join_prefetch(phase);
+}
+
+Status RankEngine::fork_prefetch(const PassPlan& plan, std::size_t from, std::uint64_t budget,
+                                 const char* phase) {
+    TPV_TRY(join_prefetch(phase));
+    if (budget == 0) return {};
+    L2Prefetch list;
+    for (const PrefetchRegion& r : prefetch_regions(plan, from, budget)) {
+        if (list.count == k_prefetch_regions) break;
+        list.p[list.count] = m_weights.weight(plan, r.step);
+        list.bytes[list.count++] = r.bytes;
+    }
+    if (list.count == 0) return {};
+    TPV_CUDA(phase, cudaEventRecord(m_prefetch_fork, m_stream));
+    TPV_CUDA(phase, cudaStreamWaitEvent(m_prefetch, m_prefetch_fork, 0));
+    // Half the SMs' copy engines: 16 KiB pieces from ~66 SMs ask for 24 MB in ~23 rounds.
+    TPV_CUDA(phase, prefetch_l2(list, std::max(1, m_sms / 2), m_prefetch));
+    TPV_CUDA(phase, cudaEventRecord(m_prefetch_join, m_prefetch));
+    m_prefetch_pending = true;
+    return {};
+}
+
+Status RankEngine::join_prefetch(const char* phase) {
+    if (!m_prefetch_pending) return {};
+    m_prefetch_pending = false;
+    TPV_CUDA(phase, cudaStreamWaitEvent(m_stream, m_prefetch_join, 0));
     return {};
 }
 
@@ -537,6 +586,10 @@ Status RankEngine::enqueue_step(const PassPlan& plan, std::size_t index, PassKin
                                       phase));
             break;
         case Step::Kind::op:
+            // The end of a MoE layer: the next layer's first GEMMs into L2 while the sum, the
+            // all-reduce and the norm run.
+            if (kind == PassKind::full && step.op == Op::expert_sum)
+                TPV_TRY(fork_prefetch(plan, index + 1, l2_prefetch_budget().layer_end, phase));
             if (ops) TPV_TRY(run_op(plan, step, phase));
             if (step.op == Op::expert_sum && (ops || gemms)) m_send_written = true;
             break;
@@ -547,6 +600,10 @@ Status RankEngine::enqueue_step(const PassPlan& plan, std::size_t index, PassKin
                 m_last_rows = int(step.bytes / (2ull * m_hidden));
             break;
         case Step::Kind::attention:
+            // An attention that reads little (MLA's one latent row a token) leaves DRAM idle:
+            // o_proj's first weights into L2 meanwhile.
+            if (kind == PassKind::full && step.attention.cache_bytes() < l2_prefetch_budget().attention)
+                TPV_TRY(fork_prefetch(plan, index + 1, l2_prefetch_budget().attention, phase));
             if (kind == PassKind::full || kind == PassKind::attention_only)
                 TPV_TRY(m_attention.run(m_cublas, step, m_stream, phase));
             break;

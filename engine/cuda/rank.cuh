@@ -51,6 +51,16 @@ MoeFault moe_fault();
 /// "1", "2" or "2r" (the TPVERIFY_MOE_STREAMS value).
 const char* moe_streams_name(MoeStreams m);
 
+/// L2 prefetch of the coming GEMMs' first weights (tpverify::prefetch_regions), issued on a
+/// stream of its own while the full pass's stream runs kernels that leave DRAM idle: `attention`
+/// bytes when an attention starts that reads less KV cache than that (an MLA layer's, whose next
+/// GEMM is o_proj; TPVERIFY_PREFETCH_ATTN_MB), `layer_end` bytes when a MoE layer's weighted
+/// expert sum starts (the next layer's q_a, kv_a, q_b, kv_b; TPVERIFY_PREFETCH_LAYER_MB). 0: off.
+struct L2PrefetchBudget {
+    std::uint64_t attention = 0, layer_end = 0;
+};
+const L2PrefetchBudget& l2_prefetch_budget();
+
 /// The steps from `index` that form one MoE block the two-stream layout can run
 /// (tpverify::moe_block_steps with the GEMMs `path` puts on the skinny kernel); 0 when none.
 std::size_t moe_block_steps(const PassPlan& plan, std::size_t index, GemmPath path);
@@ -153,6 +163,11 @@ private:
     Status enqueue_silu_down(const PassPlan& plan, std::size_t index, PassKind kind, const char* phase,
                              std::size_t& used);
     static std::size_t index_of(const PassPlan& plan, const Step& step);
+    /// Joins any earlier prefetch, then forks m_prefetch from the pass's stream and asks the L2
+    /// for prefetch_regions(plan, from, budget) there (nothing when budget is 0 or none).
+    Status fork_prefetch(const PassPlan& plan, std::size_t from, std::uint64_t budget, const char* phase);
+    /// Makes the pass's stream wait for the last forked prefetch (a capture must join it).
+    Status join_prefetch(const char* phase);
 
     const Options& m_options;
     int m_rank, m_nranks, m_device;
@@ -164,6 +179,10 @@ private:
     cudaStream_t m_stream = nullptr;
     cudaStream_t m_alt = nullptr;  ///< the second stream of a two-stream MoE block
     cudaEvent_t m_fork = nullptr, m_join = nullptr;
+    cudaStream_t m_prefetch = nullptr;  ///< L2 prefetches (fork_prefetch)
+    cudaEvent_t m_prefetch_fork = nullptr, m_prefetch_join = nullptr;
+    bool m_prefetch_pending = false;
+    int m_sms = 1;
     unsigned m_alt_delay_ns = 0;
     cublasHandle_t m_cublas = nullptr;
     void* m_cublas_workspace = nullptr;

@@ -458,6 +458,21 @@ std::size_t moe_block_steps(const PassPlan& plan, std::size_t index,
     return i + 4 - index;
 }
 
+std::vector<PrefetchRegion> prefetch_regions(const PassPlan& plan, std::size_t index, std::uint64_t budget) {
+    std::vector<PrefetchRegion> regions;
+    budget -= budget % 16;
+    for (std::size_t i = index; i < plan.steps.size() && budget > 0; ++i) {
+        const Step& s = plan.steps[i];
+        if (s.kind == Step::Kind::attention || s.kind == Step::Kind::experts) break;
+        if (s.kind != Step::Kind::gemm || s.gemm.int4) continue;
+        const std::uint64_t bytes = std::min(budget, s.gemm.weight_bytes() - s.gemm.weight_bytes() % 16);
+        if (bytes == 0) continue;
+        regions.push_back({i, bytes});
+        budget -= bytes;
+    }
+    return regions;
+}
+
 PassPlan build_pass(const ModelShape& model, int tp, int tokens, const PassShape& shape) {
     PassPlan plan;
     plan.model = model;

@@ -188,6 +188,18 @@ std::vector<ExpertLaunch> expert_launches(const Experts& experts);
 [[nodiscard]] std::size_t moe_block_steps(const PassPlan& plan, std::size_t index,
                                           const std::function<bool(const Gemm&)>& skinny);
 
+/// The first `bytes` of step `step`'s weights: one region an L2 prefetch asks for.
+struct PrefetchRegion {
+    std::size_t step = 0;
+    std::uint64_t bytes = 0;
+};
+/// The weights that the GEMM steps from `index` on read first, in plan order, up to `budget`
+/// bytes together (the last region cut short, every region a multiple of 16 bytes): the bf16
+/// GEMMs that follow, past small kernels, norms and collectives, up to the next attention or
+/// experts step (what those read is not known as one region). Empty when none.
+[[nodiscard]] std::vector<PrefetchRegion> prefetch_regions(const PassPlan& plan, std::size_t index,
+                                                           std::uint64_t budget);
+
 /// Builds the per-rank plan for `tokens` tokens at tensor-parallel degree `tp`. Each token of
 /// each MoE layer picks `active_experts` distinct routed experts, uniformly and seeded by
 /// (router_seed, layer, token); the experts chosen by at least one token run as one experts

@@ -374,3 +374,52 @@ TEST_CASE("model: moe_block_steps finds each MoE layer's block from the router t
     REQUIRE(dense != nullptr);
     CHECK(moe_block_steps(plan, std::size_t(dense - plan.steps.data()), every_bf16) == 0);
 }
+
+TEST_CASE("model: prefetch_regions names the coming bf16 GEMMs' first bytes, up to the budget") {
+    Options o;
+    const ModelShape m = resolve(o);
+    const PassPlan plan = build_pass(m, 1, 1);
+    auto at = [&](const std::string& label) {
+        const Step* s = find_step(plan, label);
+        REQUIRE(s != nullptr);
+        return std::size_t(s - plan.steps.data());
+    };
+    auto bytes = [&](const std::string& label) { return plan.steps[at(label)].gemm.weight_bytes(); };
+    constexpr std::uint64_t mib = 1ull << 20;
+    // After an MLA attention: o_proj, cut at the budget (a multiple of 16 bytes).
+    const std::vector<PrefetchRegion> attn = prefetch_regions(plan, at("L3.attention") + 1, 24 * mib + 5);
+    REQUIRE(attn.size() == 1);
+    CHECK(attn[0].step == at("L3.o_proj"));
+    CHECK(attn[0].bytes == 24 * mib);
+    CHECK(bytes("L3.o_proj") > 24 * mib);
+    // From a MoE layer's expert sum: past the collective and the norm, the next layer's q_a and
+    // kv_a whole, past their norms q_b whole and the first part of kv_b; never past the attention.
+    const std::uint64_t qa = bytes("L4.q_a"), kva = bytes("L4.kv_a"), qb = bytes("L4.q_b"),
+                        kvb = bytes("L4.kv_b");
+    const std::size_t sum = at("L3.experts.sum");
+    const std::vector<PrefetchRegion> end = prefetch_regions(plan, sum + 1, qa + kva + qb + 4096);
+    REQUIRE(end.size() == 4);
+    CHECK(end[0].step == at("L4.q_a"));
+    CHECK(end[0].bytes == qa);
+    CHECK(end[1].step == at("L4.kv_a"));
+    CHECK(end[1].bytes == kva);
+    CHECK(end[2].step == at("L4.q_b"));
+    CHECK(end[3].step == at("L4.kv_b"));
+    CHECK(end[3].bytes == 4096);
+    const std::vector<PrefetchRegion> all = prefetch_regions(plan, sum + 1, 1ull << 40);
+    REQUIRE(all.size() == 4);
+    CHECK(all[3].bytes == kvb);
+    // Up to a MoE layer's routed experts (INT4, their weights not one region) and no further;
+    // nothing from a budget of 0 or at the plan's end.
+    const std::vector<PrefetchRegion> moe = prefetch_regions(plan, at("L3.o_proj") + 1, 1ull << 40);
+    REQUIRE(!moe.empty());
+    for (const PrefetchRegion& r : moe) {
+        CHECK(r.step < at("L3.experts.gate_up"));
+        CHECK(plan.steps[r.step].kind == Step::Kind::gemm);
+        CHECK(!plan.steps[r.step].gemm.int4);
+    }
+    CHECK(moe.front().step == at("L3.router"));
+    CHECK(prefetch_regions(plan, sum + 1, 0).empty());
+    CHECK(prefetch_regions(plan, sum + 1, 15).empty());
+    CHECK(prefetch_regions(plan, plan.steps.size(), 1ull << 40).empty());
+}
