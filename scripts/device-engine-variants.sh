@@ -33,10 +33,11 @@ configs=(
   "attn32 TPVERIFY_PREFETCH_ATTN_MB=32 TPVERIFY_PREFETCH_LAYER_MB=0"
   "layer16 TPVERIFY_PREFETCH_ATTN_MB=0 TPVERIFY_PREFETCH_LAYER_MB=16"
   "layer32 TPVERIFY_PREFETCH_ATTN_MB=0 TPVERIFY_PREFETCH_LAYER_MB=32"
+  "layer48 TPVERIFY_PREFETCH_ATTN_MB=0 TPVERIFY_PREFETCH_LAYER_MB=48"
   "both24_16 TPVERIFY_PREFETCH_ATTN_MB=24 TPVERIFY_PREFETCH_LAYER_MB=16"
   "both24_32 TPVERIFY_PREFETCH_ATTN_MB=24 TPVERIFY_PREFETCH_LAYER_MB=32"
 )
-all_configs="default off attn8 attn16 attn24 attn32 layer16 layer32 both24_16 both24_32"
+all_configs="default off attn8 attn16 attn24 attn32 layer16 layer32 layer48 both24_16 both24_32"
 for c in "${configs[@]}"; do
   read -r name settings <<<"$c"
   case " ${T4:-$all_configs} " in *" $name "*) ;; *) continue ;; esac
