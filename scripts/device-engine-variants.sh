@@ -23,7 +23,8 @@ fi
 # name, then the TPVERIFY_* settings of each configuration: L2 prefetch on a stream of its own
 # (engine/cuda/prefetch.cuh) of o_proj's first N MiB while an MLA attention runs
 # (TPVERIFY_PREFETCH_ATTN_MB) and of the next layer's q_a, kv_a, q_b, kv_b while a MoE layer's
-# expert sum, all-reduce and norm run (TPVERIFY_PREFETCH_LAYER_MB); both off, both explicit.
+# expert sum, all-reduce and norm run (TPVERIFY_PREFETCH_LAYER_MB); both off, both explicit;
+# with the INT4 load ring in two register sets (TPVERIFY_INT4=u4r).
 configs=(
   "default"
   "off TPVERIFY_PREFETCH_ATTN_MB=0 TPVERIFY_PREFETCH_LAYER_MB=0"
@@ -36,8 +37,9 @@ configs=(
   "layer48 TPVERIFY_PREFETCH_ATTN_MB=0 TPVERIFY_PREFETCH_LAYER_MB=48"
   "both24_16 TPVERIFY_PREFETCH_ATTN_MB=24 TPVERIFY_PREFETCH_LAYER_MB=16"
   "both24_32 TPVERIFY_PREFETCH_ATTN_MB=24 TPVERIFY_PREFETCH_LAYER_MB=32"
+  "both24_32_u4r TPVERIFY_PREFETCH_ATTN_MB=24 TPVERIFY_PREFETCH_LAYER_MB=32 TPVERIFY_INT4=u4r"
 )
-all_configs="default off attn8 attn16 attn24 attn32 layer16 layer32 layer48 both24_16 both24_32"
+all_configs="default off attn8 attn16 attn24 attn32 layer16 layer32 layer48 both24_16 both24_32 both24_32_u4r"
 for c in "${configs[@]}"; do
   read -r name settings <<<"$c"
   case " ${T4:-$all_configs} " in *" $name "*) ;; *) continue ;; esac
