@@ -6,6 +6,7 @@
 
 #include "engine/cuda/attention.cuh"
 #include "engine/cuda/kernels.cuh"
+#include "engine/knobs.hpp"
 
 namespace tpverify::cuda {
 namespace {
@@ -89,10 +90,7 @@ __global__ void __launch_bounds__(k_row_threads)
 
 // TPVERIFY_SOFTMAX=three-pass: softmax_kernel for every shape (the previous default, to compare).
 bool three_pass_softmax() {
-    static const bool chosen = [] {
-        const char* v = std::getenv("TPVERIFY_SOFTMAX");
-        return v != nullptr && std::strcmp(v, "three-pass") == 0;
-    }();
+    static const bool chosen = env_is("TPVERIFY_SOFTMAX", "three-pass");
     return chosen;
 }
 
@@ -210,9 +208,8 @@ Status AttentionSet::run(cublasHandle_t handle, const Step& step, cudaStream_t s
 bool fused_attention_chosen() {
     // Unset: k_fused_default, the faster of the two on the H200 (docs/benchmarks-gpu.md).
     constexpr bool k_fused_default = false;
-    const char* choice = std::getenv("TPVERIFY_ATTENTION");
-    if (choice == nullptr || *choice == 0) return k_fused_default;
-    return std::strcmp(choice, "fused") == 0;
+    const std::string choice = env_or("TPVERIFY_ATTENTION");
+    return choice.empty() ? k_fused_default : choice == "fused";
 }
 
 bool mla_shape(const Attention& a) {

@@ -6,14 +6,15 @@
 
 #include "engine/cuda/gemm.cuh"
 #include "engine/cuda/kernels.cuh"
+#include "engine/knobs.hpp"
 
 namespace tpverify::cuda {
 
 GemmPath gemm_path_from_env(bool& ok) {
     ok = true;
-    const char* v = std::getenv("TPVERIFY_GEMM");
-    if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return GemmPath::automatic;
-    if (std::strcmp(v, "cublas") == 0) return GemmPath::cublas;
+    const std::string v = env_or("TPVERIFY_GEMM", "auto");
+    if (v == "auto") return GemmPath::automatic;
+    if (v == "cublas") return GemmPath::cublas;
     ok = false;
     return GemmPath::automatic;
 }
@@ -99,15 +100,9 @@ bool streams(GemmPath path, const Gemm& g, bool expert) {
 }
 
 bool skinny_chosen(GemmPath path, const Gemm& g) {
-    static const double max_mb = [] {
-        const char* v = std::getenv("TPVERIFY_SKINNY_MAX_MB");
-        return v != nullptr && *v != '\0' ? std::atof(v) : 160.0;
-    }();
+    static const double max_mb = std::atof(env_or("TPVERIFY_SKINNY_MAX_MB", "160").c_str());
     // TPVERIFY_SKINNY_EXCLUDE=NxK,...: shapes left to cuBLAS (for comparing the two per shape).
-    static const std::string exclude = [] {
-        const char* v = std::getenv("TPVERIFY_SKINNY_EXCLUDE");
-        return "," + std::string(v != nullptr ? v : "") + ",";
-    }();
+    static const std::string exclude = "," + env_or("TPVERIFY_SKINNY_EXCLUDE") + ",";
     if (exclude.size() > 2 &&
         exclude.find("," + std::to_string(g.n) + "x" + std::to_string(g.k) + ",") != std::string::npos)
         return false;

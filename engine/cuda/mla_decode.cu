@@ -23,6 +23,7 @@
 #include "engine/cuda/attention.cuh"
 #include "engine/cuda/skinny_gemm.cuh"
 #include "engine/cuda/stream_gemm.cuh"
+#include "engine/knobs.hpp"
 
 namespace tpverify::cuda {
 namespace {
@@ -371,8 +372,7 @@ namespace {
 /// at 32 against 1,263 at 64 and 1,016 at 16, the 4-token pass's 2,393 at 32 and 64.
 int rows_per_block() {
     static const int chosen = [] {
-        const char* v = std::getenv("TPVERIFY_MLA_ROWS");
-        const int n = v == nullptr ? 0 : std::atoi(v);
+        const int n = env_int("TPVERIFY_MLA_ROWS", 32);
         return n == 16 || n == 64 ? n : 32;
     }();
     return chosen;
@@ -381,10 +381,7 @@ int rows_per_block() {
 /// TPVERIFY_MLA_COMBINE=serial: the first combine kernel (one thread per split for the weights,
 /// then each thread over every split), to compare; else the wide one.
 bool serial_combine() {
-    static const bool serial = [] {
-        const char* v = std::getenv("TPVERIFY_MLA_COMBINE");
-        return v != nullptr && std::strcmp(v, "serial") == 0;
-    }();
+    static const bool serial = env_is("TPVERIFY_MLA_COMBINE", "serial");
     return serial;
 }
 
@@ -399,10 +396,7 @@ int mla_splits(int rows, int context, int sms) {
     // About one block per SM, each split at least one tile of tokens; at most 256 (the combine's table).
     int splits = std::max(1, sms / row_blocks);
     // TPVERIFY_MLA_SPLITS=N (to compare on the GPU): at most N splits instead.
-    static const int cap = [] {
-        const char* v = std::getenv("TPVERIFY_MLA_SPLITS");
-        return v == nullptr ? 0 : std::max(0, std::atoi(v));
-    }();
+    static const int cap = env_int("TPVERIFY_MLA_SPLITS", 0);
     if (cap > 0) splits = std::min(splits, cap);
     splits = std::min({splits, (context + k_tokens - 1) / k_tokens, k_max_splits});
     return splits;

@@ -6,6 +6,7 @@
 
 #include "engine/cuda/ops.cuh"
 #include "engine/cuda/skinny_gemm.cuh"
+#include "engine/knobs.hpp"
 
 namespace tpverify::cuda {
 namespace {
@@ -316,19 +317,20 @@ __global__ void expert_sum_kernel(const bf16* outs, const int* slots, const floa
 
 TopkKernel topk_kernel_choice() {
     static const TopkKernel chosen = [] {
-        const char* v = std::getenv("TPVERIFY_TOPK");
-        if (v != nullptr && std::strcmp(v, "shfl") == 0) return TopkKernel::shfl;
-        if (v != nullptr && std::strcmp(v, "redux") == 0) return TopkKernel::redux;
-        return TopkKernel::split;
+        switch (env_choice("TPVERIFY_TOPK", {"shfl", "redux"})) {
+            case 0:
+                return TopkKernel::shfl;
+            case 1:
+                return TopkKernel::redux;
+            default:
+                return TopkKernel::split;
+        }
     }();
     return chosen;
 }
 
 bool ops_pdl() {
-    static const bool on = [] {
-        const char* v = std::getenv("TPVERIFY_PDL_OPS");
-        return skinny::pdl_enabled() && (v == nullptr || std::strcmp(v, "0") != 0);
-    }();
+    static const bool on = skinny::pdl_enabled() && !env_is("TPVERIFY_PDL_OPS", "0");
     return on;
 }
 

@@ -10,6 +10,7 @@
 #include "engine/cuda/ops.cuh"
 #include "engine/cuda/prefetch.cuh"
 #include "engine/cuda/rank.cuh"
+#include "engine/knobs.hpp"
 
 namespace tpverify::cuda {
 namespace {
@@ -34,9 +35,9 @@ cudaStreamCaptureMode capture_mode(CaptureMode mode) {
 const KernelFusion& kernel_fusion() {
     static const KernelFusion f = [] {
         KernelFusion k;
-        const char* v = std::getenv("TPVERIFY_FUSE");
-        if (v == nullptr) return k;
-        const std::string s = "," + std::string(v) + ",";
+        const std::string v = env_or("TPVERIFY_FUSE");
+        if (v.empty()) return k;
+        const std::string s = "," + v + ",";
         const bool all = s == ",all,";
         k.mla = all || s.find(",mla,") != std::string::npos;
         k.moe = all || s.find(",moe,") != std::string::npos;
@@ -55,42 +56,45 @@ std::string kernel_fusion_name(const KernelFusion& f) {
 
 MoeStreams moe_streams() {
     static const MoeStreams m = [] {
-        const char* v = std::getenv("TPVERIFY_MOE_STREAMS");
-        if (v != nullptr && std::strcmp(v, "1") == 0) return MoeStreams::one;
-        if (v != nullptr && std::strcmp(v, "2r") == 0) return MoeStreams::routed_alt;
-        return MoeStreams::shared_alt;
+        switch (env_choice("TPVERIFY_MOE_STREAMS", {"1", "2r"})) {
+            case 0:
+                return MoeStreams::one;
+            case 1:
+                return MoeStreams::routed_alt;
+            default:
+                return MoeStreams::shared_alt;
+        }
     }();
     return m;
 }
 
 bool moe_priority() {
-    static const bool on = [] {
-        const char* v = std::getenv("TPVERIFY_MOE_PRIORITY");
-        return v != nullptr && std::strcmp(v, "1") == 0;
-    }();
+    static const bool on = env_is("TPVERIFY_MOE_PRIORITY", "1");
     return on;
 }
 
 MoeFault moe_fault() {
     static const MoeFault f = [] {
-        const char* v = std::getenv("TPVERIFY_MOE_FAULT");
-        if (v != nullptr && std::strcmp(v, "fork") == 0) return MoeFault::fork;
-        if (v != nullptr && std::strcmp(v, "join") == 0) return MoeFault::join;
-        return MoeFault::none;
+        switch (env_choice("TPVERIFY_MOE_FAULT", {"fork", "join"})) {
+            case 0:
+                return MoeFault::fork;
+            case 1:
+                return MoeFault::join;
+            default:
+                return MoeFault::none;
+        }
     }();
     return f;
 }
 
 const L2PrefetchBudget& l2_prefetch_budget() {
     // Unset: the defaults measured fastest (docs/benchmarks-gpu.md).
-    constexpr std::uint64_t k_mib = 1ull << 20, k_attention_default = 0, k_layer_end_default = 0;
+    constexpr std::uint64_t k_mib = 1ull << 20;
+    constexpr int k_attention_default_mib = 0, k_layer_end_default_mib = 0;
     static const L2PrefetchBudget b = [] {
-        auto mib = [](const char* name, std::uint64_t fallback) {
-            const char* v = std::getenv(name);
-            return v == nullptr || *v == 0 ? fallback : std::uint64_t(std::max(0, std::atoi(v))) * k_mib;
-        };
-        return L2PrefetchBudget{mib("TPVERIFY_PREFETCH_ATTN_MB", k_attention_default * k_mib),
-                                mib("TPVERIFY_PREFETCH_LAYER_MB", k_layer_end_default * k_mib)};
+        return L2PrefetchBudget{
+            std::uint64_t(env_int("TPVERIFY_PREFETCH_ATTN_MB", k_attention_default_mib)) * k_mib,
+            std::uint64_t(env_int("TPVERIFY_PREFETCH_LAYER_MB", k_layer_end_default_mib)) * k_mib};
     }();
     return b;
 }

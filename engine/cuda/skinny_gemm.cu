@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "engine/cuda/skinny_gemm.cuh"
+#include "engine/knobs.hpp"
 
 namespace tpverify::cuda::skinny {
 namespace {
@@ -199,12 +200,12 @@ int g_sms = 0;
 // TPVERIFY_SKINNY_GROUP_WARPS_PER_SM; for comparing on the GPU).
 int warps_per_sm(bool group) {
     static const int single = [] {
-        const char* v = std::getenv("TPVERIFY_SKINNY_WARPS_PER_SM");
-        return v != nullptr && std::atoi(v) > 0 ? std::atoi(v) : 8;
+        const int n = env_int("TPVERIFY_SKINNY_WARPS_PER_SM", 8);
+        return n > 0 ? n : 8;
     }();
     static const int grouped = [] {
-        const char* v = std::getenv("TPVERIFY_SKINNY_GROUP_WARPS_PER_SM");
-        return v != nullptr && std::atoi(v) > 0 ? std::atoi(v) : single;
+        const int n = env_int("TPVERIFY_SKINNY_GROUP_WARPS_PER_SM", single);
+        return n > 0 ? n : single;
     }();
     return group ? grouped : single;
 }
@@ -214,18 +215,12 @@ int warps_per_sm(bool group) {
 int prefetch_kib() {
     // Unset: k_prefetch_default_kib (docs/benchmarks-gpu.md, 2026-12-05).
     constexpr int k_prefetch_default_kib = 0;
-    static const int kib = [] {
-        const char* v = std::getenv("TPVERIFY_PREFETCH_KB");
-        return v == nullptr || *v == 0 ? k_prefetch_default_kib : std::max(0, std::atoi(v));
-    }();
+    static const int kib = env_int("TPVERIFY_PREFETCH_KB", k_prefetch_default_kib);
     return kib;
 }
 
 bool pdl_enabled() {
-    static const bool on = [] {
-        const char* v = std::getenv("TPVERIFY_PDL");
-        return v == nullptr || std::strcmp(v, "0") != 0;
-    }();
+    static const bool on = !env_is("TPVERIFY_PDL", "0");
     return on;
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "engine/cuda/stream_gemm.cuh"
+#include "engine/knobs.hpp"
 
 namespace tpverify::cuda::sg {
 
@@ -95,9 +96,9 @@ constexpr int k_plain_max_experts = 8;
 /// TPVERIFY_INT4's (a name above, to compare on the GPU) where set, else the default.
 const Int4Kernel& int4_kernel(int count, int max_rows) {
     static const Int4Kernel* const chosen = []() -> const Int4Kernel* {
-        const char* v = std::getenv("TPVERIFY_INT4");
+        const std::string v = env_or("TPVERIFY_INT4");
         for (const Int4Kernel& k : k_int4_kernels)
-            if (v != nullptr && std::strcmp(v, k.name) == 0) return &k;
+            if (v == k.name) return &k;
         return nullptr;
     }();
     if (chosen != nullptr) return *chosen;
@@ -131,10 +132,7 @@ namespace {
 /// TPVERIFY_INT4_SLICES (to compare on the GPU): unset, the 4-blocks-per-SM rule of plan_launch; a
 /// number, that many k slices (within the limits).
 int int4_slices_choice() {
-    static const int choice = [] {
-        const char* v = std::getenv("TPVERIFY_INT4_SLICES");
-        return v == nullptr ? 0 : std::max(0, std::atoi(v));
-    }();
+    static const int choice = env_int("TPVERIFY_INT4_SLICES", 0);
     return choice;
 }
 

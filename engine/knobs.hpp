@@ -1,0 +1,21 @@
+#pragma once
+// The engine's TPVERIFY_* environment switches (docs/engine-cuda.md lists them: kernel choices
+// kept for comparing on the GPU, and the defaults' knobs). One reading rule for all of them: an
+// unset or empty variable means the default. Callers read each once into a static, so that a
+// pass never sees one change.
+#include <initializer_list>
+#include <string>
+
+namespace tpverify {
+
+/// Whether `name` is set to exactly `value`.
+[[nodiscard]] bool env_is(const char* name, const char* value);
+/// `name`'s value, or `fallback` when unset or empty.
+[[nodiscard]] std::string env_or(const char* name, const std::string& fallback = "");
+/// `name` as a decimal integer (leading digits, as atoi), or `fallback` when unset or empty; never
+/// below `min`.
+[[nodiscard]] int env_int(const char* name, int fallback, int min = 0);
+/// The position of `name`'s value among `choices`, or -1 when unset, empty or none of them.
+[[nodiscard]] int env_choice(const char* name, std::initializer_list<const char*> choices);
+
+}  // namespace tpverify

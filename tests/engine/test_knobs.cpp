@@ -1,0 +1,74 @@
+#include <cstdlib>
+#include <string>
+
+#include "engine/knobs.hpp"
+#include "tests/support/catch.hpp"
+
+using namespace tpverify;
+
+namespace {
+/// Sets (or, with nullptr, unsets) one variable for a scope, then puts it back as it was.
+class KnobEnv {
+public:
+    KnobEnv(const char* name, const char* value) : m_name(name) {
+        if (const char* old = std::getenv(name)) m_old = old, m_had = true;
+        if (value == nullptr)
+            ::unsetenv(name);
+        else
+            ::setenv(name, value, 1);
+    }
+    ~KnobEnv() {
+        if (m_had)
+            ::setenv(m_name, m_old.c_str(), 1);
+        else
+            ::unsetenv(m_name);
+    }
+    KnobEnv(const KnobEnv&) = delete;
+    KnobEnv& operator=(const KnobEnv&) = delete;
+
+private:
+    const char* m_name;
+    std::string m_old;
+    bool m_had = false;
+};
+constexpr const char* k_knob = "TPVERIFY_TEST_KNOB";
+}  // namespace
+
+TEST_CASE("knobs: unset and empty mean the default, for every reader") {
+    for (const char* v : {static_cast<const char*>(nullptr), ""}) {
+        KnobEnv e(k_knob, v);
+        CHECK(env_or(k_knob, "fallback") == "fallback");
+        CHECK(env_int(k_knob, 24) == 24);
+        CHECK(env_int(k_knob, -3, -5) == -3);
+        CHECK(env_choice(k_knob, {"", "a"}) == -1);
+        CHECK_FALSE(env_is(k_knob, "0"));
+    }
+    KnobEnv e(k_knob, "");
+    CHECK(env_is(k_knob, ""));  // set, to nothing: only an exact match says so
+}
+
+TEST_CASE("knobs: values are read as written, numbers clamped at their minimum") {
+    {
+        KnobEnv e(k_knob, "48");
+        CHECK(env_int(k_knob, 0) == 48);
+        CHECK(env_or(k_knob) == "48");
+        CHECK(env_is(k_knob, "48"));
+        CHECK_FALSE(env_is(k_knob, "4"));
+    }
+    {
+        KnobEnv e(k_knob, "-7");
+        CHECK(env_int(k_knob, 5) == 0);
+        CHECK(env_int(k_knob, 5, -10) == -7);
+    }
+    {
+        KnobEnv e(k_knob, "abc");
+        CHECK(env_int(k_knob, 5) == 0);  // as atoi: not a number reads 0, then the minimum
+        CHECK(env_int(k_knob, 5, 1) == 1);
+    }
+    {
+        KnobEnv e(k_knob, "redux");
+        CHECK(env_choice(k_knob, {"split", "redux", "shfl"}) == 1);
+        CHECK(env_choice(k_knob, {"split", "shfl"}) == -1);
+        CHECK(env_choice(k_knob, {"redu", "reduxx"}) == -1);
+    }
+}
