@@ -23,23 +23,22 @@ fi
 # name, then the TPVERIFY_* settings of each configuration: L2 prefetch on a stream of its own
 # (engine/cuda/prefetch.cuh) of o_proj's first N MiB while an MLA attention runs
 # (TPVERIFY_PREFETCH_ATTN_MB) and of the next layer's q_a, kv_a, q_b, kv_b while a MoE layer's
-# expert sum, all-reduce and norm run (TPVERIFY_PREFETCH_LAYER_MB); both off, both explicit;
-# with the INT4 load ring in two register sets (TPVERIFY_INT4=u4r).
+# expert sum, all-reduce and norm run (TPVERIFY_PREFETCH_LAYER_MB), asked for in the ways of
+# TPVERIFY_PREFETCH_MODE (bulk, line, touch; empty: the fork and launch alone). The first
+# comparison (bulk requests, 8-48 MiB, both windows; the u4r INT4 kernel): run17-h100-prefetch.log.
 configs=(
   "default"
-  "off TPVERIFY_PREFETCH_ATTN_MB=0 TPVERIFY_PREFETCH_LAYER_MB=0"
-  "attn8 TPVERIFY_PREFETCH_ATTN_MB=8 TPVERIFY_PREFETCH_LAYER_MB=0"
-  "attn16 TPVERIFY_PREFETCH_ATTN_MB=16 TPVERIFY_PREFETCH_LAYER_MB=0"
-  "attn24 TPVERIFY_PREFETCH_ATTN_MB=24 TPVERIFY_PREFETCH_LAYER_MB=0"
-  "attn32 TPVERIFY_PREFETCH_ATTN_MB=32 TPVERIFY_PREFETCH_LAYER_MB=0"
-  "layer16 TPVERIFY_PREFETCH_ATTN_MB=0 TPVERIFY_PREFETCH_LAYER_MB=16"
-  "layer32 TPVERIFY_PREFETCH_ATTN_MB=0 TPVERIFY_PREFETCH_LAYER_MB=32"
-  "layer48 TPVERIFY_PREFETCH_ATTN_MB=0 TPVERIFY_PREFETCH_LAYER_MB=48"
-  "both24_16 TPVERIFY_PREFETCH_ATTN_MB=24 TPVERIFY_PREFETCH_LAYER_MB=16"
-  "both24_32 TPVERIFY_PREFETCH_ATTN_MB=24 TPVERIFY_PREFETCH_LAYER_MB=32"
-  "both24_32_u4r TPVERIFY_PREFETCH_ATTN_MB=24 TPVERIFY_PREFETCH_LAYER_MB=32 TPVERIFY_INT4=u4r"
+  "attn8 TPVERIFY_PREFETCH_ATTN_MB=8"
+  "attn8_line TPVERIFY_PREFETCH_ATTN_MB=8 TPVERIFY_PREFETCH_MODE=line"
+  "attn8_touch TPVERIFY_PREFETCH_ATTN_MB=8 TPVERIFY_PREFETCH_MODE=touch"
+  "attn8_empty TPVERIFY_PREFETCH_ATTN_MB=8 TPVERIFY_PREFETCH_MODE=empty"
+  "attn24_line TPVERIFY_PREFETCH_ATTN_MB=24 TPVERIFY_PREFETCH_MODE=line"
+  "attn24_touch TPVERIFY_PREFETCH_ATTN_MB=24 TPVERIFY_PREFETCH_MODE=touch"
+  "layer16_line TPVERIFY_PREFETCH_LAYER_MB=16 TPVERIFY_PREFETCH_MODE=line"
+  "layer16_touch TPVERIFY_PREFETCH_LAYER_MB=16 TPVERIFY_PREFETCH_MODE=touch"
+  "layer16_empty TPVERIFY_PREFETCH_LAYER_MB=16 TPVERIFY_PREFETCH_MODE=empty"
 )
-all_configs="default off attn8 attn16 attn24 attn32 layer16 layer32 layer48 both24_16 both24_32 both24_32_u4r"
+all_configs="default attn8 attn8_line attn8_touch attn8_empty attn24_line attn24_touch layer16_line layer16_touch layer16_empty"
 for c in "${configs[@]}"; do
   read -r name settings <<<"$c"
   case " ${T4:-$all_configs} " in *" $name "*) ;; *) continue ;; esac
@@ -54,7 +53,7 @@ for c in "${configs[@]}"; do
 done
 for c in "${configs[@]}"; do
   read -r name settings <<<"$c"
-  case " ${CHECKS:-both24_32} " in *" $name "*) ;; *) continue ;; esac
+  case " ${CHECKS:-attn24_touch} " in *" $name "*) ;; *) continue ;; esac
   # shellcheck disable=SC2086
   run "t4_check_$name" env $settings $tpv "${K[@]}" --tokens 4 --check --iters 10
   # shellcheck disable=SC2086
@@ -62,7 +61,7 @@ for c in "${configs[@]}"; do
 done
 run t4_default_again $tpv "${K[@]}" --tokens 4
 run t1_default_again $tpv "${K[@]}" --tokens 1
-for name in ${AGAIN:-both24_32}; do
+for name in ${AGAIN:-attn8}; do
   for c in "${configs[@]}"; do
     read -r n settings <<<"$c"
     [ "$n" = "$name" ] || continue

@@ -16,9 +16,16 @@ struct L2Prefetch {
     int count = 0;
 };
 
-/// Asks the L2 for every region, in order, as 16 KiB bulk prefetches (cp.async.bulk.prefetch;
-/// sm_90 and newer, a no-op before) spread over `blocks` one-warp blocks, so that many SMs'
-/// copy engines issue them at once. Returns without waiting for the data.
-cudaError_t prefetch_l2(const L2Prefetch& list, int blocks, cudaStream_t s);
+/// How prefetch_l2 asks (TPVERIFY_PREFETCH_MODE, to compare on the GPU): `bulk` (unset) 16 KiB
+/// cp.async.bulk.prefetch requests (sm_90 and newer, a no-op before) from one warp on each of
+/// half the SMs; `line` a prefetch.global.L2 a 128-byte line, `touch` a 4-byte load a 256-byte
+/// block (with the L2::256B hint; the kernel ends when the data has come), both from 256 threads
+/// on every SM; `empty` the same launch doing nothing (what the fork and the launch cost).
+enum class PrefetchMode { bulk, line, touch, empty };
+PrefetchMode prefetch_mode();
+
+/// Asks the L2 for every region, first bytes first, as prefetch_mode() says, on a device of `sms`
+/// SMs. Returns without waiting for the data.
+cudaError_t prefetch_l2(const L2Prefetch& list, int sms, cudaStream_t s);
 
 }  // namespace tpverify::cuda

@@ -373,8 +373,7 @@ Status RankEngine::fork_prefetch(const PassPlan& plan, std::size_t from, std::ui
     if (list.count == 0) return {};
     TPV_CUDA(phase, cudaEventRecord(m_prefetch_fork, m_stream));
     TPV_CUDA(phase, cudaStreamWaitEvent(m_prefetch, m_prefetch_fork, 0));
-    // Half the SMs' copy engines: 16 KiB pieces from ~66 SMs ask for 24 MB in ~23 rounds.
-    TPV_CUDA(phase, prefetch_l2(list, std::max(1, m_sms / 2), m_prefetch));
+    TPV_CUDA(phase, prefetch_l2(list, m_sms, m_prefetch));
     TPV_CUDA(phase, cudaEventRecord(m_prefetch_join, m_prefetch));
     m_prefetch_pending = true;
     return {};
