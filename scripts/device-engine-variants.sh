@@ -24,7 +24,8 @@ fi
 # (engine/cuda/prefetch.cuh) of o_proj's first N MiB while an MLA attention runs
 # (TPVERIFY_PREFETCH_ATTN_MB) and of the next layer's q_a, kv_a, q_b, kv_b while a MoE layer's
 # expert sum, all-reduce and norm run (TPVERIFY_PREFETCH_LAYER_MB), asked for in the ways of
-# TPVERIFY_PREFETCH_MODE (bulk, line, touch; empty: the fork and launch alone). The first
+# TPVERIFY_PREFETCH_MODE (bulk, line, touch; empty: the fork and launch alone), on a stream of
+# its own or chained on the pass's (TPVERIFY_PREFETCH_STREAM=main). The first
 # comparison (bulk requests, 8-48 MiB, both windows; the u4r INT4 kernel): run17-h100-prefetch.log.
 configs=(
   "default"
@@ -37,8 +38,13 @@ configs=(
   "layer16_line TPVERIFY_PREFETCH_LAYER_MB=16 TPVERIFY_PREFETCH_MODE=line"
   "layer16_touch TPVERIFY_PREFETCH_LAYER_MB=16 TPVERIFY_PREFETCH_MODE=touch"
   "layer16_empty TPVERIFY_PREFETCH_LAYER_MB=16 TPVERIFY_PREFETCH_MODE=empty"
+  "attn8_main TPVERIFY_PREFETCH_ATTN_MB=8 TPVERIFY_PREFETCH_STREAM=main"
+  "attn24_main TPVERIFY_PREFETCH_ATTN_MB=24 TPVERIFY_PREFETCH_STREAM=main"
+  "attn24_line_main TPVERIFY_PREFETCH_ATTN_MB=24 TPVERIFY_PREFETCH_STREAM=main TPVERIFY_PREFETCH_MODE=line"
+  "layer16_main TPVERIFY_PREFETCH_LAYER_MB=16 TPVERIFY_PREFETCH_STREAM=main"
+  "layer16_line_main TPVERIFY_PREFETCH_LAYER_MB=16 TPVERIFY_PREFETCH_STREAM=main TPVERIFY_PREFETCH_MODE=line"
 )
-all_configs="default attn8 attn8_line attn8_touch attn8_empty attn24_line attn24_touch layer16_line layer16_touch layer16_empty"
+all_configs="default attn8 attn8_line attn8_touch attn8_empty attn24_line attn24_touch layer16_line layer16_touch layer16_empty attn8_main attn24_main attn24_line_main layer16_main layer16_line_main"
 for c in "${configs[@]}"; do
   read -r name settings <<<"$c"
   case " ${T4:-$all_configs} " in *" $name "*) ;; *) continue ;; esac
@@ -53,7 +59,7 @@ for c in "${configs[@]}"; do
 done
 for c in "${configs[@]}"; do
   read -r name settings <<<"$c"
-  case " ${CHECKS:-attn24_touch} " in *" $name "*) ;; *) continue ;; esac
+  case " ${CHECKS:-attn24_touch layer16_line_main} " in *" $name "*) ;; *) continue ;; esac
   # shellcheck disable=SC2086
   run "t4_check_$name" env $settings $tpv "${K[@]}" --tokens 4 --check --iters 10
   # shellcheck disable=SC2086

@@ -20,12 +20,17 @@ struct L2Prefetch {
 /// cp.async.bulk.prefetch requests (sm_90 and newer, a no-op before) from one warp on each of
 /// half the SMs; `line` a prefetch.global.L2 a 128-byte line, `touch` a 4-byte load a 256-byte
 /// block (with the L2::256B hint; the kernel ends when the data has come), both from 256 threads
-/// on every SM; `empty` the same launch doing nothing (what the fork and the launch cost).
+/// on every SM; `empty` the same launch asking for nothing (what the fork and the launch cost).
 enum class PrefetchMode { bulk, line, touch, empty };
 PrefetchMode prefetch_mode();
 
 /// Asks the L2 for every region, first bytes first, as prefetch_mode() says, on a device of `sms`
-/// SMs. Returns without waiting for the data.
-cudaError_t prefetch_l2(const L2Prefetch& list, int sms, cudaStream_t s);
+/// SMs; does not wait for the data. `chain`: launched on the pass's own stream after its previous
+/// kernel with programmatic dependent launch (it starts while that one runs, and ends only
+/// after it, so the kernels after it may rely on it as on that one); else a plain launch.
+cudaError_t prefetch_l2(const L2Prefetch& list, int sms, bool chain, cudaStream_t s);
+/// TPVERIFY_PREFETCH_STREAM=main (to compare on the GPU): prefetch_l2 chained on the pass's
+/// stream instead of on a stream of its own.
+bool prefetch_on_main_stream();
 
 }  // namespace tpverify::cuda

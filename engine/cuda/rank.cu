@@ -371,9 +371,13 @@ Status RankEngine::fork_prefetch(const PassPlan& plan, std::size_t from, std::ui
         list.bytes[list.count++] = r.bytes;
     }
     if (list.count == 0) return {};
+    if (prefetch_on_main_stream()) {
+        TPV_CUDA(phase, prefetch_l2(list, m_sms, true, m_stream));
+        return {};
+    }
     TPV_CUDA(phase, cudaEventRecord(m_prefetch_fork, m_stream));
     TPV_CUDA(phase, cudaStreamWaitEvent(m_prefetch, m_prefetch_fork, 0));
-    TPV_CUDA(phase, prefetch_l2(list, m_sms, m_prefetch));
+    TPV_CUDA(phase, prefetch_l2(list, m_sms, false, m_prefetch));
     TPV_CUDA(phase, cudaEventRecord(m_prefetch_join, m_prefetch));
     m_prefetch_pending = true;
     return {};
