@@ -28,15 +28,4 @@ int env_int(const char* name, int fallback, int min) {
     return v == nullptr ? fallback : std::max(min, std::atoi(v));
 }
 
-int env_choice(const char* name, std::initializer_list<const char*> choices) {
-    const char* v = value_of(name);
-    if (v == nullptr) return -1;
-    int i = 0;
-    for (const char* c : choices) {
-        if (std::strcmp(v, c) == 0) return i;
-        ++i;
-    }
-    return -1;
-}
-
 }  // namespace tpverify

@@ -5,6 +5,7 @@
 // pass never sees one change.
 #include <initializer_list>
 #include <string>
+#include <utility>
 
 namespace tpverify {
 
@@ -15,7 +16,15 @@ namespace tpverify {
 /// `name` as a decimal integer (leading digits, as atoi), or `fallback` when unset or empty; never
 /// below `min`.
 [[nodiscard]] int env_int(const char* name, int fallback, int min = 0);
-/// The position of `name`'s value among `choices`, or -1 when unset, empty or none of them.
-[[nodiscard]] int env_choice(const char* name, std::initializer_list<const char*> choices);
+/// The value paired with `name`'s value among `choices`, or `fallback` when unset, empty or none.
+template <typename E>
+[[nodiscard]] E env_enum(const char* name, std::initializer_list<std::pair<const char*, E>> choices,
+                         E fallback) {
+    const std::string v = env_or(name);
+    if (v.empty()) return fallback;
+    for (const auto& [text, value] : choices)
+        if (v == text) return value;
+    return fallback;
+}
 
 }  // namespace tpverify

@@ -316,16 +316,9 @@ __global__ void expert_sum_kernel(const bf16* outs, const int* slots, const floa
 }  // namespace
 
 TopkKernel topk_kernel_choice() {
-    static const TopkKernel chosen = [] {
-        switch (env_choice("TPVERIFY_TOPK", {"shfl", "redux"})) {
-            case 0:
-                return TopkKernel::shfl;
-            case 1:
-                return TopkKernel::redux;
-            default:
-                return TopkKernel::split;
-        }
-    }();
+    static const TopkKernel chosen = env_enum(
+        "TPVERIFY_TOPK", {std::pair{"shfl", TopkKernel::shfl}, std::pair{"redux", TopkKernel::redux}},
+        TopkKernel::split);
     return chosen;
 }
 

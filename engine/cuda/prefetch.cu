@@ -48,18 +48,11 @@ __global__ void prefetch_l2_kernel(L2Prefetch list) {
 }  // namespace
 
 PrefetchMode prefetch_mode() {
-    static const PrefetchMode mode = [] {
-        switch (env_choice("TPVERIFY_PREFETCH_MODE", {"line", "touch", "empty"})) {
-            case 0:
-                return PrefetchMode::line;
-            case 1:
-                return PrefetchMode::touch;
-            case 2:
-                return PrefetchMode::empty;
-            default:
-                return PrefetchMode::bulk;
-        }
-    }();
+    static const PrefetchMode mode =
+        env_enum("TPVERIFY_PREFETCH_MODE",
+                 {std::pair{"line", PrefetchMode::line}, std::pair{"touch", PrefetchMode::touch},
+                  std::pair{"empty", PrefetchMode::empty}},
+                 PrefetchMode::bulk);
     return mode;
 }
 

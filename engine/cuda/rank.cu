@@ -55,16 +55,9 @@ std::string kernel_fusion_name(const KernelFusion& f) {
 }
 
 MoeStreams moe_streams() {
-    static const MoeStreams m = [] {
-        switch (env_choice("TPVERIFY_MOE_STREAMS", {"1", "2r"})) {
-            case 0:
-                return MoeStreams::one;
-            case 1:
-                return MoeStreams::routed_alt;
-            default:
-                return MoeStreams::shared_alt;
-        }
-    }();
+    static const MoeStreams m = env_enum(
+        "TPVERIFY_MOE_STREAMS", {std::pair{"1", MoeStreams::one}, std::pair{"2r", MoeStreams::routed_alt}},
+        MoeStreams::shared_alt);
     return m;
 }
 
@@ -74,16 +67,9 @@ bool moe_priority() {
 }
 
 MoeFault moe_fault() {
-    static const MoeFault f = [] {
-        switch (env_choice("TPVERIFY_MOE_FAULT", {"fork", "join"})) {
-            case 0:
-                return MoeFault::fork;
-            case 1:
-                return MoeFault::join;
-            default:
-                return MoeFault::none;
-        }
-    }();
+    static const MoeFault f =
+        env_enum("TPVERIFY_MOE_FAULT", {std::pair{"fork", MoeFault::fork}, std::pair{"join", MoeFault::join}},
+                 MoeFault::none);
     return f;
 }
 

@@ -1,5 +1,6 @@
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "engine/knobs.hpp"
 #include "tests/support/catch.hpp"
@@ -40,7 +41,7 @@ TEST_CASE("knobs: unset and empty mean the default, for every reader") {
         CHECK(env_or(k_knob, "fallback") == "fallback");
         CHECK(env_int(k_knob, 24) == 24);
         CHECK(env_int(k_knob, -3, -5) == -3);
-        CHECK(env_choice(k_knob, {"", "a"}) == -1);
+        CHECK(env_enum(k_knob, {std::pair{"", 1}, std::pair{"a", 2}}, 7) == 7);
         CHECK_FALSE(env_is(k_knob, "0"));
     }
     KnobEnv e(k_knob, "");
@@ -67,8 +68,8 @@ TEST_CASE("knobs: values are read as written, numbers clamped at their minimum")
     }
     {
         KnobEnv e(k_knob, "redux");
-        CHECK(env_choice(k_knob, {"split", "redux", "shfl"}) == 1);
-        CHECK(env_choice(k_knob, {"split", "shfl"}) == -1);
-        CHECK(env_choice(k_knob, {"redu", "reduxx"}) == -1);
+        CHECK(env_enum(k_knob, {std::pair{"split", 1}, std::pair{"redux", 2}, std::pair{"shfl", 3}}, 0) == 2);
+        CHECK(env_enum(k_knob, {std::pair{"split", 1}, std::pair{"shfl", 3}}, 0) == 0);
+        CHECK(env_enum(k_knob, {std::pair{"redu", 1}, std::pair{"reduxx", 2}}, 0) == 0);
     }
 }
