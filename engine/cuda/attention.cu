@@ -1,8 +1,6 @@
 // Decode attention: two strided-batched cuBLAS GEMMs around a row softmax.
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 
 #include "engine/cuda/attention.cuh"
 #include "engine/cuda/kernels.cuh"

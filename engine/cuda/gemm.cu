@@ -1,7 +1,6 @@
 // The pass's GEMMs: the weight arena, and each GEMM on the streaming kernel or cuBLAS.
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "engine/cuda/gemm.cuh"

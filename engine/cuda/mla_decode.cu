@@ -18,7 +18,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 
 #include "engine/cuda/attention.cuh"
 #include "engine/cuda/skinny_gemm.cuh"

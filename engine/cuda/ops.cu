@@ -1,8 +1,6 @@
 // The layer's small kernels: one element (or one 8-element vector) per thread over many blocks,
 // so that each costs about its launch and one round trip to memory.
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 
 #include "engine/cuda/ops.cuh"
 #include "engine/cuda/skinny_gemm.cuh"

@@ -8,7 +8,7 @@
 namespace tpverify::cuda {
 namespace {
 
-/// Bytes each request covers: a 16 KiB bulk prefetch, a 128-byte line prefetch, a 16-byte load
+/// Bytes each request covers: a 16 KiB bulk prefetch, a 128-byte line prefetch, a 4-byte load
 /// that asks the L2 for its 256-byte block.
 template <PrefetchMode M>
 constexpr std::uint64_t k_piece = M == PrefetchMode::bulk ? 16 * 1024 : (M == PrefetchMode::line ? 128 : 256);

@@ -1,8 +1,8 @@
 #pragma once
-// L2 prefetch of the weights a coming GEMM reads first, issued on a stream of its own while the
-// pass's stream runs kernels that leave DRAM idle (rank.cu: the MLA attention, the end of a MoE
-// layer). A prefetch is only a hint: no kernel waits for its data, and a GEMM that runs before it
-// lands reads the same bytes from DRAM as it would have.
+// L2 prefetch of the weights a coming GEMM reads first, issued on a stream of its own (or chained
+// on the pass's stream) while the pass's stream runs kernels that leave DRAM idle (rank.cu: the MLA
+// attention, the end of a MoE layer). A prefetch is only a hint: no kernel waits for its data, and a GEMM
+// that runs before it lands reads the same bytes from DRAM as it would have.
 #include "engine/cuda/common.cuh"
 
 namespace tpverify::cuda {

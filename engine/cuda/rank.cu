@@ -1,7 +1,6 @@
 // One rank: buffers, the pass as stream work (GEMMs, collectives, norms), capture and timing.
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <optional>
 #include <set>
 #include <string>
@@ -77,11 +76,9 @@ const L2PrefetchBudget& l2_prefetch_budget() {
     // Unset: the defaults measured fastest (docs/benchmarks-gpu.md).
     constexpr std::uint64_t k_mib = 1ull << 20;
     constexpr int k_attention_default_mib = 0, k_layer_end_default_mib = 0;
-    static const L2PrefetchBudget b = [] {
-        return L2PrefetchBudget{
-            std::uint64_t(env_int("TPVERIFY_PREFETCH_ATTN_MB", k_attention_default_mib)) * k_mib,
-            std::uint64_t(env_int("TPVERIFY_PREFETCH_LAYER_MB", k_layer_end_default_mib)) * k_mib};
-    }();
+    static const L2PrefetchBudget b{
+        std::uint64_t(env_int("TPVERIFY_PREFETCH_ATTN_MB", k_attention_default_mib)) * k_mib,
+        std::uint64_t(env_int("TPVERIFY_PREFETCH_LAYER_MB", k_layer_end_default_mib)) * k_mib};
     return b;
 }
 
@@ -155,9 +152,13 @@ Status RankEngine::setup(const std::vector<const PassPlan*>& plans, const ncclUn
     TPV_CUDA("init", cudaStreamCreateWithPriority(&m_alt, cudaStreamNonBlocking, moe_priority() ? least : 0));
     TPV_CUDA("init", cudaEventCreateWithFlags(&m_fork, cudaEventDisableTiming));
     TPV_CUDA("init", cudaEventCreateWithFlags(&m_join, cudaEventDisableTiming));
-    TPV_CUDA("init", cudaStreamCreateWithFlags(&m_prefetch, cudaStreamNonBlocking));
-    TPV_CUDA("init", cudaEventCreateWithFlags(&m_prefetch_fork, cudaEventDisableTiming));
-    TPV_CUDA("init", cudaEventCreateWithFlags(&m_prefetch_join, cudaEventDisableTiming));
+    // The prefetch's own stream only where a prefetch will fork one (off by default).
+    const L2PrefetchBudget& prefetch = l2_prefetch_budget();
+    if ((prefetch.attention > 0 || prefetch.layer_end > 0) && !prefetch_on_main_stream()) {
+        TPV_CUDA("init", cudaStreamCreateWithFlags(&m_prefetch, cudaStreamNonBlocking));
+        TPV_CUDA("init", cudaEventCreateWithFlags(&m_prefetch_fork, cudaEventDisableTiming));
+        TPV_CUDA("init", cudaEventCreateWithFlags(&m_prefetch_join, cudaEventDisableTiming));
+    }
     TPV_CUDA("init", cudaDeviceGetAttribute(&m_sms, cudaDevAttrMultiProcessorCount, m_device));
     // Copy bandwidth first, while memory is free: 1 GiB each way, well past the 60 MB L2.
     TPV_TRY(measure_copy_bandwidth(1ull << 30, m_copy_gbps));

@@ -3,8 +3,6 @@
 #include <cooperative_groups.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 
 #include "engine/cuda/skinny_gemm.cuh"
 #include "engine/knobs.hpp"

@@ -2,7 +2,6 @@
 // which picks how many k slices a launch splits into.
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
 
 #include "engine/cuda/stream_gemm.cuh"
 #include "engine/knobs.hpp"
