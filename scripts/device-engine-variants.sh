@@ -20,31 +20,23 @@ if [ -n "${NCU:-}" ]; then
   OUT=$out/ncu-default bash scripts/device-ncu.sh
   TPVERIFY_INT4=u4 OUT=$out/ncu-plain bash scripts/device-ncu.sh
 fi
-# name, then the TPVERIFY_* settings of each configuration: L2 prefetch on a stream of its own
-# (engine/cuda/prefetch.cuh) of o_proj's first N MiB while an MLA attention runs
-# (TPVERIFY_PREFETCH_ATTN_MB) and of the next layer's q_a, kv_a, q_b, kv_b while a MoE layer's
-# expert sum, all-reduce and norm run (TPVERIFY_PREFETCH_LAYER_MB), asked for in the ways of
-# TPVERIFY_PREFETCH_MODE (bulk, line, touch; empty: the fork and launch alone), on a stream of
-# its own or chained on the pass's (TPVERIFY_PREFETCH_STREAM=main). The first
-# comparison (bulk requests, 8-48 MiB, both windows; the u4r INT4 kernel): run17-h100-prefetch.log.
+# name, then the TPVERIFY_* settings of each configuration: the INT4 kernels whose warps keep
+# their chunks in shared-memory stages that bulk copies fill (TPVERIFY_INT4=bulk4 / bulk8 /
+# bulk16 stages a warp, bulk8f folded; engine-cuda.md) against the default (u4 plain at one row
+# of 8 experts, u4f folded elsewhere), with the slice rule's k slices or TPVERIFY_INT4_SLICES's.
+# The L2 prefetch comparison: run17-h100-prefetch.log and run18-h100-prefetch-modes.log.
 configs=(
   "default"
-  "attn8 TPVERIFY_PREFETCH_ATTN_MB=8"
-  "attn8_line TPVERIFY_PREFETCH_ATTN_MB=8 TPVERIFY_PREFETCH_MODE=line"
-  "attn8_touch TPVERIFY_PREFETCH_ATTN_MB=8 TPVERIFY_PREFETCH_MODE=touch"
-  "attn8_empty TPVERIFY_PREFETCH_ATTN_MB=8 TPVERIFY_PREFETCH_MODE=empty"
-  "attn24_line TPVERIFY_PREFETCH_ATTN_MB=24 TPVERIFY_PREFETCH_MODE=line"
-  "attn24_touch TPVERIFY_PREFETCH_ATTN_MB=24 TPVERIFY_PREFETCH_MODE=touch"
-  "layer16_line TPVERIFY_PREFETCH_LAYER_MB=16 TPVERIFY_PREFETCH_MODE=line"
-  "layer16_touch TPVERIFY_PREFETCH_LAYER_MB=16 TPVERIFY_PREFETCH_MODE=touch"
-  "layer16_empty TPVERIFY_PREFETCH_LAYER_MB=16 TPVERIFY_PREFETCH_MODE=empty"
-  "attn8_main TPVERIFY_PREFETCH_ATTN_MB=8 TPVERIFY_PREFETCH_STREAM=main"
-  "attn24_main TPVERIFY_PREFETCH_ATTN_MB=24 TPVERIFY_PREFETCH_STREAM=main"
-  "attn24_line_main TPVERIFY_PREFETCH_ATTN_MB=24 TPVERIFY_PREFETCH_STREAM=main TPVERIFY_PREFETCH_MODE=line"
-  "layer16_main TPVERIFY_PREFETCH_LAYER_MB=16 TPVERIFY_PREFETCH_STREAM=main"
-  "layer16_line_main TPVERIFY_PREFETCH_LAYER_MB=16 TPVERIFY_PREFETCH_STREAM=main TPVERIFY_PREFETCH_MODE=line"
+  "bulk4 TPVERIFY_INT4=bulk4"
+  "bulk8 TPVERIFY_INT4=bulk8"
+  "bulk16 TPVERIFY_INT4=bulk16"
+  "bulk8f TPVERIFY_INT4=bulk8f"
+  "bulk8_s1 TPVERIFY_INT4=bulk8 TPVERIFY_INT4_SLICES=1"
+  "bulk8_s2 TPVERIFY_INT4=bulk8 TPVERIFY_INT4_SLICES=2"
+  "bulk16_s1 TPVERIFY_INT4=bulk16 TPVERIFY_INT4_SLICES=1"
+  "u4_s1 TPVERIFY_INT4=u4 TPVERIFY_INT4_SLICES=1"
 )
-all_configs="default attn8 attn8_line attn8_touch attn8_empty attn24_line attn24_touch layer16_line layer16_touch layer16_empty attn8_main attn24_main attn24_line_main layer16_main layer16_line_main"
+all_configs="default bulk4 bulk8 bulk16 bulk8f bulk8_s1 bulk8_s2 bulk16_s1 u4_s1"
 for c in "${configs[@]}"; do
   read -r name settings <<<"$c"
   case " ${T4:-$all_configs} " in *" $name "*) ;; *) continue ;; esac
@@ -59,7 +51,7 @@ for c in "${configs[@]}"; do
 done
 for c in "${configs[@]}"; do
   read -r name settings <<<"$c"
-  case " ${CHECKS:-attn24_touch layer16_line_main} " in *" $name "*) ;; *) continue ;; esac
+  case " ${CHECKS:-bulk8 bulk8f} " in *" $name "*) ;; *) continue ;; esac
   # shellcheck disable=SC2086
   run "t4_check_$name" env $settings $tpv "${K[@]}" --tokens 4 --check --iters 10
   # shellcheck disable=SC2086
@@ -67,7 +59,7 @@ for c in "${configs[@]}"; do
 done
 run t4_default_again $tpv "${K[@]}" --tokens 4
 run t1_default_again $tpv "${K[@]}" --tokens 1
-for name in ${AGAIN:-attn8}; do
+for name in ${AGAIN:-bulk8}; do
   for c in "${configs[@]}"; do
     read -r n settings <<<"$c"
     [ "$n" = "$name" ] || continue
@@ -78,6 +70,15 @@ for name in ${AGAIN:-attn8}; do
   done
 done
 ${EXTRA_RUNS:-true}
+# The INT4 expert launches of each configuration named in KERNELS, one kernel a graph, at one
+# token (8 experts of one row; the 4-token table's rows follow).
+for c in "${configs[@]}"; do
+  read -r name settings <<<"$c"
+  case " ${KERNELS:-default bulk8} " in *" $name "*) ;; *) continue ;; esac
+  echo "== int4 kernels: $name"
+  # shellcheck disable=SC2086
+  env $settings timeout 200 $tpv --backend cuda --measure-kernels --tokens 4 2>/dev/null | grep '^gemm int4'
+done
 if [ -n "${KERNEL_TABLE:-}" ]; then
   echo "== kernel table"
   timeout 200 $tpv --backend cuda --measure-kernels --tokens 4 > "$out/kernels-int4.txt" 2> "$runs/kernels-int4.err"

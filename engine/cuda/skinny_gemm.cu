@@ -40,26 +40,6 @@ struct DevParts {
     int count;
 };
 
-// x' = SiLU(gate) * up for 8 k of a gate_up row (gate at g, up at g + k), rounded to bf16 pairs
-// exactly as silu_mul_kernel rounds them.
-__device__ __forceinline__ uint4 silu_load(const bf16* g, int k) {
-    const uint4 gv = *reinterpret_cast<const uint4*>(g);
-    const uint4 uv = *reinterpret_cast<const uint4*>(g + k);
-    const unsigned* gw = reinterpret_cast<const unsigned*>(&gv);
-    const unsigned* uw = reinterpret_cast<const unsigned*>(&uv);
-    uint4 out;
-    unsigned* ow = reinterpret_cast<unsigned*>(&out);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-        const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&gw[j]));
-        const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&uw[j]));
-        const __nv_bfloat162 r =
-            __floats2bfloat162_rn(a.x / (1.0f + __expf(-a.x)) * b.x, a.y / (1.0f + __expf(-a.y)) * b.y);
-        ow[j] = *reinterpret_cast<const unsigned*>(&r);
-    }
-    return out;
-}
-
 // Grid (ceil(tiles / tiles_per_block), cluster); a cluster of gridDim.y blocks shares each
 // block's tiles, splitting k with the k_split = k_warps / tiles_per_block warps of each block.
 // The tiles of the parts follow one another; a warp's tile says which part it computes.

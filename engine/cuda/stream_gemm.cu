@@ -65,21 +65,28 @@ namespace {
 int g_sms = 132;
 int g_max_dynamic_smem = 48 << 10;
 
-using Kernel = void (*)(Batch, int, int, int, int, int, int, Workspace, int);
+using Kernel = void (*)(Batch, int, int, int, int, int, int, Workspace, int, int);
 
-/// The INT4 kernels: chunks in flight per warp, the folded dequantisation (chunk_mma_folded).
+/// The INT4 kernels: chunks in flight per warp (the slice rule's unit), the folded
+/// dequantisation (chunk_mma_folded), the shared-memory stages of the bulk-copy kernels (0: the
+/// loads in registers).
 struct Int4Kernel {
     const char* name;
     int unroll;
     bool fold;
+    int ring;
     Kernel kernel;
 };
 constexpr Int4Kernel k_int4_kernels[] = {
-    {"u4", 4, false, stream_gemm_kernel<Format::int4, 4>},
-    {"u4f", 4, true, stream_gemm_kernel<Format::int4, 4, true>},
-    {"u8", 8, false, stream_gemm_kernel<Format::int4, 8>},
-    {"u4r", 4, false, stream_gemm_kernel<Format::int4, 4, false, true>},
-    {"u4fr", 4, true, stream_gemm_kernel<Format::int4, 4, true, true>},
+    {"u4", 4, false, 0, stream_gemm_kernel<Format::int4, 4>},
+    {"u4f", 4, true, 0, stream_gemm_kernel<Format::int4, 4, true>},
+    {"u8", 8, false, 0, stream_gemm_kernel<Format::int4, 8>},
+    {"u4r", 4, false, 0, stream_gemm_kernel<Format::int4, 4, false, true>},
+    {"u4fr", 4, true, 0, stream_gemm_kernel<Format::int4, 4, true, true>},
+    {"bulk4", 4, false, 4, stream_gemm_kernel<Format::int4, 4, false, false, 4>},
+    {"bulk8", 4, false, 8, stream_gemm_kernel<Format::int4, 4, false, false, 8>},
+    {"bulk16", 4, false, 16, stream_gemm_kernel<Format::int4, 4, false, false, 16>},
+    {"bulk8f", 4, true, 8, stream_gemm_kernel<Format::int4, 4, true, false, 8>},
 };
 /// The default kernel of a launch: the folded one, except for a launch of at most
 /// k_plain_max_experts experts of one row of x each (the one-token pass at top-8), which runs the
@@ -154,12 +161,13 @@ LaunchShape plan_launch(Format format, int n, int k, int count, int max_rows, co
     const bool room = std::uint64_t(count) * groups <= ws.counter_count;
     while (slices > 1 && (needs(slices) > ws.partial_floats || !room)) --slices;
     const std::size_t fold = int4 && int4_kernel(count, max_rows).fold ? 1 : 0;
+    const std::size_t ring = int4 ? ring_bytes(int4_kernel(count, max_rows).ring) : 0;
     for (;;) {
         shape.slice_chunks = (chunks + slices - 1) / slices;
         shape.slices = (chunks + shape.slice_chunks - 1) / shape.slice_chunks;
         shape.smem =
             std::size_t(std::max(max_rows, 1)) * (shape.slice_chunks * k_chunk + k_pad) * sizeof(bf16) +
-            fold * fold_bytes(shape.slice_chunks);
+            fold * fold_bytes(shape.slice_chunks) + ring;
         if (shape.smem <= std::size_t(g_max_dynamic_smem) || shape.slice_chunks == 1) break;
         ++slices;  // x of the slice must fit in shared memory: cut k finer
     }
@@ -169,8 +177,8 @@ LaunchShape plan_launch(Format format, int n, int k, int count, int max_rows, co
 }
 
 cudaError_t run(Format format, const Batch& batch, int n, int k, int ldx, bool accumulate,
-                const Workspace& ws, cudaStream_t stream) {
-    if (!fits(n, k) || batch.count < 1 || batch.count > k_max_batch || ldx % 8 != 0)
+                const Workspace& ws, cudaStream_t stream, bool silu) {
+    if (!fits(n, k) || batch.count < 1 || batch.count > k_max_batch || ldx % 8 != 0 || (silu && ldx < 2 * k))
         return cudaErrorInvalidValue;
     int most = 0;
     for (int e = 0; e < batch.count; ++e) most = std::max(most, batch.rows[e]);
@@ -207,9 +215,9 @@ cudaError_t run(Format format, const Batch& batch, int n, int k, int ldx, bool a
         cudaError_t launched =
             format == Format::int4
                 ? cudaLaunchKernelEx(&config, int4_kernel(part.count, max_rows).kernel, part, n, k, ldx,
-                                     shape.slice_chunks, shape.slices, acc, ws, prefetch)
+                                     shape.slice_chunks, shape.slices, acc, ws, prefetch, silu ? 1 : 0)
                 : cudaLaunchKernelEx(&config, stream_gemm_kernel<Format::bf16, k_bf16_unroll>, part, n, k,
-                                     ldx, shape.slice_chunks, shape.slices, acc, ws, prefetch);
+                                     ldx, shape.slice_chunks, shape.slices, acc, ws, prefetch, silu ? 1 : 0);
         if (launched != cudaSuccess) return launched;
         if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
     }

@@ -126,6 +126,56 @@ __device__ __forceinline__ float2 bf16x2_to_float2(unsigned v) {
     return make_float2(__uint_as_float(v << 16), __uint_as_float(v & 0xffff0000u));
 }
 
+/// The ring kernels' per-warp stages: one INT4 chunk each, its 512 bytes of weights (lane L's 16
+/// at 16 L) then its 64 bytes of scales (lane L's 8 at 8 (L / 4)), as the chunk lies in global
+/// memory; one mbarrier per stage after every warp's stages.
+constexpr int k_stage_bytes = 576;
+__host__ __device__ constexpr std::size_t ring_bytes(int stages) {
+    return std::size_t(k_warps) * stages * (k_stage_bytes + 8);
+}
+
+__device__ __forceinline__ void mbar_init(unsigned bar) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
+}
+
+/// Makes the barriers just initialised visible to the copy engine (the async proxy).
+__device__ __forceinline__ void mbar_init_fence() {
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+/// Waits until the barrier's phase of parity `parity` has completed.
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+    asm volatile(
+        "{\n"
+        ".reg .pred done;\n"
+        "ring_wait:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra ring_wait;\n"
+        "}\n" ::"r"(bar),
+        "r"(parity)
+        : "memory");
+}
+
+/// One chunk into a stage by the copy engine (bulk copies, no registers): the barrier's phase
+/// completes when both copies have landed. Called by one lane; the stage's earlier contents must
+/// be read by every lane first (its __syncwarp) and ordered before the copy (fence.proxy.async).
+__device__ __forceinline__ void ring_fill(unsigned stage, unsigned bar, const void* weights,
+                                          const void* scales) {
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "n"(k_stage_bytes)
+                 : "memory");
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], 512, [%2];" ::"r"(
+            stage),
+        "l"(weights), "r"(bar)
+        : "memory");
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], 64, [%2];" ::"r"(
+            stage + 512),
+        "l"(scales), "r"(bar)
+        : "memory");
+}
+
 /// As dequant(), without the subtraction: each register holds two bf16 136 + q (the stored
 /// nibble + 128). The kernel's "folded" variant starts each group's mma sums at -136 x the
 /// group's sum of x instead, which gives the same dot products with 4 instructions fewer a word.
@@ -276,17 +326,21 @@ __host__ __device__ constexpr std::size_t fold_bytes(int slice_chunks) {
 /// (INT4 only) uses chunk_mma_folded. Before the wait for the previous kernel each warp asks the
 /// L2 for its next `prefetch` chunks (skinny::prefetch_kib()). Rotate: the load ring as two
 /// register sets used in turn (two rounds a loop iteration) instead of one copied into the other
-/// every round; the same loads and products in the same order.
-template <Format F, int U, bool Fold = false, bool Rotate = false>
+/// every round; the same loads and products in the same order. Ring > 0 (INT4 only): no loads in
+/// registers; each warp keeps `Ring` chunks in flight in shared-memory stages (ring_bytes(), at
+/// the start of the dynamic shared memory) that the copy engine fills, one chunk a stage, and
+/// refills a stage once the warp has multiplied its chunk; U and Rotate are then unused.
+template <Format F, int U, bool Fold = false, bool Rotate = false, int Ring = 0>
 __global__ void __launch_bounds__(k_threads)
     stream_gemm_kernel(Batch batch, int n, int k, int ldx, int slice_chunks, int slices, int accumulate,
-                       Workspace ws, int prefetch) {
+                       Workspace ws, int prefetch, int silu) {
     static_assert(!Fold || F == Format::int4, "only INT4 has a bias to fold");
+    static_assert(Ring == 0 || F == Format::int4, "the stages hold INT4 chunks");
     extern __shared__ uint4 dynamic_smem[];
     __shared__ int last_block;
-    float* fold = reinterpret_cast<float*>(dynamic_smem);
-    bf16* xs = reinterpret_cast<bf16*>(reinterpret_cast<char*>(dynamic_smem) +
-                                       (Fold ? fold_bytes(slice_chunks) : 0));
+    const unsigned ring_base = static_cast<unsigned>(__cvta_generic_to_shared(dynamic_smem));
+    float* fold = reinterpret_cast<float*>(reinterpret_cast<char*>(dynamic_smem) + ring_bytes(Ring));
+    bf16* xs = reinterpret_cast<bf16*>(reinterpret_cast<char*>(fold) + (Fold ? fold_bytes(slice_chunks) : 0));
     const int e = blockIdx.z, slice = blockIdx.y, group = blockIdx.x;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int tile = group * k_warps + warp;
@@ -300,18 +354,32 @@ __global__ void __launch_bounds__(k_threads)
     // The first weights do not depend on x: ask for them before staging it, and (launched as a
     // programmatic dependent launch) before the previous kernel has finished.
     skinny::pdl_trigger();
-    Fragments<F> next[U];
+    // Ring: this warp's stages and their barriers.
+    const unsigned stages = ring_base + unsigned(warp * Ring * k_stage_bytes);
+    const unsigned bars = ring_base + unsigned(k_warps * Ring * k_stage_bytes + warp * Ring * 8);
+    Fragments<F> next[Ring > 0 ? 1 : U];
+    if constexpr (Ring > 0) {
+        if (active && lane == 0) {
+            for (int s = 0; s < Ring; ++s) mbar_init(bars + 8 * s);
+            mbar_init_fence();
+            for (int c = 0; c < min(len, Ring); ++c)
+                ring_fill(stages + c * k_stage_bytes, bars + 8 * c, stream.w + c * 32, stream.s + c * 8);
+            if (min(len, Ring + prefetch) > Ring) stream.prefetch(Ring, min(len, Ring + prefetch));
+        }
+    } else {
 #pragma unroll
-    for (int u = 0; u < U; ++u)
-        if (active && u < len) next[u] = stream.load(u);
-    if (active && lane == 0 && min(len, U + prefetch) > U) stream.prefetch(U, min(len, U + prefetch));
+        for (int u = 0; u < U; ++u)
+            if (active && u < len) next[u] = stream.load(u);
+        if (active && lane == 0 && min(len, U + prefetch) > U) stream.prefetch(U, min(len, U + prefetch));
+    }
     skinny::pdl_wait();
     const bf16* x = batch.x[e] + std::uint64_t(first) * k_chunk;
     const int vecs = len * (k_chunk / 8);
     for (int i = threadIdx.x; i < m * vecs; i += k_threads) {
         const int r = i / vecs, v = i - r * vecs;
+        const bf16* from = x + std::uint64_t(r) * ldx + v * 8;
         *reinterpret_cast<uint4*>(xs + r * stride + v * 8) =
-            *reinterpret_cast<const uint4*>(x + std::uint64_t(r) * ldx + v * 8);
+            silu ? skinny::silu_load(from, k) : *reinterpret_cast<const uint4*>(from);
     }
     __syncthreads();
     if constexpr (Fold) {
@@ -342,27 +410,49 @@ __global__ void __launch_bounds__(k_threads)
         const int row = (lane & 7) < m ? (lane & 7) : 0;
         const unsigned x_address =
             static_cast<unsigned>(__cvta_generic_to_shared(xs + row * stride + 8 * (lane >> 3)));
+        // Chunk c of the slice.
+        auto multiply_one = [&](const Fragments<F>& f, int c) {
+            const unsigned address = x_address + unsigned(c) * k_chunk * 2;
+            if constexpr (Fold) {
+                const float2* bias = reinterpret_cast<const float2*>(fold) + c * k_rows + (lane & 3);
+                chunk_mma_folded(f, address, bias[0], bias[k_rows / 2], acc);
+            } else {
+                chunk_mma(f, address, acc);
+            }
+        };
         // The U chunks from c0 (those past the slice are skipped).
         auto multiply = [&](const Fragments<F>(&f)[U], int c0) {
 #pragma unroll
             for (int u = 0; u < U; ++u)
-                if (c0 + u < len) {
-                    const unsigned address = x_address + unsigned(c0 + u) * k_chunk * 2;
-                    if constexpr (Fold) {
-                        const float2* bias =
-                            reinterpret_cast<const float2*>(fold) + (c0 + u) * k_rows + (lane & 3);
-                        chunk_mma_folded(f[u], address, bias[0], bias[k_rows / 2], acc);
-                    } else {
-                        chunk_mma(f[u], address, acc);
-                    }
-                }
+                if (c0 + u < len) multiply_one(f[u], c0 + u);
         };
         auto fetch = [&](Fragments<F>(&f)[U], int c0) {
 #pragma unroll
             for (int u = 0; u < U; ++u)
                 if (c0 + u < len) f[u] = stream.load(c0 + u);
         };
-        if constexpr (Rotate) {
+        if constexpr (Ring > 0) {
+            // Wait for chunk c's stage, multiply it, then (every lane done with the stage) have
+            // the copy engine refill it with chunk c + Ring.
+            for (int c = 0; c < len; ++c) {
+                const int s = c % Ring;
+                mbar_wait(bars + 8 * s, unsigned(c / Ring) & 1u);
+                const unsigned stage = stages + unsigned(s * k_stage_bytes);
+                Fragments<F> f[1];
+                asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];"
+                             : "=r"(f[0].w.x), "=r"(f[0].w.y), "=r"(f[0].w.z), "=r"(f[0].w.w)
+                             : "r"(stage + 16 * lane));
+                asm volatile("ld.shared.v2.u32 {%0,%1}, [%2];"
+                             : "=r"(f[0].s.x), "=r"(f[0].s.y)
+                             : "r"(stage + 512 + 8 * (lane >> 2)));
+                multiply_one(f[0], c);
+                if (c + Ring < len) {
+                    __syncwarp();
+                    if (lane == 0)
+                        ring_fill(stage, bars + 8 * s, stream.w + (c + Ring) * 32, stream.s + (c + Ring) * 8);
+                }
+            }
+        } else if constexpr (Rotate) {
             Fragments<F> other[U];
             for (int c0 = 0; c0 < len; c0 += 2 * U) {
                 fetch(other, c0 + U);
@@ -441,9 +531,11 @@ bool fits(int n, int k);
 /// when the column groups alone give 4 blocks per SM, else enough slices for that (each at least
 /// two rounds of the unroll for INT4, four for bf16), within the workspace and the shared memory.
 LaunchShape plan_launch(Format format, int n, int k, int count, int max_rows, const Workspace& ws);
-/// Enqueues the batch (rows above k_rows run as more launches of up to k_rows rows each).
+/// Enqueues the batch (rows above k_rows run as more launches of up to k_rows rows each). With
+/// `silu`, x' = SiLU(gate) * up of x's rows (gate at [0, k), up at [k, 2k); ldx >= 2k), rounded as
+/// the silu_mul kernel rounds it: the SiLU-and-mul in the staging of x.
 cudaError_t run(Format format, const Batch& batch, int n, int k, int ldx, bool accumulate,
-                const Workspace& ws, cudaStream_t stream);
+                const Workspace& ws, cudaStream_t stream, bool silu = false);
 /// Repacks one INT4 matrix from the checkpoint's layout into `out` (matrix_bytes(int4, n, k)).
 cudaError_t repack_int4(const unsigned* ct_words, const bf16* ct_scales, void* out, int n, int k,
                         cudaStream_t s);

@@ -53,6 +53,18 @@ for form in "" TPVERIFY_MLA_ROWS=64 TPVERIFY_MLA_ROWS=16 TPVERIFY_MLA_COMBINE=se
   [ $rc -eq 0 ] || fail "TPVERIFY_ATTENTION=fused $form --check exited $rc"
   grep -q '"check_attention_outputs":[1-9]' <<<"$out" || fail "the fused MLA attention ($form) was not checked"
 done
+# The INT4 kernels whose warps keep their chunks in shared-memory stages filled by bulk copies
+# (TPVERIFY_INT4=bulk*), folded and not, at 4 tokens and 1, with the slice rule's k slices and
+# with set ones: the W4A16 GEMMs at the pass's shapes against the host reference.
+for form in TPVERIFY_INT4=bulk8 TPVERIFY_INT4=bulk8f "TPVERIFY_INT4=bulk4 TPVERIFY_INT4_SLICES=1" \
+  "TPVERIFY_INT4=bulk16 TPVERIFY_INT4_SLICES=3"; do
+  for tokens in 4 1; do
+    # shellcheck disable=SC2086
+    out=$(env $form "$tpv" "${small[@]}" --tokens $tokens --check 2>&1); rc=$?
+    [ $rc -eq 0 ] || fail "$form --tokens $tokens --check exited $rc"
+    grep -q '"check_gemm_outputs":[1-9]' <<<"$out" || fail "$form --tokens $tokens: no GEMM output was checked"
+  done
+done
 # A collective that hands back the previous call's data: --check must catch it (exit 1).
 out=$("$tpv" "${small[@]}" --check --inject stale 2>&1); rc=$?
 [ $rc -eq 1 ] || fail "--check --inject stale exited $rc, not 1"
