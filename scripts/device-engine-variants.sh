@@ -23,7 +23,9 @@ fi
 # name, then the TPVERIFY_* settings of each configuration: the INT4 kernels whose warps keep
 # their chunks in shared-memory stages that bulk copies fill (TPVERIFY_INT4=bulk4 / bulk8 /
 # bulk16 stages a warp, bulk8f folded; engine-cuda.md) against the default (u4 plain at one row
-# of 8 experts, u4f folded elsewhere), with the slice rule's k slices or TPVERIFY_INT4_SLICES's.
+# of 8 experts, u4f folded elsewhere), with the slice rule's k slices or TPVERIFY_INT4_SLICES's;
+# the routed experts' SiLU-and-mul in their down launch's staging of x (fusion group expert_silu)
+# and the layer's expert sum in that launch (expert_sum).
 # The L2 prefetch comparison: run17-h100-prefetch.log and run18-h100-prefetch-modes.log.
 configs=(
   "default"
@@ -35,8 +37,11 @@ configs=(
   "bulk8_s2 TPVERIFY_INT4=bulk8 TPVERIFY_INT4_SLICES=2"
   "bulk16_s1 TPVERIFY_INT4=bulk16 TPVERIFY_INT4_SLICES=1"
   "u4_s1 TPVERIFY_INT4=u4 TPVERIFY_INT4_SLICES=1"
+  "esilu TPVERIFY_FUSE=mla,moe,expert_silu"
+  "esum TPVERIFY_FUSE=mla,moe,expert_sum"
+  "esilu_sum TPVERIFY_FUSE=mla,moe,expert_silu,expert_sum"
 )
-all_configs="default bulk4 bulk8 bulk16 bulk8f bulk8_s1 bulk8_s2 bulk16_s1 u4_s1"
+all_configs="default bulk4 bulk8 bulk16 bulk8f bulk8_s1 bulk8_s2 bulk16_s1 u4_s1 esilu esum esilu_sum"
 for c in "${configs[@]}"; do
   read -r name settings <<<"$c"
   case " ${T4:-$all_configs} " in *" $name "*) ;; *) continue ;; esac

@@ -66,6 +66,7 @@ struct Case {
     std::vector<int> rows;
     bool through_run_gemm = false;  ///< one bf16 GEMM, dispatched as the pass dispatches it
     bool row_major = false;         ///< the kernel reads the checkpoint's [n][k] (skinny kernel)
+    bool silu = false;              ///< x' = SiLU(x[j]) * x[j + k], rounded to bf16, in the kernel's staging
 };
 
 Status check_case(RankEngine& engine, const Case& c, std::uint64_t seed, CheckOutcome& out) {
@@ -128,7 +129,7 @@ Status check_case(RankEngine& engine, const Case& c, std::uint64_t seed, CheckOu
             batch.y[e] = d_y + std::uint64_t(most) * c.n * e;
             batch.rows[e] = c.rows[std::size_t(e)];
         }
-        TPV_CUDA("check", sg::run(c.format, batch, c.n, c.k, c.ldx, false, engine.workspace(), s));
+        TPV_CUDA("check", sg::run(c.format, batch, c.n, c.k, c.ldx, false, engine.workspace(), s, c.silu));
     }
     std::vector<bf16> y(std::uint64_t(most) * c.n * count);
     TPV_CUDA("check", cudaMemcpyAsync(y.data(), d_y, y.size() * sizeof(bf16), cudaMemcpyDeviceToHost, s));
@@ -143,6 +144,11 @@ Status check_case(RankEngine& engine, const Case& c, std::uint64_t seed, CheckOu
             for (int r = 0; r < c.rows[std::size_t(e)]; ++r) {
                 double ref = 0;
                 const bf16* xr = x.data() + std::uint64_t(most) * c.ldx * e + std::uint64_t(r) * c.ldx;
+                auto x_at = [&](int j) {
+                    if (!c.silu) return double(as_float(xr[j]));
+                    const float g = as_float(xr[j]), u = as_float(xr[j + c.k]);
+                    return double(as_float(as_bf16(g / (1.0f + std::exp(-g)) * u)));
+                };
                 for (int j = 0; j < c.k; ++j) {
                     double w;
                     if (int4) {
@@ -152,7 +158,7 @@ Status check_case(RankEngine& engine, const Case& c, std::uint64_t seed, CheckOu
                     } else {
                         w = as_float(dense[nk * e + std::uint64_t(col) * c.k + j]);
                     }
-                    ref += w * as_float(xr[j]);
+                    ref += w * x_at(j);
                 }
                 outs.push_back(
                     {ref, as_float(y[std::uint64_t(most) * c.n * e + std::uint64_t(r) * c.n + col])});
@@ -448,6 +454,9 @@ Status check_stream_gemms(RankEngine& engine, const PassPlan& plan, CheckOutcome
         c.n = x.n;
         c.k = x.k;
         c.ldx = x.gate_up ? x.k : 2 * x.k;  // down reads the first half of each gate_up row
+        // With fusion group expert_silu, down applies the SiLU-and-mul to those rows as it stages them.
+        c.silu = !x.gate_up && kernel_fusion().expert_silu && streams(engine.gemm_path(), x.gemm(0), true);
+        if (c.silu) c.what += " (SiLU-and-mul in its staging)";
         c.rows.assign(x.rows.begin(), x.rows.begin() + std::min(4, x.count()));
         if (!sg::fits(c.n, c.k)) continue;
         if (!x.int4 && engine.gemm_path() == GemmPath::cublas) continue;

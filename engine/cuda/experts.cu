@@ -54,8 +54,12 @@ cudaError_t ExpertSet::fill(unsigned short bits, cudaStream_t stream) const {
 
 Status ExpertSet::run(cublasHandle_t handle, GemmPath path, const sg::Workspace& ws,
                       const WeightPool& weights, const PassPlan& plan, std::size_t step, const bf16* input,
-                      cudaStream_t stream, const char* phase) const {
+                      cudaStream_t stream, const char* phase, bool silu, const sg::ExpertSum& sum) const {
     const Experts& x = plan.steps[step].experts;
+    if (silu && x.gate_up)
+        return Status::fail(phase, "experts", "the SiLU-and-mul goes with down, not gate_up");
+    if (sum.y != nullptr && !sum_fusable(path, plan, step))
+        return Status::fail(phase, "experts", "the expert sum needs one streaming down launch");
     // Expert e's rows start at row0[e] of the stacked buffers.
     std::vector<std::uint64_t> row0(std::size_t(x.count()) + 1, 0);
     for (int e = 0; e < x.count(); ++e)
@@ -70,6 +74,7 @@ Status ExpertSet::run(cublasHandle_t handle, GemmPath path, const sg::Workspace&
     const int ldx = x.gate_up ? x.k : mid_width;
     const Gemm first = x.gemm(0);
     if (!streams(path, first, true)) {
+        if (silu) TPV_CUDA(phase, silu_mul(m_mid, x.total_rows(), x.k, mid_width, stream));
         for (int e = 0; e < x.count(); ++e)
             TPV_TRY(run_gemm(handle, path, ws, x.gemm(e), weights.weight(plan, step, e), in_of(e), out_of(e),
                              false, stream, phase, ldx));
@@ -86,8 +91,30 @@ Status ExpertSet::run(cublasHandle_t handle, GemmPath path, const sg::Workspace&
             batch.rows[i] = x.rows[std::size_t(e)];
         }
         TPV_CUDA(phase, sg::run(x.int4 ? sg::Format::int4 : sg::Format::bf16, batch, x.n, x.k, ldx, false, ws,
-                                stream));
+                                stream, silu, sum));
     }
+    return {};
+}
+
+bool ExpertSet::sum_fusable(GemmPath path, const PassPlan& plan, std::size_t step) const {
+    const Experts& x = plan.steps[step].experts;
+    if (x.gate_up || x.count() == 0 || !streams(path, x.gemm(0), true)) return false;
+    const std::vector<ExpertLaunch> launches = expert_launches(x);
+    return launches.size() == 1 && launches.front().max_rows <= k_stream_rows_per_launch;
+}
+
+Status ExpertSet::sum_args(const PassPlan& plan, std::size_t step, const float* weights, bf16* y,
+                           bool accumulate, const char* phase, sg::ExpertSum& out) const {
+    const Step& s = plan.steps[step];
+    auto it = m_slots.find({&plan, step});
+    if (it == m_slots.end()) return Status::fail(phase, "expert_sum", "no routing table for " + s.label);
+    out.outs = m_outs;
+    out.slots = it->second;
+    out.weights = weights;
+    out.y = y;
+    out.tokens = s.op_rows;
+    out.k = s.op_rows > 0 ? int(s.experts.slots.size()) / s.op_rows : 0;
+    out.accumulate = accumulate ? 1 : 0;
     return {};
 }
 

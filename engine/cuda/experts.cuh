@@ -22,9 +22,19 @@ public:
     Status build(const std::vector<const PassPlan*>& plans, cudaStream_t stream);
     /// Enqueues experts step `step` of `plan`: gate_up reads `input` (the normed hidden rows),
     /// writes each expert's rows of mid(); down reads the first half of those rows, writes outs().
+    /// `silu` (down only): down first applies the layer's SiLU-and-mul to mid()'s rows, in the
+    /// streaming kernel's staging of x (mid() is left as gate_up wrote it), or on paths without
+    /// it (cuBLAS) as the silu_mul kernel before the GEMMs. `sum` (its y set; down only, where
+    /// sum_fusable()): the launch also does the layer's expert sum.
     Status run(cublasHandle_t handle, GemmPath path, const sg::Workspace& ws, const WeightPool& weights,
                const PassPlan& plan, std::size_t step, const bf16* input, cudaStream_t stream,
-               const char* phase) const;
+               const char* phase, bool silu = false, const sg::ExpertSum& sum = {}) const;
+    /// Whether experts step `step` (a down) runs as one streaming launch, which can then do the
+    /// layer's weighted sum too (run()'s `sum`).
+    [[nodiscard]] bool sum_fusable(GemmPath path, const PassPlan& plan, std::size_t step) const;
+    /// The weighted sum of op step `step` (Op::expert_sum) into `y`, as a down launch does it.
+    Status sum_args(const PassPlan& plan, std::size_t step, const float* weights, bf16* y, bool accumulate,
+                    const char* phase, sg::ExpertSum& out) const;
     /// Enqueues the weighted sum of op step `step` (Op::expert_sum) into `y`.
     Status sum(const PassPlan& plan, std::size_t step, const float* weights, bf16* y, bool accumulate,
                cudaStream_t stream, const char* phase) const;

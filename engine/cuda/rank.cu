@@ -41,6 +41,8 @@ const KernelFusion& kernel_fusion() {
         k.mla = all || s.find(",mla,") != std::string::npos;
         k.moe = all || s.find(",moe,") != std::string::npos;
         k.silu = all || s.find(",silu,") != std::string::npos;
+        k.expert_silu = all || s.find(",expert_silu,") != std::string::npos;
+        k.expert_sum = all || s.find(",expert_sum,") != std::string::npos;
         return k;
     }();
     return f;
@@ -48,7 +50,8 @@ const KernelFusion& kernel_fusion() {
 
 std::string kernel_fusion_name(const KernelFusion& f) {
     std::string s;
-    for (auto [on, name] : {std::pair{f.mla, "mla"}, std::pair{f.moe, "moe"}, std::pair{f.silu, "silu"}})
+    for (auto [on, name] : {std::pair{f.mla, "mla"}, std::pair{f.moe, "moe"}, std::pair{f.silu, "silu"},
+                            std::pair{f.expert_silu, "expert_silu"}, std::pair{f.expert_sum, "expert_sum"}})
         if (on) s += (s.empty() ? "" : ",") + std::string(name);
     return s.empty() ? "none" : s;
 }
@@ -393,6 +396,8 @@ Status RankEngine::enqueue_fused(const PassPlan& plan, std::size_t index, PassKi
     const bool gemms = kind == PassKind::full || kind == PassKind::gemm_only;
     const bool ops = kind == PassKind::full || kind == PassKind::ops_only;
     if (st[index].kind == Step::Kind::op) return enqueue_silu_down(plan, index, kind, phase, used);
+    if (st[index].kind == Step::Kind::experts)
+        return enqueue_expert_down(plan, index, kind, phase, used, true);
     if (st[index].kind != Step::Kind::gemm) return {};
     const int m = st[index].gemm.m;
     // MLA's projections: q_a, kv_a (both on the normed input), q_norm, kv_norm, q_b, kv_b,
@@ -497,7 +502,15 @@ Status RankEngine::enqueue_moe_streams(const PassPlan& plan, std::size_t index, 
     auto steps_on = [&](bool alt, std::size_t from, std::size_t to) -> Status {
         std::optional<OnStream> on;
         if (alt) on.emplace(*this, m_alt);
-        for (std::size_t i = from; i < to; ++i) TPV_TRY(enqueue_step(plan, i, PassKind::full, phase));
+        for (std::size_t i = from; i < to;) {
+            std::size_t fused = 0;
+            if (i + 1 < to) TPV_TRY(enqueue_expert_down(plan, i, PassKind::full, phase, fused, false));
+            if (fused == 0) {
+                TPV_TRY(enqueue_step(plan, i, PassKind::full, phase));
+                fused = 1;
+            }
+            i += fused;
+        }
         return {};
     };
     // Fork after the norm (both paths read its output); steps in plan order, so the router's
@@ -506,13 +519,28 @@ Status RankEngine::enqueue_moe_streams(const PassPlan& plan, std::size_t index, 
     TPV_CUDA(phase, cudaEventRecord(m_fork, m_stream));
     if (moe_fault() != MoeFault::fork) TPV_CUDA(phase, cudaStreamWaitEvent(m_alt, m_fork, 0));
     if (m_alt_delay_ns > 0) TPV_CUDA(phase, spin(m_alt_delay_ns, m_alt));
-    TPV_TRY(steps_on(!shared_alt, index, index + 2));    // router, top-k
-    TPV_TRY(steps_on(shared_alt, index + 2, routed));    // shared gate_up, SiLU-and-mul, down
-    TPV_TRY(steps_on(!shared_alt, routed, routed + 3));  // experts gate_up, SiLU-and-mul, down
+    TPV_TRY(steps_on(!shared_alt, index, index + 2));  // router, top-k
+    TPV_TRY(steps_on(shared_alt, index + 2, routed));  // shared gate_up, SiLU-and-mul, down
+    // With fusion group expert_sum (the routed path on this stream, one down launch) the down
+    // launch does the weighted sum: the join comes before it, not before the expert_sum step.
+    const bool sum_in_down =
+        shared_alt && kernel_fusion().expert_sum && m_experts.sum_fusable(m_gemm, plan, routed + 2);
+    const std::size_t joined = !sum_in_down                  ? routed + 3
+                               : kernel_fusion().expert_silu ? routed + 1
+                                                             : routed + 2;
+    TPV_TRY(steps_on(!shared_alt, routed, joined));  // experts gate_up, SiLU-and-mul, down
     // Join: the weighted sum adds the routed rows to the shared expert's output.
     TPV_CUDA(phase, cudaEventRecord(m_join, m_alt));
     if (moe_fault() != MoeFault::join) TPV_CUDA(phase, cudaStreamWaitEvent(m_stream, m_join, 0));
-    TPV_TRY(enqueue_step(plan, routed + 3, PassKind::full, phase));
+    if (sum_in_down) {
+        std::size_t fused = 0;
+        TPV_TRY(enqueue_expert_down(plan, joined, PassKind::full, phase, fused, true));
+        if (joined + fused != routed + 4)
+            return Status::fail(phase, "experts",
+                                "the routed down launch did not take the layer's expert sum");
+    } else {
+        TPV_TRY(enqueue_step(plan, routed + 3, PassKind::full, phase));
+    }
     used = steps;
     return {};
 }
@@ -532,7 +560,8 @@ Status RankEngine::enqueue_silu_down(const PassPlan& plan, std::size_t index, Pa
                                      const char* phase, std::size_t& used) {
     // The shared expert's (or a dense MLP's) SiLU-and-mul in its down GEMM's input load: the
     // down GEMM reads gate_up's output (the last GEMM's) and applies SiLU(gate) * up itself.
-    used = 0;
+    TPV_TRY(enqueue_expert_down(plan, index, kind, phase, used, true));
+    if (used > 0) return {};
     const std::vector<Step>& st = plan.steps;
     if (!kernel_fusion().silu || index == 0 || index + 1 >= st.size()) return {};
     const Step &silu = st[index], &prev = st[index - 1], &down = st[index + 1];
@@ -549,6 +578,44 @@ Status RankEngine::enqueue_silu_down(const PassPlan& plan, std::size_t index, Pa
         m_send_written = true;
     }
     used = 2;
+    return {};
+}
+
+Status RankEngine::enqueue_expert_down(const PassPlan& plan, std::size_t index, PassKind kind,
+                                       const char* phase, std::size_t& used, bool with_sum) {
+    used = 0;
+    const KernelFusion& fusion = kernel_fusion();
+    const std::vector<Step>& st = plan.steps;
+    std::size_t down = index;
+    bool silu = false;
+    if (st[index].kind == Step::Kind::op && st[index].op == Op::silu_mul) {
+        // The routed experts' SiLU-and-mul (the down after it reads its rows): in down's staging.
+        if (!fusion.expert_silu || index + 1 >= st.size()) return {};
+        const Step &op = st[index], &next = st[index + 1];
+        if (next.kind != Step::Kind::experts || next.experts.gate_up || op.op_width != next.experts.k ||
+            op.op_rows != next.experts.total_rows())
+            return {};
+        down = index + 1;
+        silu = true;
+    } else if (st[index].kind != Step::Kind::experts || st[index].experts.gate_up) {
+        return {};
+    }
+    // The weighted sum after it, in the same launch.
+    const bool sum = with_sum && fusion.expert_sum && down + 1 < st.size() &&
+                     st[down + 1].kind == Step::Kind::op && st[down + 1].op == Op::expert_sum &&
+                     st[down + 1].op_width == st[down].experts.n && m_experts.sum_fusable(m_gemm, plan, down);
+    if (!silu && !sum) return {};
+    if (kind == PassKind::full || kind == PassKind::gemm_only) {
+        sg::ExpertSum args;
+        if (sum)
+            TPV_TRY(
+                m_experts.sum_args(plan, down + 1, m_topk_weights, m_buf.send, m_send_written, phase, args));
+        TPV_TRY(m_experts.run(m_cublas, m_gemm, m_ws, m_weights, plan, down, m_buf.normed, m_stream, phase,
+                              silu, args));
+    }
+    if (sum && (kind == PassKind::full || kind == PassKind::gemm_only || kind == PassKind::ops_only))
+        m_send_written = true;  // as the expert_sum step leaves it
+    used = down - index + (sum ? 2 : 1);
     return {};
 }
 

@@ -20,13 +20,17 @@ namespace tpverify::cuda {
 enum class PassKind { full, comm_only, norm_only, gemm_only, attention_only, norm_kernels, ops_only };
 
 /// Which groups of steps enqueue() runs as fewer kernels (TPVERIFY_FUSE: a comma list of mla,
-/// moe, silu; all; none; unset: mla,moe, the fastest measured on the H200): mla = q_a+kv_a as one
-/// launch, their two norms as one, q_b+kv_b as one, RoPE+KV write as one; moe = a MoE layer's
-/// router + shared gate_up as one launch; silu = the shared expert's down with SiLU-and-mul in
-/// its input load (measured slower, docs/benchmarks-gpu.md). --measure-kernels times steps one
-/// by one.
+/// moe, silu, expert_silu, expert_sum; all; none; unset: mla,moe, the fastest measured on the
+/// H200): mla =
+/// q_a+kv_a as one launch, their two norms as one, q_b+kv_b as one, RoPE+KV write as one; moe = a
+/// MoE layer's router + shared gate_up as one launch; silu = the shared expert's down with
+/// SiLU-and-mul in its input load (measured slower, docs/benchmarks-gpu.md); expert_silu = the
+/// routed experts' down launch with the SiLU-and-mul in its staging of x (ExpertSet::run);
+/// expert_sum = that launch also does the layer's weighted sum of the experts' rows (its last
+/// block of a column group; sg::ExpertSum), where the down is one streaming launch.
+/// --measure-kernels times steps one by one.
 struct KernelFusion {
-    bool mla = true, moe = true, silu = false;
+    bool mla = true, moe = true, silu = false, expert_silu = false, expert_sum = false;
 };
 const KernelFusion& kernel_fusion();
 /// "mla,moe,silu" (those on), or "none".
@@ -162,6 +166,12 @@ private:
                                std::size_t& used);
     Status enqueue_silu_down(const PassPlan& plan, std::size_t index, PassKind kind, const char* phase,
                              std::size_t& used);
+    /// The routed experts' down launch with what it can fuse: from op step `index` (their
+    /// silu_mul, fusion group expert_silu) or from the experts down step itself, and with
+    /// `with_sum` the layer's expert_sum after it (fusion group expert_sum, one streaming launch).
+    /// Sets `used` to the steps it enqueued (0: none; enqueue them one by one).
+    Status enqueue_expert_down(const PassPlan& plan, std::size_t index, PassKind kind, const char* phase,
+                               std::size_t& used, bool with_sum);
     static std::size_t index_of(const PassPlan& plan, const Step& step);
     /// Joins any earlier prefetch, then forks m_prefetch from the pass's stream and asks the L2
     /// for prefetch_regions(plan, from, budget) there (nothing when budget is 0 or none).

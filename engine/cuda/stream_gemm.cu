@@ -65,7 +65,7 @@ namespace {
 int g_sms = 132;
 int g_max_dynamic_smem = 48 << 10;
 
-using Kernel = void (*)(Batch, int, int, int, int, int, int, Workspace, int, int);
+using Kernel = void (*)(Batch, int, int, int, int, int, int, Workspace, int, int, ExpertSum);
 
 /// The INT4 kernels: chunks in flight per warp (the slice rule's unit), the folded
 /// dequantisation (chunk_mma_folded), the shared-memory stages of the bulk-copy kernels (0: the
@@ -177,11 +177,17 @@ LaunchShape plan_launch(Format format, int n, int k, int count, int max_rows, co
 }
 
 cudaError_t run(Format format, const Batch& batch, int n, int k, int ldx, bool accumulate,
-                const Workspace& ws, cudaStream_t stream, bool silu) {
+                const Workspace& ws, cudaStream_t stream, bool silu, const ExpertSum& sum) {
     if (!fits(n, k) || batch.count < 1 || batch.count > k_max_batch || ldx % 8 != 0 || (silu && ldx < 2 * k))
         return cudaErrorInvalidValue;
     int most = 0;
     for (int e = 0; e < batch.count; ++e) most = std::max(most, batch.rows[e]);
+    // The fused sum needs every expert's rows from this one launch, and its counters (the
+    // workspace's last column groups) apart from the split-k ones.
+    const unsigned groups = unsigned((n + k_group_cols - 1) / k_group_cols);
+    if (sum.y != nullptr && (most > k_rows || n % 2 != 0 || sum.tokens < 1 || sum.k < 1 ||
+                             std::uint64_t(batch.count + 1) * groups > ws.counter_count))
+        return cudaErrorInvalidValue;
     // At most k_rows rows of x per launch: more rows are more launches over the same weights.
     for (int r0 = 0; r0 < most; r0 += k_rows) {
         Batch part;
@@ -215,9 +221,10 @@ cudaError_t run(Format format, const Batch& batch, int n, int k, int ldx, bool a
         cudaError_t launched =
             format == Format::int4
                 ? cudaLaunchKernelEx(&config, int4_kernel(part.count, max_rows).kernel, part, n, k, ldx,
-                                     shape.slice_chunks, shape.slices, acc, ws, prefetch, silu ? 1 : 0)
+                                     shape.slice_chunks, shape.slices, acc, ws, prefetch, silu ? 1 : 0, sum)
                 : cudaLaunchKernelEx(&config, stream_gemm_kernel<Format::bf16, k_bf16_unroll>, part, n, k,
-                                     ldx, shape.slice_chunks, shape.slices, acc, ws, prefetch, silu ? 1 : 0);
+                                     ldx, shape.slice_chunks, shape.slices, acc, ws, prefetch, silu ? 1 : 0,
+                                     sum);
         if (launched != cudaSuccess) return launched;
         if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
     }

@@ -64,6 +64,19 @@ struct Batch {
     int count = 0;
 };
 
+/// A MoE layer's weighted sum of its routed experts' rows, done by the down launch that writes
+/// those rows (the expert_sum kernel's work, engine/cuda/ops.cu, in the same order and
+/// arithmetic): y[t] (+)= sum over j < k of weights[t k + j] x outs[slots[t k + j]], outs the
+/// launch's output rows stacked (n wide). The last block of a column group to finish (a counter
+/// at the end of the workspace's) sums the group's columns for every token. y null: no sum.
+struct ExpertSum {
+    const bf16* outs = nullptr;
+    const int* slots = nullptr;
+    const float* weights = nullptr;
+    bf16* y = nullptr;
+    int tokens = 0, k = 0, accumulate = 0;
+};
+
 /// Split-k scratch: fp32 partial sums and per-(expert, column group) arrival counters, which
 /// must be zero before the first launch (each launch leaves them zero).
 struct Workspace {
@@ -314,6 +327,40 @@ __device__ __forceinline__ void chunk_mma(const Fragments<Format::bf16>& f, unsi
     }
 }
 
+/// The fused expert sum (ExpertSum) at the end of a block that has written its expert's rows of
+/// column group `group`: the last of the launch's experts to get there sums the group's columns.
+/// Every thread of the block calls it; `flag` is the block's shared int.
+__device__ __forceinline__ void expert_sum_last(const Batch& batch, int n, const Workspace& ws,
+                                                const ExpertSum& sum, int group, int& flag) {
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned* counter = ws.counters + (ws.counter_count - gridDim.x) + group;
+        const unsigned arrived = atomicAdd(counter, 1u);
+        flag = arrived == unsigned(batch.count - 1);
+        if (flag) *counter = 0;  // every expert's rows are there: ready for the next launch
+    }
+    __syncthreads();
+    if (!flag) return;
+    __threadfence();
+    constexpr int pairs = k_group_cols / 2;
+    for (int i = threadIdx.x; i < sum.tokens * pairs; i += k_threads) {
+        const int token = i / pairs, c = group * k_group_cols + 2 * (i % pairs);
+        if (c >= n) continue;
+        __nv_bfloat162* out = reinterpret_cast<__nv_bfloat162*>(sum.y + std::uint64_t(token) * n + c);
+        float2 acc = sum.accumulate ? __bfloat1622float2(*out) : make_float2(0.0f, 0.0f);
+        for (int j = 0; j < sum.k; ++j) {
+            const float w = sum.weights[token * sum.k + j];
+            const unsigned bits = __ldcg(reinterpret_cast<const unsigned*>(
+                sum.outs + std::uint64_t(sum.slots[token * sum.k + j]) * n + c));
+            const float2 v = bf16x2_to_float2(bits);
+            acc.x += w * v.x;
+            acc.y += w * v.y;
+        }
+        *out = __floats2bfloat162_rn(acc.x, acc.y);
+    }
+}
+
 /// Bytes of shared memory the folded variant keeps before x: slice_chunks x 2 groups x k_rows
 /// floats (-136 x each group's sum of x, per token).
 __host__ __device__ constexpr std::size_t fold_bytes(int slice_chunks) {
@@ -333,7 +380,7 @@ __host__ __device__ constexpr std::size_t fold_bytes(int slice_chunks) {
 template <Format F, int U, bool Fold = false, bool Rotate = false, int Ring = 0>
 __global__ void __launch_bounds__(k_threads)
     stream_gemm_kernel(Batch batch, int n, int k, int ldx, int slice_chunks, int slices, int accumulate,
-                       Workspace ws, int prefetch, int silu) {
+                       Workspace ws, int prefetch, int silu, ExpertSum sum) {
     static_assert(!Fold || F == Format::int4, "only INT4 has a bias to fold");
     static_assert(Ring == 0 || F == Format::int4, "the stages hold INT4 chunks");
     extern __shared__ uint4 dynamic_smem[];
@@ -386,7 +433,7 @@ __global__ void __launch_bounds__(k_threads)
         // -136 x the sum of each 32 k of x, for every token slot (0 past m: those outputs are dropped).
         for (int i = threadIdx.x; i < 2 * len * k_rows; i += k_threads) {
             const int group = i / k_rows, r = i - group * k_rows;
-            float sum = 0.0f;
+            float x_sum = 0.0f;
             if (r < m) {
                 const uint4* p = reinterpret_cast<const uint4*>(xs + r * stride + group * 32);
 #pragma unroll
@@ -396,11 +443,11 @@ __global__ void __launch_bounds__(k_threads)
 #pragma unroll
                     for (int j = 0; j < 4; ++j) {
                         const float2 f = bf16x2_to_float2(words[j]);
-                        sum += f.x + f.y;
+                        x_sum += f.x + f.y;
                     }
                 }
             }
-            fold[i] = -136.0f * sum;
+            fold[i] = -136.0f * x_sum;
         }
         __syncthreads();
     }
@@ -474,15 +521,16 @@ __global__ void __launch_bounds__(k_threads)
     const int g = lane >> 2, t = lane & 3;
     const int col = tile * k_tile + g;
     if (slices == 1) {
-        if (!active) return;
         bf16* y = batch.y[e];
+        if (active)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const int token = 2 * t + (i & 1);
-            if (token >= m) continue;
-            bf16* out = y + std::uint64_t(token) * n + col + (i >> 1) * 8;
-            *out = __float2bfloat16(acc[i] + (accumulate ? __bfloat162float(*out) : 0.0f));
-        }
+            for (int i = 0; i < 4; ++i) {
+                const int token = 2 * t + (i & 1);
+                if (token >= m) continue;
+                bf16* out = y + std::uint64_t(token) * n + col + (i >> 1) * 8;
+                *out = __float2bfloat16(acc[i] + (accumulate ? __bfloat162float(*out) : 0.0f));
+            }
+        if (sum.y != nullptr) expert_sum_last(batch, n, ws, sum, group, last_block);
         return;
     }
     float* partial = ws.partial + (std::uint64_t(e) * slices + slice) * k_rows * std::uint64_t(n);
@@ -508,11 +556,12 @@ __global__ void __launch_bounds__(k_threads)
     for (int i = threadIdx.x; i < k_group_cols * m; i += k_threads) {
         const int token = i / k_group_cols, c = group * k_group_cols + i % k_group_cols;
         if (c >= n) continue;
-        float sum = 0.0f;
-        for (int s = 0; s < slices; ++s) sum += __ldcg(all + (std::uint64_t(s) * k_rows + token) * n + c);
+        float total = 0.0f;
+        for (int s = 0; s < slices; ++s) total += __ldcg(all + (std::uint64_t(s) * k_rows + token) * n + c);
         bf16* out = y + std::uint64_t(token) * n + c;
-        *out = __float2bfloat16(sum + (accumulate ? __bfloat162float(*out) : 0.0f));
+        *out = __float2bfloat16(total + (accumulate ? __bfloat162float(*out) : 0.0f));
     }
+    if (sum.y != nullptr) expert_sum_last(batch, n, ws, sum, group, last_block);
 }
 
 /// How run() cuts one launch: k slices of slice_chunks chunks, and the dynamic shared memory.
@@ -534,8 +583,10 @@ LaunchShape plan_launch(Format format, int n, int k, int count, int max_rows, co
 /// Enqueues the batch (rows above k_rows run as more launches of up to k_rows rows each). With
 /// `silu`, x' = SiLU(gate) * up of x's rows (gate at [0, k), up at [k, 2k); ldx >= 2k), rounded as
 /// the silu_mul kernel rounds it: the SiLU-and-mul in the staging of x.
+/// With `sum` (its y set), the launch also does the layer's expert sum (ExpertSum): the batch must
+/// be one launch (at most k_rows rows an expert) and its y the rows `sum.outs` stacks.
 cudaError_t run(Format format, const Batch& batch, int n, int k, int ldx, bool accumulate,
-                const Workspace& ws, cudaStream_t stream, bool silu = false);
+                const Workspace& ws, cudaStream_t stream, bool silu = false, const ExpertSum& sum = {});
 /// Repacks one INT4 matrix from the checkpoint's layout into `out` (matrix_bytes(int4, n, k)).
 cudaError_t repack_int4(const unsigned* ct_words, const bf16* ct_scales, void* out, int n, int k,
                         cudaStream_t s);

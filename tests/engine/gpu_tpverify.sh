@@ -65,6 +65,26 @@ for form in TPVERIFY_INT4=bulk8 TPVERIFY_INT4=bulk8f "TPVERIFY_INT4=bulk4 TPVERI
     grep -q '"check_gemm_outputs":[1-9]' <<<"$out" || fail "$form --tokens $tokens: no GEMM output was checked"
   done
 done
+# The routed experts' down launch with the SiLU-and-mul in its staging (fusion group expert_silu)
+# and the layer's weighted sum in its last blocks (expert_sum): --check runs the down GEMM with
+# the SiLU against the host reference, and the MoE block (fused, two streams) against one stream
+# (unfused) bit for bit; on cuBLAS (bf16 experts) the silu_mul kernel runs first instead and the
+# sum stays its own kernel. Without the join the fused sum must be caught.
+for case in streaming:mla,moe,expert_silu,expert_sum streaming:mla,moe,expert_sum cublas:all; do
+  path=${case%%:*} fuse=${case#*:}
+  settings=(TPVERIFY_FUSE=$fuse) flags=()
+  [ $path = cublas ] && settings+=(TPVERIFY_GEMM=cublas) && flags=(--expert-format bf16)
+  for tokens in 4 1; do
+    out=$(env "${settings[@]}" "$tpv" "${small[@]}" --tokens $tokens --check "${flags[@]}" 2>&1); rc=$?
+    [ $rc -eq 0 ] || fail "${settings[*]} ${flags[*]} --tokens $tokens --check exited $rc"
+    grep -q "\"kernel_fusion\":\"${fuse/all/mla,moe,silu,expert_silu,expert_sum}\"" <<<"$out" ||
+      fail "$fuse: the start event does not name the fusion groups"
+    grep -q '"check_moe_stream_outputs":[1-9]' <<<"$out" || fail "$fuse: the MoE block was not checked"
+  done
+done
+out=$(TPVERIFY_FUSE=all TPVERIFY_MOE_FAULT=join "$tpv" "${small[@]}" --tokens 1 --check --graph off 2>&1); rc=$?
+[ $rc -eq 1 ] || fail "TPVERIFY_FUSE=all TPVERIFY_MOE_FAULT=join --check exited $rc, not 1"
+grep -q "on two streams: [1-9]" <<<"$out" || fail "TPVERIFY_FUSE=all without the join: the check did not report the MoE block"
 # A collective that hands back the previous call's data: --check must catch it (exit 1).
 out=$("$tpv" "${small[@]}" --check --inject stale 2>&1); rc=$?
 [ $rc -eq 1 ] || fail "--check --inject stale exited $rc, not 1"
