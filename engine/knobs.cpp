@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace tpverify {
 
@@ -26,6 +27,24 @@ std::string env_or(const char* name, const std::string& fallback) {
 int env_int(const char* name, int fallback, int min) {
     const char* v = value_of(name);
     return v == nullptr ? fallback : std::max(min, std::atoi(v));
+}
+
+int shape_int(const std::string& text, int n, int k, int fallback, int min) {
+    if (text.empty()) return fallback;
+    if (text.find('=') == std::string::npos) return std::max(min, std::atoi(text.c_str()));
+    const std::string shape = std::to_string(n) + "x" + std::to_string(k) + "=";
+    for (std::size_t at = 0; at <= text.size();) {
+        const std::size_t end = std::min(text.find(',', at), text.size());
+        const std::string item = text.substr(at, end - at);
+        if (item.size() > shape.size() && item.compare(0, shape.size(), shape) == 0)
+            return std::max(min, std::atoi(item.c_str() + shape.size()));
+        at = end + 1;
+    }
+    return fallback;
+}
+
+int env_shape_int(const char* name, int n, int k, int fallback, int min) {
+    return shape_int(env_or(name), n, k, fallback, min);
 }
 
 }  // namespace tpverify

@@ -25,7 +25,8 @@ fi
 # bulk16 stages a warp, bulk8f folded; engine-cuda.md) against the default (u4 plain at one row
 # of 8 experts, u4f folded elsewhere), with the slice rule's k slices or TPVERIFY_INT4_SLICES's;
 # the routed experts' SiLU-and-mul in their down launch's staging of x (fusion group expert_silu)
-# and the layer's expert sum in that launch (expert_sum).
+# and the layer's expert sum in that launch (expert_sum); k slices per shape for the 1-token
+# launches (down 7168x2048: 2 by the rule; gate_up 4096x7168: 3).
 # The L2 prefetch comparison: run17-h100-prefetch.log and run18-h100-prefetch-modes.log.
 configs=(
   "default"
@@ -40,8 +41,12 @@ configs=(
   "esilu TPVERIFY_FUSE=mla,moe,expert_silu"
   "esum TPVERIFY_FUSE=mla,moe,expert_sum"
   "esilu_sum TPVERIFY_FUSE=mla,moe,expert_silu,expert_sum"
+  "down1 TPVERIFY_INT4_SLICES=7168x2048=1"
+  "down4 TPVERIFY_INT4_SLICES=7168x2048=4"
+  "gu2 TPVERIFY_INT4_SLICES=4096x7168=2"
+  "gu4 TPVERIFY_INT4_SLICES=4096x7168=4"
 )
-all_configs="default bulk4 bulk8 bulk16 bulk8f bulk8_s1 bulk8_s2 bulk16_s1 u4_s1 esilu esum esilu_sum"
+all_configs="default bulk4 bulk8 bulk16 bulk8f bulk8_s1 bulk8_s2 bulk16_s1 u4_s1 esilu esum esilu_sum down1 down4 gu2 gu4"
 for c in "${configs[@]}"; do
   read -r name settings <<<"$c"
   case " ${T4:-$all_configs} " in *" $name "*) ;; *) continue ;; esac

@@ -2,6 +2,7 @@
 // which picks how many k slices a launch splits into.
 #include <algorithm>
 #include <cstdlib>
+#include <string>
 
 #include "engine/cuda/stream_gemm.cuh"
 #include "engine/knobs.hpp"
@@ -136,10 +137,11 @@ bool fits(int n, int k) {
 namespace {
 
 /// TPVERIFY_INT4_SLICES (to compare on the GPU): unset, the 4-blocks-per-SM rule of plan_launch; a
-/// number, that many k slices (within the limits).
-int int4_slices_choice() {
-    static const int choice = env_int("TPVERIFY_INT4_SLICES", 0);
-    return choice;
+/// number, that many k slices for every INT4 launch; `NxK=S,...`, S slices for the launches of
+/// those shapes and the rule for the others (within the limits; 0 = the rule).
+int int4_slices_choice(int n, int k) {
+    static const std::string text = env_or("TPVERIFY_INT4_SLICES");
+    return shape_int(text, n, k, 0);
 }
 
 }  // namespace
@@ -154,7 +156,7 @@ LaunchShape plan_launch(Format format, int n, int k, int count, int max_rows, co
     // or 4 chunks (bf16); for INT4, TPVERIFY_INT4_SLICES's number instead where set.
     const long long target = 4ll * g_sms;
     const int min_len = int4 ? 2 * int4_kernel(count, max_rows).unroll : 4 * k_bf16_unroll;
-    const int choice = int4 ? int4_slices_choice() : 0;
+    const int choice = int4 ? int4_slices_choice(n, k) : 0;
     int slices = choice > 0 ? choice : blocks >= target ? 1 : int((target + blocks - 1) / blocks);
     slices = std::min(slices, std::max(1, chunks / min_len));
     auto needs = [&](int s) { return std::uint64_t(count) * s * k_rows * std::uint64_t(n); };
