@@ -54,33 +54,30 @@ for form in "" TPVERIFY_MLA_ROWS=64 TPVERIFY_MLA_ROWS=16 TPVERIFY_MLA_COMBINE=se
   grep -q '"check_attention_outputs":[1-9]' <<<"$out" || fail "the fused MLA attention ($form) was not checked"
 done
 # The INT4 kernels whose warps keep their chunks in shared-memory stages filled by bulk copies
-# (TPVERIFY_INT4=bulk*), folded and not, at 4 tokens and 1, with the slice rule's k slices and
-# with set ones: the W4A16 GEMMs at the pass's shapes against the host reference.
-for form in TPVERIFY_INT4=bulk8 TPVERIFY_INT4=bulk8f "TPVERIFY_INT4=bulk4 TPVERIFY_INT4_SLICES=1" \
-  "TPVERIFY_INT4=bulk16 TPVERIFY_INT4_SLICES=3"; do
-  for tokens in 4 1; do
-    # shellcheck disable=SC2086
-    out=$(env $form "$tpv" "${small[@]}" --tokens $tokens --check 2>&1); rc=$?
-    [ $rc -eq 0 ] || fail "$form --tokens $tokens --check exited $rc"
-    grep -q '"check_gemm_outputs":[1-9]' <<<"$out" || fail "$form --tokens $tokens: no GEMM output was checked"
-  done
+# (TPVERIFY_INT4=bulk*): plain at 4 tokens with the slice rule's k slices, folded at 1 token, 16
+# stages unsplit: the W4A16 GEMMs at the pass's shapes against the host reference.
+for form in "4 TPVERIFY_INT4=bulk8" "1 TPVERIFY_INT4=bulk8f" "4 TPVERIFY_INT4=bulk16 TPVERIFY_INT4_SLICES=1"; do
+  read -r tokens settings <<<"$form"
+  # shellcheck disable=SC2086
+  out=$(env $settings "$tpv" "${small[@]}" --tokens $tokens --check 2>&1); rc=$?
+  [ $rc -eq 0 ] || fail "$settings --tokens $tokens --check exited $rc"
+  grep -q '"check_gemm_outputs":[1-9]' <<<"$out" || fail "$settings --tokens $tokens: no GEMM output was checked"
 done
 # The routed experts' down launch with the SiLU-and-mul in its staging (fusion group expert_silu)
 # and the layer's weighted sum in its last blocks (expert_sum): --check runs the down GEMM with
 # the SiLU against the host reference, and the MoE block (fused, two streams) against one stream
 # (unfused) bit for bit; on cuBLAS (bf16 experts) the silu_mul kernel runs first instead and the
 # sum stays its own kernel. Without the join the fused sum must be caught.
-for case in streaming:mla,moe,expert_silu,expert_sum streaming:mla,moe,expert_sum cublas:all; do
-  path=${case%%:*} fuse=${case#*:}
-  settings=(TPVERIFY_FUSE=$fuse) flags=()
-  [ $path = cublas ] && settings+=(TPVERIFY_GEMM=cublas) && flags=(--expert-format bf16)
-  for tokens in 4 1; do
-    out=$(env "${settings[@]}" "$tpv" "${small[@]}" --tokens $tokens --check "${flags[@]}" 2>&1); rc=$?
-    [ $rc -eq 0 ] || fail "${settings[*]} ${flags[*]} --tokens $tokens --check exited $rc"
-    grep -q "\"kernel_fusion\":\"${fuse/all/mla,moe,silu,expert_silu,expert_sum}\"" <<<"$out" ||
-      fail "$fuse: the start event does not name the fusion groups"
-    grep -q '"check_moe_stream_outputs":[1-9]' <<<"$out" || fail "$fuse: the MoE block was not checked"
-  done
+for case in 4:streaming:mla,moe,expert_silu,expert_sum 1:streaming:mla,moe,expert_silu,expert_sum \
+  1:streaming:mla,moe,expert_sum 1:cublas:all; do
+  IFS=: read -r tokens path fuse <<<"$case"
+  settings=("TPVERIFY_FUSE=$fuse") flags=()
+  [ "$path" = cublas ] && settings+=(TPVERIFY_GEMM=cublas) && flags=(--expert-format bf16)
+  out=$(env "${settings[@]}" "$tpv" "${small[@]}" --tokens "$tokens" --check "${flags[@]}" 2>&1); rc=$?
+  [ $rc -eq 0 ] || fail "${settings[*]} ${flags[*]} --tokens $tokens --check exited $rc"
+  grep -q "\"kernel_fusion\":\"${fuse/all/mla,moe,silu,expert_silu,expert_sum}\"" <<<"$out" ||
+    fail "$fuse: the start event does not name the fusion groups"
+  grep -q '"check_moe_stream_outputs":[1-9]' <<<"$out" || fail "$fuse: the MoE block was not checked"
 done
 out=$(TPVERIFY_FUSE=all TPVERIFY_MOE_FAULT=join "$tpv" "${small[@]}" --tokens 1 --check --graph off 2>&1); rc=$?
 [ $rc -eq 1 ] || fail "TPVERIFY_FUSE=all TPVERIFY_MOE_FAULT=join --check exited $rc, not 1"
