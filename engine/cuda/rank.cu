@@ -613,6 +613,9 @@ Status RankEngine::enqueue_expert_down(const PassPlan& plan, std::size_t index, 
         TPV_TRY(m_experts.run(m_cublas, m_gemm, m_ws, m_weights, plan, down, m_buf.normed, m_stream, phase,
                               silu, args));
     }
+    // The layer-end L2 prefetch that the expert_sum step would have forked (enqueue_step).
+    if (sum && kind == PassKind::full)
+        TPV_TRY(fork_prefetch(plan, down + 2, l2_prefetch_budget().layer_end, phase));
     if (sum && (kind == PassKind::full || kind == PassKind::gemm_only || kind == PassKind::ops_only))
         m_send_written = true;  // as the expert_sum step leaves it
     used = down - index + (sum ? 2 : 1);
