@@ -523,11 +523,10 @@ Status RankEngine::enqueue_moe_streams(const PassPlan& plan, std::size_t index, 
     TPV_TRY(steps_on(shared_alt, index + 2, routed));  // shared gate_up, SiLU-and-mul, down
     // With fusion group expert_sum (the routed path on this stream, one down launch) the down
     // launch does the weighted sum: the join comes before it, not before the expert_sum step.
-    const bool sum_in_down =
-        shared_alt && kernel_fusion().expert_sum && m_experts.sum_fusable(m_gemm, plan, routed + 2);
-    const std::size_t joined = !sum_in_down                  ? routed + 3
-                               : kernel_fusion().expert_silu ? routed + 1
-                                                             : routed + 2;
+    const bool sum_in_down = shared_alt && expert_sum_fusable(plan, routed + 2);
+    const std::size_t joined = !sum_in_down                            ? routed + 3
+                               : expert_silu_fusable(plan, routed + 1) ? routed + 1
+                                                                       : routed + 2;
     TPV_TRY(steps_on(!shared_alt, routed, joined));  // experts gate_up, SiLU-and-mul, down
     // Join: the weighted sum adds the routed rows to the shared expert's output.
     TPV_CUDA(phase, cudaEventRecord(m_join, m_alt));
@@ -581,29 +580,37 @@ Status RankEngine::enqueue_silu_down(const PassPlan& plan, std::size_t index, Pa
     return {};
 }
 
+bool RankEngine::expert_silu_fusable(const PassPlan& plan, std::size_t index) {
+    const std::vector<Step>& st = plan.steps;
+    if (!kernel_fusion().expert_silu || index + 1 >= st.size()) return false;
+    const Step &op = st[index], &next = st[index + 1];
+    return op.kind == Step::Kind::op && op.op == Op::silu_mul && next.kind == Step::Kind::experts &&
+           !next.experts.gate_up && op.op_width == next.experts.k && op.op_rows == next.experts.total_rows();
+}
+
+bool RankEngine::expert_sum_fusable(const PassPlan& plan, std::size_t down) const {
+    const std::vector<Step>& st = plan.steps;
+    return kernel_fusion().expert_sum && down + 1 < st.size() && st[down].kind == Step::Kind::experts &&
+           st[down + 1].kind == Step::Kind::op && st[down + 1].op == Op::expert_sum &&
+           st[down + 1].op_width == st[down].experts.n && m_experts.sum_fusable(m_gemm, plan, down);
+}
+
 Status RankEngine::enqueue_expert_down(const PassPlan& plan, std::size_t index, PassKind kind,
                                        const char* phase, std::size_t& used, bool with_sum) {
     used = 0;
-    const KernelFusion& fusion = kernel_fusion();
     const std::vector<Step>& st = plan.steps;
     std::size_t down = index;
     bool silu = false;
     if (st[index].kind == Step::Kind::op && st[index].op == Op::silu_mul) {
         // The routed experts' SiLU-and-mul (the down after it reads its rows): in down's staging.
-        if (!fusion.expert_silu || index + 1 >= st.size()) return {};
-        const Step &op = st[index], &next = st[index + 1];
-        if (next.kind != Step::Kind::experts || next.experts.gate_up || op.op_width != next.experts.k ||
-            op.op_rows != next.experts.total_rows())
-            return {};
+        if (!expert_silu_fusable(plan, index)) return {};
         down = index + 1;
         silu = true;
     } else if (st[index].kind != Step::Kind::experts || st[index].experts.gate_up) {
         return {};
     }
     // The weighted sum after it, in the same launch.
-    const bool sum = with_sum && fusion.expert_sum && down + 1 < st.size() &&
-                     st[down + 1].kind == Step::Kind::op && st[down + 1].op == Op::expert_sum &&
-                     st[down + 1].op_width == st[down].experts.n && m_experts.sum_fusable(m_gemm, plan, down);
+    const bool sum = with_sum && expert_sum_fusable(plan, down);
     if (!silu && !sum) return {};
     if (kind == PassKind::full || kind == PassKind::gemm_only) {
         sg::ExpertSum args;

@@ -172,6 +172,12 @@ private:
     /// Sets `used` to the steps it enqueued (0: none; enqueue them one by one).
     Status enqueue_expert_down(const PassPlan& plan, std::size_t index, PassKind kind, const char* phase,
                                std::size_t& used, bool with_sum);
+    /// Whether op step `index` is the routed experts' silu_mul, with the down it feeds after it,
+    /// and fusion group expert_silu is on.
+    static bool expert_silu_fusable(const PassPlan& plan, std::size_t index);
+    /// Whether experts step `down` can do the expert_sum step after it in its launch (fusion group
+    /// expert_sum on, one streaming launch).
+    [[nodiscard]] bool expert_sum_fusable(const PassPlan& plan, std::size_t down) const;
     static std::size_t index_of(const PassPlan& plan, const Step& step);
     /// Joins any earlier prefetch, then forks m_prefetch from the pass's stream and asks the L2
     /// for prefetch_regions(plan, from, budget) there (nothing when budget is 0 or none).
