@@ -120,11 +120,10 @@ Status ExpertSet::sum_args(const PassPlan& plan, std::size_t step, const float* 
 
 Status ExpertSet::sum(const PassPlan& plan, std::size_t step, const float* weights, bf16* y, bool accumulate,
                       cudaStream_t stream, const char* phase) const {
-    const Step& s = plan.steps[step];
-    auto it = m_slots.find({&plan, step});
-    if (it == m_slots.end()) return Status::fail(phase, "expert_sum", "no routing table for " + s.label);
-    const int k = s.op_rows > 0 ? int(s.experts.slots.size()) / s.op_rows : 0;
-    TPV_CUDA(phase, expert_sum(m_outs, it->second, weights, s.op_rows, k, s.op_width, y, accumulate, stream));
+    sg::ExpertSum a;
+    TPV_TRY(sum_args(plan, step, weights, y, accumulate, phase, a));
+    TPV_CUDA(phase, expert_sum(a.outs, a.slots, a.weights, a.tokens, a.k, plan.steps[step].op_width, a.y,
+                               a.accumulate != 0, stream));
     return {};
 }
 

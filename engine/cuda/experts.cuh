@@ -32,7 +32,8 @@ public:
     /// Whether experts step `step` (a down) runs as one streaming launch, which can then do the
     /// layer's weighted sum too (run()'s `sum`).
     [[nodiscard]] bool sum_fusable(GemmPath path, const PassPlan& plan, std::size_t step) const;
-    /// The weighted sum of op step `step` (Op::expert_sum) into `y`, as a down launch does it.
+    /// The arguments of op step `step`'s weighted sum (Op::expert_sum) into `y`: what sum() and a
+    /// down launch that does the sum itself (run()'s `sum`) use.
     Status sum_args(const PassPlan& plan, std::size_t step, const float* weights, bf16* y, bool accumulate,
                     const char* phase, sg::ExpertSum& out) const;
     /// Enqueues the weighted sum of op step `step` (Op::expert_sum) into `y`.

@@ -298,17 +298,7 @@ __global__ void expert_sum_kernel(const bf16* outs, const int* slots, const floa
     const std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x;
     const int pairs = hidden / 2;
     if (i >= std::uint64_t(tokens) * pairs) return;
-    const int t = int(i / pairs), p = int(i % pairs);
-    __nv_bfloat162* out = reinterpret_cast<__nv_bfloat162*>(y + std::uint64_t(t) * hidden) + p;
-    float2 acc = accumulate ? __bfloat1622float2(*out) : make_float2(0.0f, 0.0f);
-    for (int j = 0; j < k; ++j) {
-        const float w = weights[t * k + j];
-        const float2 v = __bfloat1622float2(
-            reinterpret_cast<const __nv_bfloat162*>(outs + std::uint64_t(slots[t * k + j]) * hidden)[p]);
-        acc.x += w * v.x;
-        acc.y += w * v.y;
-    }
-    *out = __floats2bfloat162_rn(acc.x, acc.y);
+    expert_sum_pair(outs, slots, weights, int(i / pairs), k, hidden, 2 * int(i % pairs), y, accumulate != 0);
 }
 
 }  // namespace

@@ -44,4 +44,24 @@ cudaError_t silu_mul(bf16* x, int rows, int inter, int ld, cudaStream_t s);
 cudaError_t expert_sum(const bf16* outs, const int* slots, const float* weights, int tokens, int k,
                        int hidden, bf16* y, bool accumulate, cudaStream_t s);
 
+/// Columns c and c + 1 (c even) of token `token`'s row of expert_sum(): y's pair (+)= the sum over
+/// j < k of weights[token k + j] x outs[slots[token k + j]], in j order, rounded once. The
+/// expert_sum kernel and the down launch that does the sum itself (stream_gemm.cuh, ExpertSum)
+/// both call it, so the two give the same bits; outs is read through the L2 (another block of
+/// the same launch may have written it).
+__device__ __forceinline__ void expert_sum_pair(const bf16* outs, const int* slots, const float* weights,
+                                                int token, int k, int hidden, int c, bf16* y,
+                                                bool accumulate) {
+    __nv_bfloat162* out = reinterpret_cast<__nv_bfloat162*>(y + std::uint64_t(token) * hidden + c);
+    float2 acc = accumulate ? __bfloat1622float2(*out) : make_float2(0.0f, 0.0f);
+    for (int j = 0; j < k; ++j) {
+        const float w = weights[token * k + j];
+        const unsigned bits = __ldcg(
+            reinterpret_cast<const unsigned*>(outs + std::uint64_t(slots[token * k + j]) * hidden + c));
+        const float2 v = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&bits));
+        acc.x += w * v.x;
+        acc.y += w * v.y;
+    }
+    *out = __floats2bfloat162_rn(acc.x, acc.y);
+}
 }  // namespace tpverify::cuda

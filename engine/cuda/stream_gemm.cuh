@@ -26,6 +26,7 @@
 // arrive (an atomic counter, reset by that block) sums the slices in order and writes y, so
 // results do not depend on arrival order.
 #include "engine/cuda/common.cuh"
+#include "engine/cuda/ops.cuh"
 #include "engine/cuda/skinny_gemm.cuh"
 
 namespace tpverify::cuda::sg {
@@ -65,10 +66,10 @@ struct Batch {
 };
 
 /// A MoE layer's weighted sum of its routed experts' rows, done by the down launch that writes
-/// those rows (the expert_sum kernel's work, engine/cuda/ops.cu, in the same order and
-/// arithmetic): y[t] (+)= sum over j < k of weights[t k + j] x outs[slots[t k + j]], outs the
-/// launch's output rows stacked (n wide). The last block of a column group to finish (a counter
-/// at the end of the workspace's) sums the group's columns for every token. y null: no sum.
+/// those rows (the expert_sum kernel's work, with its arithmetic: ops.cuh expert_sum_pair): y[t] (+)= sum
+/// over j < k of weights[t k + j] x outs[slots[t k + j]], outs the launch's output rows stacked (n wide). The
+/// last block of a column group to finish (a counter at the end of the workspace's) sums the group's columns
+/// for every token. y null: no sum.
 struct ExpertSum {
     const bf16* outs = nullptr;
     const int* slots = nullptr;
@@ -346,18 +347,8 @@ __device__ __forceinline__ void expert_sum_last(const Batch& batch, int n, const
     constexpr int pairs = k_group_cols / 2;
     for (int i = threadIdx.x; i < sum.tokens * pairs; i += k_threads) {
         const int token = i / pairs, c = group * k_group_cols + 2 * (i % pairs);
-        if (c >= n) continue;
-        __nv_bfloat162* out = reinterpret_cast<__nv_bfloat162*>(sum.y + std::uint64_t(token) * n + c);
-        float2 acc = sum.accumulate ? __bfloat1622float2(*out) : make_float2(0.0f, 0.0f);
-        for (int j = 0; j < sum.k; ++j) {
-            const float w = sum.weights[token * sum.k + j];
-            const unsigned bits = __ldcg(reinterpret_cast<const unsigned*>(
-                sum.outs + std::uint64_t(sum.slots[token * sum.k + j]) * n + c));
-            const float2 v = bf16x2_to_float2(bits);
-            acc.x += w * v.x;
-            acc.y += w * v.y;
-        }
-        *out = __floats2bfloat162_rn(acc.x, acc.y);
+        if (c < n)
+            expert_sum_pair(sum.outs, sum.slots, sum.weights, token, sum.k, n, c, sum.y, sum.accumulate != 0);
     }
 }
 
