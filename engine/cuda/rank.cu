@@ -38,11 +38,14 @@ const KernelFusion& kernel_fusion() {
         if (v.empty()) return k;
         const std::string s = "," + v + ",";
         const bool all = s == ",all,";
-        k.mla = all || s.find(",mla,") != std::string::npos;
-        k.moe = all || s.find(",moe,") != std::string::npos;
-        k.silu = all || s.find(",silu,") != std::string::npos;
-        k.expert_silu = all || s.find(",expert_silu,") != std::string::npos;
-        k.expert_sum = all || s.find(",expert_sum,") != std::string::npos;
+        auto on = [&](const char* group) {
+            return all || s.find("," + std::string(group) + ",") != std::string::npos;
+        };
+        k.mla = on("mla");
+        k.moe = on("moe");
+        k.silu = on("silu");
+        k.expert_silu = on("expert_silu");
+        k.expert_sum = on("expert_sum");
         return k;
     }();
     return f;

@@ -21,9 +21,8 @@ enum class PassKind { full, comm_only, norm_only, gemm_only, attention_only, nor
 
 /// Which groups of steps enqueue() runs as fewer kernels (TPVERIFY_FUSE: a comma list of mla,
 /// moe, silu, expert_silu, expert_sum; all; none; unset: mla,moe, the fastest measured on the
-/// H200): mla =
-/// q_a+kv_a as one launch, their two norms as one, q_b+kv_b as one, RoPE+KV write as one; moe = a
-/// MoE layer's router + shared gate_up as one launch; silu = the shared expert's down with
+/// H200): mla = q_a+kv_a as one launch, their two norms as one, q_b+kv_b as one, RoPE+KV write as
+/// one; moe = a MoE layer's router + shared gate_up as one launch; silu = the shared expert's down with
 /// SiLU-and-mul in its input load (measured slower, docs/benchmarks-gpu.md); expert_silu = the
 /// routed experts' down launch with the SiLU-and-mul in its staging of x (ExpertSet::run);
 /// expert_sum = that launch also does the layer's weighted sum of the experts' rows (its last
@@ -33,7 +32,7 @@ struct KernelFusion {
     bool mla = true, moe = true, silu = false, expert_silu = false, expert_sum = false;
 };
 const KernelFusion& kernel_fusion();
-/// "mla,moe,silu" (those on), or "none".
+/// The groups that are on, comma-separated in the order above ("mla,moe"), or "none".
 std::string kernel_fusion_name(const KernelFusion& f);
 
 /// How a MoE layer's shared expert and its routed path (router, top-k, experts) run in the full
