@@ -43,8 +43,4 @@ int shape_int(const std::string& text, int n, int k, int fallback, int min) {
     return fallback;
 }
 
-int env_shape_int(const char* name, int n, int k, int fallback, int min) {
-    return shape_int(env_or(name), n, k, fallback, min);
-}
-
 }  // namespace tpverify

@@ -16,12 +16,11 @@ namespace tpverify {
 /// `name` as a decimal integer (leading digits, as atoi), or `fallback` when unset or empty; never
 /// below `min`.
 [[nodiscard]] int env_int(const char* name, int fallback, int min = 0);
-/// A number per GEMM shape, read from `text`: one decimal integer applies to every shape; a comma
-/// list of `NxK=V` items gives V to the shape n x k (the first item naming it) and `fallback` to
-/// the others; empty, `fallback`. Items that do not read as NxK=V are skipped. Never below `min`.
+/// A number per GEMM shape, read from `text` (a switch's env_or(), kept once): one decimal integer applies to
+/// every shape; a comma list of `NxK=V` items gives V to the shape n x k (the first item naming it) and
+/// `fallback` to the others; empty, `fallback`. Items that do not read as NxK=V are skipped. Never below
+/// `min`.
 [[nodiscard]] int shape_int(const std::string& text, int n, int k, int fallback, int min = 0);
-/// shape_int() of `name`'s value (unset: empty). Callers that must read once keep env_or()'s text.
-[[nodiscard]] int env_shape_int(const char* name, int n, int k, int fallback, int min = 0);
 /// The value paired with `name`'s value among `choices`, or `fallback` when unset, empty or none.
 template <typename E>
 [[nodiscard]] E env_enum(const char* name, std::initializer_list<std::pair<const char*, E>> choices,

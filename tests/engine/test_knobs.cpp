@@ -42,7 +42,7 @@ TEST_CASE("knobs: unset and empty mean the default, for every reader") {
         CHECK(env_int(k_knob, 24) == 24);
         CHECK(env_int(k_knob, -3, -5) == -3);
         CHECK(env_enum(k_knob, {std::pair{"", 1}, std::pair{"a", 2}}, 7) == 7);
-        CHECK(env_shape_int(k_knob, 7168, 2048, 3) == 3);
+        CHECK(shape_int(env_or(k_knob), 7168, 2048, 3) == 3);
         CHECK_FALSE(env_is(k_knob, "0"));
     }
     KnobEnv e(k_knob, "");
@@ -78,21 +78,21 @@ TEST_CASE("knobs: values are read as written, numbers clamped at their minimum")
 TEST_CASE("knobs: a per-shape number names its shape as NxK=V, a bare number every shape") {
     {
         KnobEnv e(k_knob, "4");
-        CHECK(env_shape_int(k_knob, 7168, 2048, 2) == 4);
-        CHECK(env_shape_int(k_knob, 4096, 7168, 2) == 4);
+        CHECK(shape_int(env_or(k_knob), 7168, 2048, 2) == 4);
+        CHECK(shape_int(env_or(k_knob), 4096, 7168, 2) == 4);
     }
     {
         KnobEnv e(k_knob, "7168x2048=4,4096x7168=1");
-        CHECK(env_shape_int(k_knob, 7168, 2048, 2) == 4);
-        CHECK(env_shape_int(k_knob, 4096, 7168, 3) == 1);
-        CHECK(env_shape_int(k_knob, 2048, 7168, 3) == 3);  // not named: the fallback
-        CHECK(env_shape_int(k_knob, 716, 2048, 3) == 3);   // a prefix of a named n is another shape
-        CHECK(env_shape_int(k_knob, 7168, 204, 3) == 3);   // so is a prefix of a named k
+        CHECK(shape_int(env_or(k_knob), 7168, 2048, 2) == 4);
+        CHECK(shape_int(env_or(k_knob), 4096, 7168, 3) == 1);
+        CHECK(shape_int(env_or(k_knob), 2048, 7168, 3) == 3);  // not named: the fallback
+        CHECK(shape_int(env_or(k_knob), 716, 2048, 3) == 3);   // a prefix of a named n is another shape
+        CHECK(shape_int(env_or(k_knob), 7168, 204, 3) == 3);   // so is a prefix of a named k
     }
     {
         KnobEnv e(k_knob, "junk,7168x2048=,7168x2048=0,7168x2048=5");
-        CHECK(env_shape_int(k_knob, 7168, 2048, 2, 1) == 1);  // the first naming it wins, clamped
-        CHECK(env_shape_int(k_knob, 7168, 2048, 2) == 0);
+        CHECK(shape_int(env_or(k_knob), 7168, 2048, 2, 1) == 1);  // the first naming it wins, clamped
+        CHECK(shape_int(env_or(k_knob), 7168, 2048, 2) == 0);
     }
     CHECK(shape_int("", 7168, 2048, 6) == 6);
     CHECK(shape_int("7168x2048=4", 7168, 2048, 6) == 4);
