@@ -46,7 +46,7 @@ configs=(
   "gu2 TPVERIFY_INT4_SLICES=4096x7168=2"
   "gu4 TPVERIFY_INT4_SLICES=4096x7168=4"
 )
-all_configs="default bulk4 bulk8 bulk16 bulk8f bulk8_s1 bulk8_s2 bulk16_s1 u4_s1 esilu esum esilu_sum down1 down4 gu2 gu4"
+all_configs=$(for c in "${configs[@]}"; do printf '%s ' "${c%% *}"; done)
 for c in "${configs[@]}"; do
   read -r name settings <<<"$c"
   case " ${T4:-$all_configs} " in *" $name "*) ;; *) continue ;; esac
