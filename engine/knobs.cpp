@@ -43,4 +43,23 @@ int shape_int(const std::string& text, int n, int k, int fallback, int min) {
     return fallback;
 }
 
+unsigned name_set(const std::string& text, std::initializer_list<const char*> names, std::string& unknown) {
+    unsigned set = 0;
+    unknown.clear();
+    for (std::size_t at = 0; at <= text.size();) {
+        const std::size_t end = std::min(text.find(',', at), text.size());
+        const std::string item = text.substr(at, end - at);
+        at = end + 1;
+        if (item.empty()) continue;
+        unsigned bit = 1;
+        bool known = false;
+        for (const char* n : names) {
+            if (item == n) set |= bit, known = true;
+            bit <<= 1;
+        }
+        if (!known && unknown.empty()) unknown = item;
+    }
+    return set;
+}
+
 }  // namespace tpverify

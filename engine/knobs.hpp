@@ -21,6 +21,11 @@ namespace tpverify {
 /// `fallback` to the others; empty, `fallback`. Items that do not read as NxK=V are skipped. Never below
 /// `min`.
 [[nodiscard]] int shape_int(const std::string& text, int n, int k, int fallback, int min = 0);
+/// Reads a comma list of names (`text`, a switch's env_or(), kept once) against `names`: bit i of
+/// the result is set when names[i] is in the list. The first item that is none of them, if any,
+/// goes to `unknown` (empty items are skipped).
+[[nodiscard]] unsigned name_set(const std::string& text, std::initializer_list<const char*> names,
+                                std::string& unknown);
 /// The value paired with `name`'s value among `choices`, or `fallback` when unset, empty or none.
 template <typename E>
 [[nodiscard]] E env_enum(const char* name, std::initializer_list<std::pair<const char*, E>> choices,

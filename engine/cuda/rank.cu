@@ -59,6 +59,41 @@ std::string kernel_fusion_name(const KernelFusion& f) {
     return s.empty() ? "none" : s;
 }
 
+const Omit& omitted_steps() {
+    static const Omit o = [] {
+        Omit r;
+        const unsigned set =
+            name_set(env_or("TPVERIFY_OMIT"), {"attention", "mla_ops", "silu", "expert_sum"}, r.unknown);
+        r.attention = set & 1u, r.mla_ops = set & 2u, r.silu = set & 4u, r.expert_sum = set & 8u;
+        return r;
+    }();
+    return o;
+}
+
+bool Omit::op(Op o) const {
+    switch (o) {
+        case Op::q_norm:
+        case Op::kv_norm:
+        case Op::rope:
+        case Op::kv_write:
+            return mla_ops;
+        case Op::silu_mul:
+            return silu;
+        case Op::expert_sum:
+            return expert_sum;
+        default:
+            return false;
+    }
+}
+
+std::string omitted_name(const Omit& o) {
+    std::string s;
+    for (auto [on, name] : {std::pair{o.attention, "attention"}, std::pair{o.mla_ops, "mla_ops"},
+                            std::pair{o.silu, "silu"}, std::pair{o.expert_sum, "expert_sum"}})
+        if (on) s += (s.empty() ? "" : ",") + std::string(name);
+    return s;
+}
+
 MoeStreams moe_streams() {
     static const MoeStreams m = env_enum(
         "TPVERIFY_MOE_STREAMS", {std::pair{"1", MoeStreams::one}, std::pair{"2r", MoeStreams::routed_alt}},
@@ -398,6 +433,7 @@ Status RankEngine::enqueue_fused(const PassPlan& plan, std::size_t index, PassKi
     auto w = [&](std::size_t i) { return static_cast<const bf16*>(m_weights.weight(plan, i)); };
     const bool gemms = kind == PassKind::full || kind == PassKind::gemm_only;
     const bool ops = kind == PassKind::full || kind == PassKind::ops_only;
+    const bool mla_ops = ops && !(kind == PassKind::full && omitted_steps().mla_ops);
     if (st[index].kind == Step::Kind::op) return enqueue_silu_down(plan, index, kind, phase, used);
     if (st[index].kind == Step::Kind::experts)
         return enqueue_expert_down(plan, index, kind, phase, used, true);
@@ -429,7 +465,7 @@ Status RankEngine::enqueue_fused(const PassPlan& plan, std::size_t index, PassKi
                 p[1].n = kva.n, p[1].k = kva.k;
                 TPV_CUDA(phase, skinny::run_group(p, 2, m, false, m_stream));
             }
-            if (ops)
+            if (mla_ops)
                 TPV_CUDA(phase, rmsnorm_rows2(a, qn.op_width, qa.n, b, kvn.op_width, kva.n, m, m_buf.gamma,
                                               m_eps, m_stream));
             if (gemms) {
@@ -439,7 +475,7 @@ Status RankEngine::enqueue_fused(const PassPlan& plan, std::size_t index, PassKi
                 p[1].k = kvb.k;
                 TPV_CUDA(phase, skinny::run_group(p, 2, m, false, m_stream));
             }
-            if (ops) {
+            if (mla_ops) {
                 const std::string label = kw.label.substr(0, kw.label.find('.') + 1) + "attention";
                 bf16* cache = m_attention.cache(label);
                 if (cache == nullptr) return Status::fail(phase, "kv_write", "no KV cache for " + label);
@@ -664,7 +700,8 @@ Status RankEngine::enqueue_step(const PassPlan& plan, std::size_t index, PassKin
             // all-reduce and the norm run.
             if (kind == PassKind::full && step.op == Op::expert_sum)
                 TPV_TRY(fork_prefetch(plan, index + 1, l2_prefetch_budget().layer_end, phase));
-            if (ops) TPV_TRY(run_op(plan, step, phase));
+            if (ops && !(kind == PassKind::full && omitted_steps().op(step.op)))
+                TPV_TRY(run_op(plan, step, phase));
             if (step.op == Op::expert_sum && (ops || gemms)) m_send_written = true;
             break;
         case Step::Kind::collective:
@@ -678,7 +715,7 @@ Status RankEngine::enqueue_step(const PassPlan& plan, std::size_t index, PassKin
             // o_proj's first weights into L2 meanwhile.
             if (kind == PassKind::full && step.attention.cache_bytes() < l2_prefetch_budget().attention)
                 TPV_TRY(fork_prefetch(plan, index + 1, l2_prefetch_budget().attention, phase));
-            if (kind == PassKind::full || kind == PassKind::attention_only)
+            if ((kind == PassKind::full && !omitted_steps().attention) || kind == PassKind::attention_only)
                 TPV_TRY(m_attention.run(m_cublas, step, m_stream, phase));
             break;
         case Step::Kind::norm:

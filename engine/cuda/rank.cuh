@@ -35,6 +35,21 @@ const KernelFusion& kernel_fusion();
 /// The groups that are on, comma-separated in the order above ("mla,moe"), or "none".
 std::string kernel_fusion_name(const KernelFusion& f);
 
+/// Steps every full pass (verify, 1-token, draft) leaves out, for measuring only
+/// (TPVERIFY_OMIT, a comma list): what the pass takes without them, so what they cost inside it.
+/// attention = the decode attention's kernels, mla_ops = the q/kv norms, RoPE and KV write,
+/// silu = the SiLU-and-mul kernels, expert_sum = the weighted expert sum. The outputs are then
+/// not the model's: run_cuda refuses --check with any, and a name it does not know (`unknown`).
+struct Omit {
+    bool attention = false, mla_ops = false, silu = false, expert_sum = false;
+    std::string unknown;
+    [[nodiscard]] bool any() const { return attention || mla_ops || silu || expert_sum; }
+    [[nodiscard]] bool op(Op o) const;
+};
+const Omit& omitted_steps();
+/// The omitted steps, comma-separated in the order above, or "" when none.
+std::string omitted_name(const Omit& o);
+
 /// How a MoE layer's shared expert and its routed path (router, top-k, experts) run in the full
 /// pass (TPVERIFY_MOE_STREAMS): as SGLang's DeepseekV2MoE runs them when the shared expert is not
 /// fused into the routed ones and a batch has at most 1,024 tokens

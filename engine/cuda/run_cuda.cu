@@ -120,6 +120,7 @@ JsonLine start_fields(const cuda::SharedRun& run, const PassPlan& plan) {
         .add("gemm", cuda::gemm_path_name(run.gemm))
         .add("kernel_fusion", cuda::kernel_fusion_name(fusion))
         .add("moe_streams", cuda::moe_streams_name(cuda::moe_streams()))
+        .add("omitted", cuda::omitted_name(cuda::omitted_steps()))
         .add("draft_weight_bytes",
              static_cast<std::int64_t>(run.draft != nullptr ? run.draft->weight_bytes() : 0));
     return f;
@@ -216,6 +217,23 @@ static int run_backend(const Options& options, const PassPlan& plan, Reporter& r
         reporter.error("init", "TPVERIFY_GEMM", "unknown value (use auto, cublas or skinny)");
         return static_cast<int>(Exit::usage);
     }
+    const cuda::Omit& omit = cuda::omitted_steps();
+    if (!omit.unknown.empty()) {
+        reporter.error("init", "TPVERIFY_OMIT",
+                       "unknown step '" + omit.unknown + "' (use attention, mla_ops, silu, expert_sum)");
+        return static_cast<int>(Exit::usage);
+    }
+    if (omit.any() && options.check) {
+        reporter.error("init", "TPVERIFY_OMIT",
+                       "leaves " + cuda::omitted_name(omit) +
+                           " out of the pass, so its outputs are not the model's: it is for measuring only, "
+                           "not with --check");
+        return static_cast<int>(Exit::usage);
+    }
+    if (omit.any() && options.rank <= 0)
+        std::fprintf(stderr,
+                     "tpverify: TPVERIFY_OMIT=%s: the passes leave these steps out (measuring only)\n",
+                     cuda::omitted_name(omit).c_str());
     int count = 0;
     if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess)
         return fail(reporter, cuda::Status::fail("init", "cudaGetDeviceCount", cudaGetErrorString(e)));

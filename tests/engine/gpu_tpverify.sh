@@ -87,6 +87,17 @@ done
 out=$(TPVERIFY_FUSE=all TPVERIFY_MOE_FAULT=join "$tpv" "${small[@]}" --tokens 1 --check --graph off 2>&1); rc=$?
 [ $rc -eq 1 ] || fail "TPVERIFY_FUSE=all TPVERIFY_MOE_FAULT=join --check exited $rc, not 1"
 grep -q "on two streams: [1-9]" <<<"$out" || fail "TPVERIFY_FUSE=all without the join: the check did not report the MoE block"
+# Steps left out for measuring (TPVERIFY_OMIT): named in the start event and on stderr; an unknown
+# name and --check are usage errors (exit 2), since the outputs are then not the model's.
+out=$(TPVERIFY_OMIT=attention,expert_sum "$tpv" "${small[@]}" --tokens 1 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "TPVERIFY_OMIT=attention,expert_sum exited $rc"
+grep -q '"omitted":"attention,expert_sum"' <<<"$out" || fail "the start event does not name the omitted steps"
+grep -q 'leave these steps out' <<<"$out" || fail "TPVERIFY_OMIT: no note on stderr"
+out=$(TPVERIFY_OMIT=attention,bogus "$tpv" "${small[@]}" --tokens 1 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "TPVERIFY_OMIT with an unknown step exited $rc, not 2"
+grep -q "unknown step 'bogus'" <<<"$out" || fail "TPVERIFY_OMIT: the error does not name the unknown step"
+out=$(TPVERIFY_OMIT=silu "$tpv" "${small[@]}" --tokens 1 --check 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "TPVERIFY_OMIT=silu --check exited $rc, not 2"
 # A collective that hands back the previous call's data: --check must catch it (exit 1).
 out=$("$tpv" "${small[@]}" --check --inject stale 2>&1); rc=$?
 [ $rc -eq 1 ] || fail "--check --inject stale exited $rc, not 1"

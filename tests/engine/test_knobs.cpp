@@ -98,3 +98,17 @@ TEST_CASE("knobs: a per-shape number names its shape as NxK=V, a bare number eve
     CHECK(shape_int("7168x2048=4", 7168, 2048, 6) == 4);
     CHECK(shape_int("4096x7168=4", 7168, 2048, 6) == 6);
 }
+
+TEST_CASE("knobs: a name list sets one bit a known name and reports the first unknown one") {
+    std::string unknown;
+    CHECK(name_set("", {"a", "bb", "c"}, unknown) == 0);
+    CHECK(unknown.empty());
+    CHECK(name_set("c,a", {"a", "bb", "c"}, unknown) == 0b101);
+    CHECK(unknown.empty());
+    CHECK(name_set(",bb,,bb,", {"a", "bb", "c"}, unknown) == 0b010);  // empty items skipped, repeats once
+    CHECK(name_set("b,a,cc,x", {"a", "bb", "c"}, unknown) == 0b001);  // a prefix or extension is not the name
+    CHECK(unknown == "b");
+    unknown = "stale";
+    CHECK(name_set("a", {"a"}, unknown) == 1);
+    CHECK(unknown.empty());  // cleared on every call
+}
