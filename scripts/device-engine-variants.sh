@@ -26,9 +26,10 @@ fi
 # of 8 experts, u4f folded elsewhere), with the slice rule's k slices or TPVERIFY_INT4_SLICES's;
 # the routed experts' SiLU-and-mul in their down launch's staging of x (fusion group expert_silu)
 # and the layer's expert sum in that launch (expert_sum); k slices per shape for the 1-token
-# launches (down 7168x2048: 2 by the rule; gate_up 4096x7168: 3). The no_* configurations leave
-# steps out of the pass (TPVERIFY_OMIT, measuring only): the pass without them, so what each
-# costs inside it; `one` runs the MoE block on one stream.
+# launches (down 7168x2048: 1 by the rule; gate_up 4096x7168: 4; blocks4 is the rule before
+# it, 2 and 3 at 1 token). The no_* configurations leave steps out of the pass (TPVERIFY_OMIT,
+# measuring only): the pass without them, so what each costs inside it; `one` runs the MoE
+# block on one stream.
 # The L2 prefetch comparison: run17-h100-prefetch.log and run18-h100-prefetch-modes.log.
 configs=(
   "default"
@@ -48,6 +49,7 @@ configs=(
   "gu2 TPVERIFY_INT4_SLICES=4096x7168=2"
   "gu4 TPVERIFY_INT4_SLICES=4096x7168=4"
   "d1g4 TPVERIFY_INT4_SLICES=7168x2048=1,4096x7168=4"
+  "blocks4 TPVERIFY_INT4_SLICES=blocks4"
   "no_attn TPVERIFY_OMIT=attention"
   "no_mla_ops TPVERIFY_OMIT=mla_ops"
   "no_silu TPVERIFY_OMIT=silu"

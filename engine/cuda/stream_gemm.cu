@@ -136,13 +136,25 @@ bool fits(int n, int k) {
 
 namespace {
 
-/// TPVERIFY_INT4_SLICES (to compare on the GPU): unset, the 4-blocks-per-SM rule of plan_launch; a
-/// number, that many k slices for every INT4 launch; `NxK=S,...`, S slices for the launches of
-/// those shapes and the rule for the others (within the limits; 0 = the rule).
+/// TPVERIFY_INT4_SLICES (to compare on the GPU): unset, the rule of plan_launch; `blocks4`, the
+/// rule before it (enough blocks for 4 an SM, as bf16 keeps; no longest slice); a number, that many k slices
+/// for every INT4 launch; `NxK=S,...`, S slices for the launches of those shapes and the rule for the others
+/// (within the limits; 0 = the rule).
 int int4_slices_choice(int n, int k) {
     static const std::string text = env_or("TPVERIFY_INT4_SLICES");
-    return shape_int(text, n, k, 0);
+    return text == "blocks4" ? 0 : shape_int(text, n, k, 0);
 }
+
+bool int4_blocks4_rule() {
+    static const bool chosen = env_is("TPVERIFY_INT4_SLICES", "blocks4");
+    return chosen;
+}
+
+/// The longest INT4 slice, in chunks (k 2,048): a warp walks its slice's chunks one after another,
+/// so a long slice is a long serial tail. On an H100 (docs/benchmarks-gpu.md, 2026-12-06) gate_up
+/// (k 7,168, 112 chunks) ran fastest in 4 slices at 1 token (3 and 2 slower) and at 4 tokens (1
+/// slower), and down (k 2,048) in 1 slice at 1 token (2 and 4 slower).
+constexpr int k_int4_longest_slice = 32;
 
 }  // namespace
 
@@ -152,24 +164,42 @@ LaunchShape plan_launch(Format format, int n, int k, int count, int max_rows, co
     const int groups = (n + k_group_cols - 1) / k_group_cols;
     const long long blocks = (long long)groups * count;
     const bool int4 = format == Format::int4;
-    // Enough blocks for 4 per SM (32 warps), each slice at least 2 rounds of the unroll (INT4)
-    // or 4 chunks (bf16); for INT4, TPVERIFY_INT4_SLICES's number instead where set.
-    const long long target = 4ll * g_sms;
+    // INT4: slices of at most k_int4_longest_slice chunks, and more where the blocks would not
+    // fill every SM once (as many blocks as fit an SM at the launch's shared memory and the
+    // kernel's registers: 3 for the 80-register INT4 kernels). bf16: enough blocks for 4 an SM.
+    // Each slice at least 2 rounds of the unroll (INT4) or 4 chunks (bf16). For INT4,
+    // TPVERIFY_INT4_SLICES's number instead where set.
     const int min_len = int4 ? 2 * int4_kernel(count, max_rows).unroll : 4 * k_bf16_unroll;
     const int choice = int4 ? int4_slices_choice(n, k) : 0;
-    int slices = choice > 0 ? choice : blocks >= target ? 1 : int((target + blocks - 1) / blocks);
+    auto smem_of = [&](int slice_chunks) {
+        return std::size_t(std::max(max_rows, 1)) * (slice_chunks * k_chunk + k_pad) * sizeof(bf16) +
+               (int4 && int4_kernel(count, max_rows).fold ? fold_bytes(slice_chunks) : 0) +
+               (int4 ? ring_bytes(int4_kernel(count, max_rows).ring) : 0);
+    };
+    int slices = 1;
+    if (choice > 0) {
+        slices = choice;
+    } else if (!int4 || int4_blocks4_rule()) {
+        const long long target = 4ll * g_sms;
+        slices = blocks >= target ? 1 : int((target + blocks - 1) / blocks);
+    } else {
+        slices = (chunks + k_int4_longest_slice - 1) / k_int4_longest_slice;
+        int resident = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                &resident, int4_kernel(count, max_rows).kernel, k_threads,
+                smem_of((chunks + slices - 1) / slices)) != cudaSuccess)
+            resident = 1;
+        const long long target = (long long)std::max(resident, 1) * g_sms;
+        if (blocks * slices < target) slices = int((target + blocks - 1) / blocks);
+    }
     slices = std::min(slices, std::max(1, chunks / min_len));
     auto needs = [&](int s) { return std::uint64_t(count) * s * k_rows * std::uint64_t(n); };
     const bool room = std::uint64_t(count) * groups <= ws.counter_count;
     while (slices > 1 && (needs(slices) > ws.partial_floats || !room)) --slices;
-    const std::size_t fold = int4 && int4_kernel(count, max_rows).fold ? 1 : 0;
-    const std::size_t ring = int4 ? ring_bytes(int4_kernel(count, max_rows).ring) : 0;
     for (;;) {
         shape.slice_chunks = (chunks + slices - 1) / slices;
         shape.slices = (chunks + shape.slice_chunks - 1) / shape.slice_chunks;
-        shape.smem =
-            std::size_t(std::max(max_rows, 1)) * (shape.slice_chunks * k_chunk + k_pad) * sizeof(bf16) +
-            fold * fold_bytes(shape.slice_chunks) + ring;
+        shape.smem = smem_of(shape.slice_chunks);
         if (shape.smem <= std::size_t(g_max_dynamic_smem) || shape.slice_chunks == 1) break;
         ++slices;  // x of the slice must fit in shared memory: cut k finer
     }

@@ -567,9 +567,12 @@ struct LaunchShape {
 cudaError_t setup(int device);
 /// Whether the kernels take an [n x k] matrix (n % 16 == 0, k % 64 == 0).
 bool fits(int n, int k);
-/// The slices of one launch over `count` matrices with at most `max_rows` rows of x: one slice
-/// when the column groups alone give 4 blocks per SM, else enough slices for that (each at least
-/// two rounds of the unroll for INT4, four for bf16), within the workspace and the shared memory.
+/// The slices of one launch over `count` matrices with at most `max_rows` rows of x. INT4: slices
+/// of at most 32 chunks (k 2,048), more where the blocks would not fill every SM once (the blocks
+/// that fit an SM at once, from the kernel's registers and the launch's shared memory); bf16: one
+/// slice when the column groups alone give 4 blocks per SM, else enough slices for that. Each at
+/// least two rounds of the unroll for INT4, four for bf16, within the workspace and the shared
+/// memory.
 LaunchShape plan_launch(Format format, int n, int k, int count, int max_rows, const Workspace& ws);
 /// Enqueues the batch (rows above k_rows run as more launches of up to k_rows rows each). With
 /// `silu`, x' = SiLU(gate) * up of x's rows (gate at [0, k), up at [k, 2k); ldx >= 2k), rounded as
