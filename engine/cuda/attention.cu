@@ -135,6 +135,19 @@ Status AttentionSet::allocate(const std::vector<const PassPlan*>& plans, cudaStr
                 mla_floats = std::max<std::uint64_t>(
                     mla_floats, mla_workspace_floats(r, mla_splits(r, s.attention.context, m_sms)));
             }
+    std::uint64_t two_pass_bytes = 0;
+    for (const PassPlan* plan : plans)
+        for (const Step& s : plan->steps)
+            if (s.kind == Step::Kind::attention && mla_shape(s.attention) && s.attention.context > 0)
+                two_pass_bytes = std::max<std::uint64_t>(
+                    two_pass_bytes,
+                    mla_two_pass_bytes(s.attention.rows * s.attention.heads, s.attention.context));
+    m_two_pass = two_pass_attention_chosen();
+    if (m_two_pass && two_pass_bytes > 0) {
+        TPV_TRY(alloc(m_two_pass_workspace, two_pass_bytes));
+        TPV_CUDA("init", cudaMemsetAsync(m_two_pass_workspace, 0, two_pass_bytes, stream));
+        TPV_CUDA("init", mla_two_pass_setup());
+    }
     if (m_fused && mla_floats > 0) {
         void* w = nullptr;
         TPV_TRY(alloc(w, mla_floats * sizeof(float)));
@@ -169,6 +182,12 @@ Status AttentionSet::run(cublasHandle_t handle, const Step& step, cudaStream_t s
     auto it = m_caches.find(step.label);
     if (it == m_caches.end()) return Status::fail(phase, "attention", "no KV cache for " + step.label);
     const bf16* cache = it->second.data;
+    if (m_two_pass && m_two_pass_workspace != nullptr && mla_shape(a)) {
+        const int r = a.rows * a.heads;
+        TPV_CUDA(phase, mla_two_pass(m_q, cache, m_out, r, a.context,
+                                     mla_two_pass_splits(r, a.context, m_sms), m_two_pass_workspace, stream));
+        return {};
+    }
     if (m_fused && m_mla_workspace != nullptr && mla_shape(a)) {
         const int r = a.rows * a.heads;
         TPV_CUDA(phase, mla_decode(m_q, cache, m_out, r, a.context, mla_splits(r, a.context, m_sms),
@@ -208,6 +227,10 @@ bool fused_attention_chosen() {
     constexpr bool k_fused_default = false;
     const std::string choice = env_or("TPVERIFY_ATTENTION");
     return choice.empty() ? k_fused_default : choice == "fused";
+}
+
+bool two_pass_attention_chosen() {
+    return env_is("TPVERIFY_ATTENTION", "two-pass");
 }
 
 bool mla_shape(const Attention& a) {

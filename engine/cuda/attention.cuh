@@ -20,11 +20,25 @@ cudaError_t mla_decode(const bf16* q, const bf16* cache, bf16* out, int rows, in
 int mla_splits(int rows, int context, int sms);
 std::size_t mla_workspace_floats(int rows, int splits);
 cudaError_t mla_setup();
+/// Two-pass decode attention of absorbed MLA (engine/cuda/mla_two_pass.cu): a scores kernel
+/// (exp of the scores per 32-token tile, and each tile's max and sum) and a values kernel split
+/// over the 512 output dims and `splits` parts of the context (mla_two_pass_splits), whose sums
+/// meet by atomic adds. `workspace`: mla_two_pass_bytes(rows, context) bytes, zeroed once before
+/// the first call (each call leaves its accumulator and counters zero again).
+/// mla_two_pass_setup() once per device first.
+cudaError_t mla_two_pass(const bf16* q, const bf16* cache, bf16* out, int rows, int context, int splits,
+                         void* workspace, cudaStream_t s);
+std::size_t mla_two_pass_bytes(int rows, int context);
+/// Context splits for about one values block an SM (at most 2,048 tokens each).
+int mla_two_pass_splits(int rows, int context, int sms);
+cudaError_t mla_two_pass_setup();
 /// Whether `a` is absorbed MLA of the fused kernel's shape.
 bool mla_shape(const Attention& a);
 /// TPVERIFY_ATTENTION=fused: MLA through mla_decode. Default (or cublas): two cuBLAS GEMMs and a
 /// softmax, which ran faster on the H200 (docs/benchmarks-gpu.md).
 bool fused_attention_chosen();
+/// TPVERIFY_ATTENTION=two-pass: MLA through mla_two_pass.
+bool two_pass_attention_chosen();
 
 /// KV caches (one per attention label: the verify and 1-token passes share a layer's cache),
 /// the query, score and output buffers of every attention step of the plans a rank runs.
@@ -53,9 +67,10 @@ private:
         int rows = 0, row_width = 0;
     };
     std::map<std::string, Cache> m_caches;
-    bool m_fused = true;
+    bool m_fused = true, m_two_pass = false;
     int m_sms = 132;
     float* m_mla_workspace = nullptr;
+    void* m_two_pass_workspace = nullptr;
     std::vector<void*> m_allocations;
     bf16* m_q = nullptr;
     float* m_scores = nullptr;

@@ -351,11 +351,12 @@ Status check_attention(RankEngine& engine, const PassPlan& plan, CheckOutcome& o
         if (pass == nullptr && s.kind == Step::Kind::attention && mla_shape(s.attention) &&
             s.attention.context > 0)
             pass = &s.attention;
-    if (pass == nullptr || !fused_attention_chosen()) return {};
+    const bool two_pass = two_pass_attention_chosen();
+    if (pass == nullptr || !(fused_attention_chosen() || two_pass)) return {};
     int sms = 0, device = 0;
     TPV_CUDA("check", cudaGetDevice(&device));
     TPV_CUDA("check", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    TPV_CUDA("check", mla_setup());
+    TPV_CUDA("check", two_pass ? mla_two_pass_setup() : mla_setup());
     constexpr int dim = 576, vdim = 512;
     // Two cases: 80 query rows (two row blocks, one partial) over 1000 cached rows (a partial last
     // tile), split as the pass would split them and in one split; and the pass's own shape (its
@@ -403,19 +404,32 @@ Status check_attention(RankEngine& engine, const PassPlan& plan, CheckOutcome& o
         Scratch scratch;
         bf16 *d_q = nullptr, *d_cache = nullptr, *d_out = nullptr;
         float* d_ws = nullptr;
-        const int splits = mla_splits(rows, context, sms);
+        unsigned char* d_two_pass = nullptr;
+        const int splits =
+            two_pass ? mla_two_pass_splits(rows, context, sms) : mla_splits(rows, context, sms);
         TPV_TRY(scratch.alloc(d_q, q.size()));
         TPV_TRY(scratch.alloc(d_cache, cache.size()));
         TPV_TRY(scratch.alloc(d_out, std::size_t(rows) * vdim));
-        TPV_TRY(scratch.alloc(d_ws, mla_workspace_floats(rows, std::max(splits, 1))));
         cudaStream_t s = engine.stream();
+        if (two_pass) {
+            TPV_TRY(scratch.alloc(d_two_pass, mla_two_pass_bytes(rows, context)));
+            TPV_CUDA("check", cudaMemsetAsync(d_two_pass, 0, mla_two_pass_bytes(rows, context), s));
+        } else {
+            TPV_TRY(scratch.alloc(d_ws, mla_workspace_floats(rows, std::max(splits, 1))));
+        }
         TPV_CUDA("check", copy_in(d_q, q.data(), q.size() * 2, s));
         TPV_CUDA("check", copy_in(d_cache, cache.data(), cache.size() * 2, s));
         std::vector<int> uses{splits};
         if (ac.one_split) uses.push_back(1);
         for (int use : uses) {
-            TPV_CUDA("check", cudaMemsetAsync(d_out, 0xff, std::size_t(rows) * vdim * 2, s));  // NaN
-            TPV_CUDA("check", mla_decode(d_q, d_cache, d_out, rows, context, use, d_ws, s));
+            // Two-pass: run twice, the second output checked, so that an accumulator or counter
+            // the first call left behind shows.
+            for (int run = 0; run < (two_pass ? 2 : 1); ++run) {
+                TPV_CUDA("check", cudaMemsetAsync(d_out, 0xff, std::size_t(rows) * vdim * 2, s));  // NaN
+                TPV_CUDA("check", two_pass
+                                      ? mla_two_pass(d_q, d_cache, d_out, rows, context, use, d_two_pass, s)
+                                      : mla_decode(d_q, d_cache, d_out, rows, context, use, d_ws, s));
+            }
             std::vector<bf16> got(std::size_t(rows) * vdim);
             TPV_CUDA("check", cudaMemcpyAsync(got.data(), d_out, got.size() * 2, cudaMemcpyDeviceToHost, s));
             TPV_CUDA("check", cudaStreamSynchronize(s));
@@ -433,10 +447,10 @@ Status check_attention(RankEngine& engine, const PassPlan& plan, CheckOutcome& o
             out.checked += checked;
             out.wrong += wrong;
             if (wrong > 0 && out.detail.empty())
-                out.detail = "fused MLA decode attention (" + std::to_string(rows) + " rows, context " +
-                             std::to_string(context) + ", " + std::to_string(use) +
-                             " splits): " + std::to_string(wrong) + " of " + std::to_string(checked) +
-                             " outputs differ from the double-precision reference";
+                out.detail = std::string(two_pass ? "two-pass" : "fused") + " MLA decode attention (" +
+                             std::to_string(rows) + " rows, context " + std::to_string(context) + ", " +
+                             std::to_string(use) + " splits): " + std::to_string(wrong) + " of " +
+                             std::to_string(checked) + " outputs differ from the double-precision reference";
         }
     }
     return {};

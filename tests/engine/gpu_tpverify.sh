@@ -53,6 +53,13 @@ for form in "" TPVERIFY_MLA_ROWS=64 TPVERIFY_MLA_ROWS=16 TPVERIFY_MLA_COMBINE=se
   [ $rc -eq 0 ] || fail "TPVERIFY_ATTENTION=fused $form --check exited $rc"
   grep -q '"check_attention_outputs":[1-9]' <<<"$out" || fail "the fused MLA attention ($form) was not checked"
 done
+# The two-pass MLA attention (scores kernel, values kernel whose splits meet by atomic adds; the
+# check runs it twice and checks the second output) at 1 and 4 tokens, and in the pass's graph.
+for tokens in 1 4; do
+  out=$(TPVERIFY_ATTENTION=two-pass "$tpv" "${small[@]}" --tokens $tokens --check 2>&1); rc=$?
+  [ $rc -eq 0 ] || fail "TPVERIFY_ATTENTION=two-pass --tokens $tokens --check exited $rc"
+  grep -q '"check_attention_outputs":[1-9]' <<<"$out" || fail "the two-pass MLA attention ($tokens tokens) was not checked"
+done
 # The INT4 kernels whose warps keep their chunks in shared-memory stages filled by bulk copies
 # (TPVERIFY_INT4=bulk*): plain at 4 tokens with the slice rule's k slices, folded at 1 token, 16
 # stages unsplit: the W4A16 GEMMs at the pass's shapes against the host reference.
