@@ -345,23 +345,6 @@ __global__ void __launch_bounds__(k_wide_warps * 32)
     }
 }
 
-// Launches with programmatic dependent launch where enabled (TPVERIFY_PDL, as the skinny GEMMs).
-template <typename... Params, typename... Args>
-cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, unsigned threads, std::size_t smem,
-                       cudaStream_t s, Args... args) {
-    cudaLaunchConfig_t config{};
-    config.gridDim = grid;
-    config.blockDim = dim3(threads, 1, 1);
-    config.dynamicSmemBytes = smem;
-    config.stream = s;
-    cudaLaunchAttribute pdl{};
-    pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    pdl.val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = &pdl;
-    config.numAttrs = skinny::pdl_enabled() ? 1 : 0;
-    return cudaLaunchKernelEx(&config, kernel, Params(args)...);
-}
-
 }  // namespace
 
 namespace {
@@ -422,8 +405,9 @@ cudaError_t launch_split(const bf16* q, const bf16* cache, bf16* out, int rows, 
     using Shape = SplitShape<Groups>;
     const dim3 grid(unsigned(used), unsigned((rows + Shape::rows - 1) / Shape::rows));
     const float scale_log2 = 1.4426950408889634f / std::sqrt(float(k_dim));
-    return launch_pdl(mla_split_kernel<Groups>, grid, Shape::threads, Shape::smem, s, q, cache, rows, context,
-                      per_split, scale_log2, o_part, ml_part, out);
+    return skinny::launch_pdl(mla_split_kernel<Groups>, grid, Shape::threads, Shape::smem, s,
+                              skinny::pdl_enabled(), q, cache, rows, context, per_split, scale_log2, o_part,
+                              ml_part, out);
 }
 
 }  // namespace
@@ -443,10 +427,12 @@ cudaError_t mla_decode(const bf16* q, const bf16* cache, bf16* out, int rows, in
             : launch_split<4>(q, cache, out, rows, context, per_split, used, o_part, ml_part, s);
     if (e != cudaSuccess || used == 1) return e;
     if (serial_combine())
-        return launch_pdl(mla_combine_kernel, dim3(unsigned(rows), unsigned(k_vdim / k_combine_dims), 1),
-                          k_combine_threads, 0, s, o_part, ml_part, rows, used, out);
-    return launch_pdl(mla_combine_wide_kernel, dim3(unsigned(rows), unsigned(k_vdim / k_wide_dims), 1),
-                      k_wide_warps * 32, 0, s, o_part, ml_part, rows, used, out);
+        return skinny::launch_pdl(
+            mla_combine_kernel, dim3(unsigned(rows), unsigned(k_vdim / k_combine_dims), 1), k_combine_threads,
+            0, s, skinny::pdl_enabled(), o_part, ml_part, rows, used, out);
+    return skinny::launch_pdl(mla_combine_wide_kernel,
+                              dim3(unsigned(rows), unsigned(k_vdim / k_wide_dims), 1), k_wide_warps * 32, 0,
+                              s, skinny::pdl_enabled(), o_part, ml_part, rows, used, out);
 }
 
 }  // namespace tpverify::cuda

@@ -306,21 +306,6 @@ Pdl pdl_mode() {
     return mode;
 }
 
-template <typename... Params, typename... Args>
-cudaError_t launch(void (*kernel)(Params...), dim3 grid, std::size_t smem, cudaStream_t s, Args... args) {
-    cudaLaunchConfig_t config{};
-    config.gridDim = grid;
-    config.blockDim = dim3(k_threads, 1, 1);
-    config.dynamicSmemBytes = smem;
-    config.stream = s;
-    cudaLaunchAttribute pdl{};
-    pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    pdl.val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = &pdl;
-    config.numAttrs = skinny::pdl_enabled() && pdl_mode() != Pdl::off ? 1 : 0;
-    return cudaLaunchKernelEx(&config, kernel, Params(args)...);
-}
-
 struct Layout {
     int tiles = 0, row_blocks = 0;
     std::size_t p_bytes = 0, ml_bytes = 0, acc_bytes = 0, counter_bytes = 0;
@@ -384,13 +369,16 @@ cudaError_t mla_two_pass(const bf16* q, const bf16* cache, bf16* out, int rows, 
     auto* counters = reinterpret_cast<int*>(base + l.p_bytes + l.ml_bytes + l.acc_bytes);
     const float scale_log2 = 1.4426950408889634f / std::sqrt(float(k_dim));
     const int late = pdl_mode() == Pdl::late ? 1 : 0;
-    if (cudaError_t e = launch(mla_scores_kernel, dim3(unsigned(l.tiles), unsigned(l.row_blocks), 1),
-                               k_scores_smem, s, q, cache, rows, context, scale_log2, p, ml, late);
+    const bool pdl = skinny::pdl_enabled() && pdl_mode() != Pdl::off;
+    if (cudaError_t e = skinny::launch_pdl(
+            mla_scores_kernel, dim3(unsigned(l.tiles), unsigned(l.row_blocks), 1), k_threads, k_scores_smem,
+            s, pdl, q, cache, rows, context, scale_log2, p, ml, late);
         e != cudaSuccess)
         return e;
-    return launch(mla_values_kernel,
-                  dim3(unsigned(k_vdim / k_out_dims), unsigned(used), unsigned(l.row_blocks)), k_values_smem,
-                  s, p, ml, cache, rows, context, l.tiles, split_tiles, acc, counters, out, late);
+    return skinny::launch_pdl(mla_values_kernel,
+                              dim3(unsigned(k_vdim / k_out_dims), unsigned(used), unsigned(l.row_blocks)),
+                              k_threads, k_values_smem, s, pdl, p, ml, cache, rows, context, l.tiles,
+                              split_tiles, acc, counters, out, late);
 }
 
 }  // namespace tpverify::cuda

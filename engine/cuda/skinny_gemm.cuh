@@ -90,4 +90,23 @@ __device__ __forceinline__ void pdl_trigger() {
 #endif
 }
 
+/// Launches `kernel` (`threads` a block, `smem` bytes of dynamic shared memory) with programmatic
+/// dependent launch when `pdl` (callers pass pdl_enabled(), or less), so that it may start while
+/// the previous kernel of the stream runs and must pdl_wait() before reading its writes.
+template <typename... Params, typename... Args>
+cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, unsigned threads, std::size_t smem,
+                       cudaStream_t s, bool pdl, Args... args) {
+    cudaLaunchConfig_t config{};
+    config.gridDim = grid;
+    config.blockDim = dim3(threads, 1, 1);
+    config.dynamicSmemBytes = smem;
+    config.stream = s;
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = &attribute;
+    config.numAttrs = pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&config, kernel, Params(args)...);
+}
+
 }  // namespace tpverify::cuda::skinny
