@@ -29,7 +29,8 @@ fi
 # launches (down 7168x2048: 1 by the rule; gate_up 4096x7168: 4; blocks4 is the rule before
 # it, 2 and 3 at 1 token). The no_* configurations leave steps out of the pass (TPVERIFY_OMIT,
 # measuring only): the pass without them, so what each costs inside it; `one` runs the MoE
-# block on one stream; two_pass the two-pass MLA attention (engine-cuda.md).
+# block on one stream; two_pass the two-pass MLA attention, cluster the cluster one, fused the
+# split kernel with its combine (engine-cuda.md).
 # The L2 prefetch comparison: run17-h100-prefetch.log and run18-h100-prefetch-modes.log.
 configs=(
   "default"
@@ -51,6 +52,8 @@ configs=(
   "d1g4 TPVERIFY_INT4_SLICES=7168x2048=1,4096x7168=4"
   "blocks4 TPVERIFY_INT4_SLICES=blocks4"
   "two_pass TPVERIFY_ATTENTION=two-pass"
+  "cluster TPVERIFY_ATTENTION=cluster"
+  "fused TPVERIFY_ATTENTION=fused"
   "no_attn TPVERIFY_OMIT=attention"
   "no_mla_ops TPVERIFY_OMIT=mla_ops"
   "no_silu TPVERIFY_OMIT=silu"

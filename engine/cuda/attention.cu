@@ -226,7 +226,11 @@ bool fused_attention_chosen() {
     // Unset: k_fused_default, the faster of the two on the H200 (docs/benchmarks-gpu.md).
     constexpr bool k_fused_default = false;
     const std::string choice = env_or("TPVERIFY_ATTENTION");
-    return choice.empty() ? k_fused_default : choice == "fused";
+    return choice.empty() ? k_fused_default : choice == "fused" || choice == "cluster";
+}
+
+bool cluster_attention_chosen() {
+    return env_is("TPVERIFY_ATTENTION", "cluster");
 }
 
 bool two_pass_attention_chosen() {

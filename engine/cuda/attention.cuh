@@ -20,6 +20,24 @@ cudaError_t mla_decode(const bf16* q, const bf16* cache, bf16* out, int rows, in
 int mla_splits(int rows, int context, int sms);
 std::size_t mla_workspace_floats(int rows, int splits);
 cudaError_t mla_setup();
+/// The split kernel's partial results (`splits` x `rows` unnormalised outputs of 512, then
+/// `splits` x `rows` (max, sum) pairs, the max in log2 units) weighted and written to `out` as
+/// bf16: the combine kernel of mla_decode and mla_cluster_decode.
+cudaError_t mla_combine(const float* o_part, const float* ml_part, int rows, int splits, bf16* out,
+                        cudaStream_t s);
+/// The same attention with each context split spread over a cluster of 8 blocks
+/// (engine/cuda/mla_cluster.cu; TPVERIFY_ATTENTION=cluster, through mla_decode, mla_splits and
+/// mla_setup, which call these when it is chosen): each block scores its share of the split's
+/// tokens for all 64 query rows of its row block, the blocks meet their maxima and their P
+/// through distributed shared memory, and block j multiplies every block's P by dims 64j..64j+63
+/// of V. `workspace` as mla_decode's (mla_workspace_floats(rows, splits)).
+cudaError_t mla_cluster_decode(const bf16* q, const bf16* cache, bf16* out, int rows, int context, int splits,
+                               float* workspace, cudaStream_t s);
+/// Clusters per row block of 64: as many as run at once on the device (the occupancy API at the
+/// kernel's shared memory), shared by the row blocks, each block at least one tile of 32 tokens
+/// and at most 128.
+int mla_cluster_splits(int rows, int context, int sms);
+cudaError_t mla_cluster_setup();
 /// Two-pass decode attention of absorbed MLA (engine/cuda/mla_two_pass.cu): a scores kernel
 /// (exp of the scores per 32-token tile, and each tile's max and sum) and a values kernel split
 /// over the 512 output dims and `splits` parts of the context (mla_two_pass_splits), whose sums
@@ -34,11 +52,14 @@ int mla_two_pass_splits(int rows, int context, int sms);
 cudaError_t mla_two_pass_setup();
 /// Whether `a` is absorbed MLA of the fused kernel's shape.
 bool mla_shape(const Attention& a);
-/// TPVERIFY_ATTENTION=fused: MLA through mla_decode. Default (or cublas): two cuBLAS GEMMs and a
+/// TPVERIFY_ATTENTION=fused or =cluster: MLA through mla_decode. Default (or cublas): two cuBLAS GEMMs and a
 /// softmax, which ran faster on the H200 (docs/benchmarks-gpu.md).
 bool fused_attention_chosen();
 /// TPVERIFY_ATTENTION=two-pass: MLA through mla_two_pass.
 bool two_pass_attention_chosen();
+/// TPVERIFY_ATTENTION=cluster: MLA through mla_decode's cluster form (fused_attention_chosen()
+/// is true too).
+bool cluster_attention_chosen();
 
 /// KV caches (one per attention label: the verify and 1-token passes share a layer's cache),
 /// the query, score and output buffers of every attention step of the plans a rank runs.

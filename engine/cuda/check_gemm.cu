@@ -447,10 +447,13 @@ Status check_attention(RankEngine& engine, const PassPlan& plan, CheckOutcome& o
             out.checked += checked;
             out.wrong += wrong;
             if (wrong > 0 && out.detail.empty())
-                out.detail = std::string(two_pass ? "two-pass" : "fused") + " MLA decode attention (" +
-                             std::to_string(rows) + " rows, context " + std::to_string(context) + ", " +
-                             std::to_string(use) + " splits): " + std::to_string(wrong) + " of " +
-                             std::to_string(checked) + " outputs differ from the double-precision reference";
+                out.detail = std::string(two_pass                     ? "two-pass"
+                                         : cluster_attention_chosen() ? "cluster"
+                                                                      : "fused") +
+                             " MLA decode attention (" + std::to_string(rows) + " rows, context " +
+                             std::to_string(context) + ", " + std::to_string(use) +
+                             " splits): " + std::to_string(wrong) + " of " + std::to_string(checked) +
+                             " outputs differ from the double-precision reference";
         }
     }
     return {};

@@ -20,6 +20,7 @@
 #include <cstdlib>
 
 #include "engine/cuda/attention.cuh"
+#include "engine/cuda/mla_common.cuh"
 #include "engine/cuda/skinny_gemm.cuh"
 #include "engine/cuda/stream_gemm.cuh"
 #include "engine/knobs.hpp"
@@ -27,9 +28,15 @@
 namespace tpverify::cuda {
 namespace {
 
-constexpr int k_dim = 576, k_vdim = 512;
-constexpr int k_pitch = k_dim + 8;  // bf16 per shared row (16-byte aligned, no bank conflicts)
-constexpr int k_tokens = 32;        // tokens per tile
+using mla::copy_async16;
+using mla::k_dim;
+using mla::k_pitch;
+using mla::k_vdim;
+using mla::ldmatrix_x2;
+using mla::ldmatrix_x4_trans;
+using mla::pack_bf16;
+using mla::smem_address;
+constexpr int k_tokens = 32;  // tokens per tile
 constexpr int k_s_pitch = k_tokens + 4;
 constexpr int k_stages = 3;  // K tiles in the cp.async ring
 constexpr int k_combine_threads = 128, k_combine_dims = 2 * k_combine_threads;
@@ -47,31 +54,6 @@ struct SplitShape {
         (std::size_t(rows) * k_pitch + std::size_t(k_stages) * k_tokens * k_pitch) * sizeof(bf16) +
         std::size_t(rows) * k_s_pitch * sizeof(float);
 };
-
-__device__ __forceinline__ unsigned smem_address(const void* p) {
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void ldmatrix_x2(unsigned address, unsigned& r0, unsigned& r1) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];"
-                 : "=r"(r0), "=r"(r1)
-                 : "r"(address));
-}
-
-__device__ __forceinline__ void ldmatrix_x4_trans(unsigned address, unsigned (&r)[4]) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(address));
-}
-
-__device__ __forceinline__ void copy_async16(void* smem, const void* global) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_address(smem)), "l"(global));
-}
-
-__device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<unsigned*>(&v);
-}
 
 template <int Groups>
 __global__ void __launch_bounds__(SplitShape<Groups>::threads, 1)
@@ -374,6 +356,7 @@ std::size_t mla_workspace_floats(int rows, int splits) {
 }
 
 int mla_splits(int rows, int context, int sms) {
+    if (cluster_attention_chosen()) return mla_cluster_splits(rows, context, sms);
     const int row_blocks = (rows + rows_per_block() - 1) / rows_per_block();
     // About one block per SM, each split at least one tile of tokens; at most 256 (the combine's table).
     int splits = std::max(1, sms / row_blocks);
@@ -385,6 +368,7 @@ int mla_splits(int rows, int context, int sms) {
 }
 
 cudaError_t mla_setup() {
+    if (cluster_attention_chosen()) return mla_cluster_setup();
     if (cudaError_t e = cudaFuncSetAttribute(mla_split_kernel<4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              int(SplitShape<4>::smem));
         e != cudaSuccess)
@@ -414,6 +398,8 @@ cudaError_t launch_split(const bf16* q, const bf16* cache, bf16* out, int rows, 
 
 cudaError_t mla_decode(const bf16* q, const bf16* cache, bf16* out, int rows, int context, int splits,
                        float* workspace, cudaStream_t s) {
+    if (cluster_attention_chosen())
+        return mla_cluster_decode(q, cache, out, rows, context, splits, workspace, s);
     if (rows < 1 || context < 1 || splits < 1 || splits > k_max_splits) return cudaErrorInvalidValue;
     const int per_split = ((context + splits - 1) / splits + k_tokens - 1) / k_tokens * k_tokens;
     const int used = (context + per_split - 1) / per_split;
@@ -426,13 +412,19 @@ cudaError_t mla_decode(const bf16* q, const bf16* cache, bf16* out, int rows, in
             ? launch_split<2>(q, cache, out, rows, context, per_split, used, o_part, ml_part, s)
             : launch_split<4>(q, cache, out, rows, context, per_split, used, o_part, ml_part, s);
     if (e != cudaSuccess || used == 1) return e;
+    return mla_combine(o_part, ml_part, rows, used, out, s);
+}
+
+cudaError_t mla_combine(const float* o_part, const float* ml_part, int rows, int splits, bf16* out,
+                        cudaStream_t s) {
+    if (rows < 1 || splits < 1 || splits > k_max_splits) return cudaErrorInvalidValue;
     if (serial_combine())
         return skinny::launch_pdl(
             mla_combine_kernel, dim3(unsigned(rows), unsigned(k_vdim / k_combine_dims), 1), k_combine_threads,
-            0, s, skinny::pdl_enabled(), o_part, ml_part, rows, used, out);
+            0, s, skinny::pdl_enabled(), o_part, ml_part, rows, splits, out);
     return skinny::launch_pdl(mla_combine_wide_kernel,
                               dim3(unsigned(rows), unsigned(k_vdim / k_wide_dims), 1), k_wide_warps * 32, 0,
-                              s, skinny::pdl_enabled(), o_part, ml_part, rows, used, out);
+                              s, skinny::pdl_enabled(), o_part, ml_part, rows, splits, out);
 }
 
 }  // namespace tpverify::cuda

@@ -21,6 +21,7 @@
 #include <cmath>
 
 #include "engine/cuda/attention.cuh"
+#include "engine/cuda/mla_common.cuh"
 #include "engine/cuda/skinny_gemm.cuh"
 #include "engine/cuda/stream_gemm.cuh"
 #include "engine/knobs.hpp"
@@ -28,13 +29,17 @@
 namespace tpverify::cuda {
 namespace {
 
-constexpr int k_dim = 576, k_vdim = 512;
-constexpr int k_rows = 64;          ///< query rows a block (both kernels)
-constexpr int k_threads = 256;      ///< 8 warps
-constexpr int k_tile = 32;          ///< tokens of a scores block (one (m, l) each)
-constexpr int k_pitch = k_dim + 8;  ///< bf16 a shared row of q or K (16-byte aligned, no bank conflicts)
-constexpr int k_chunk = 64;         ///< tokens a values-kernel stage
-constexpr int k_out_dims = 64;      ///< output dims a values block
+using mla::copy_async16;
+using mla::k_dim;
+using mla::k_pitch;
+using mla::k_vdim;
+using mla::ldmatrix_x4_trans;
+using mla::smem_address;
+constexpr int k_rows = 64;                  ///< query rows a block (both kernels)
+constexpr int k_threads = 256;              ///< 8 warps
+constexpr int k_tile = 32;                  ///< tokens of a scores block (one (m, l) each)
+constexpr int k_chunk = 64;                 ///< tokens a values-kernel stage
+constexpr int k_out_dims = 64;              ///< output dims a values block
 constexpr int k_chunk_pitch = k_chunk + 8;  ///< bf16 a shared row of p (64 tokens) or V (64 dims)
 constexpr int k_stages = 3;
 constexpr int k_max_split_tiles = 64;  ///< tiles a split at most (2,048 tokens)
@@ -43,20 +48,6 @@ constexpr std::size_t k_scores_smem = std::size_t(k_rows + k_tile) * k_pitch * s
 constexpr std::size_t k_stage_elems = std::size_t(k_rows + k_chunk) * k_chunk_pitch;
 constexpr std::size_t k_values_smem =
     k_stages * k_stage_elems * sizeof(bf16) + std::size_t(k_rows) * k_max_split_tiles * sizeof(float);
-
-__device__ __forceinline__ unsigned smem_address(const void* p) {
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void copy_async16(void* smem, const void* global) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_address(smem)), "l"(global));
-}
-
-__device__ __forceinline__ void ldmatrix_x4_trans(unsigned address, unsigned (&r)[4]) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(address));
-}
 
 /// Tiles the scores kernel covers: the context's, rounded up to whole chunks.
 __host__ __device__ inline int padded_tiles(int context) {

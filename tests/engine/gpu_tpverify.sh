@@ -60,6 +60,13 @@ for tokens in 1 4; do
   [ $rc -eq 0 ] || fail "TPVERIFY_ATTENTION=two-pass --tokens $tokens --check exited $rc"
   grep -q '"check_attention_outputs":[1-9]' <<<"$out" || fail "the two-pass MLA attention ($tokens tokens) was not checked"
 done
+# The cluster MLA attention (a split's 8 blocks meeting their maxima and P in distributed shared
+# memory; one round of P in the pass's shape, two in the check's unsplit case) at 1 and 4 tokens.
+for tokens in 1 4; do
+  out=$(TPVERIFY_ATTENTION=cluster "$tpv" "${small[@]}" --tokens $tokens --check 2>&1); rc=$?
+  [ $rc -eq 0 ] || fail "TPVERIFY_ATTENTION=cluster --tokens $tokens --check exited $rc"
+  grep -q '"check_attention_outputs":[1-9]' <<<"$out" || fail "the cluster MLA attention ($tokens tokens) was not checked"
+done
 # The INT4 kernels whose warps keep their chunks in shared-memory stages filled by bulk copies
 # (TPVERIFY_INT4=bulk*): plain at 4 tokens with the slice rule's k slices, folded at 1 token, 16
 # stages unsplit: the W4A16 GEMMs at the pass's shapes against the host reference.

@@ -1,0 +1,39 @@
+#pragma once
+// What the MLA decode attention kernels share (mla_decode.cu, mla_two_pass.cu, mla_cluster.cu):
+// the row shape of absorbed MLA (576 = 512 latent + 64 rope; V = the first 512 of each cached
+// row) and the shared-memory copy and fragment helpers their tensor-core loops use.
+#include "engine/cuda/common.cuh"
+
+namespace tpverify::cuda::mla {
+
+constexpr int k_dim = 576, k_vdim = 512;
+constexpr int k_pitch = k_dim + 8;  ///< bf16 a shared row of q or K (16-byte aligned, no bank conflicts)
+
+__device__ __forceinline__ unsigned smem_address(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+/// 16 bytes global -> shared, asynchronously (cp.async, L2 only); cp.async.commit_group and
+/// wait_group order them.
+__device__ __forceinline__ void copy_async16(void* smem, const void* global) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_address(smem)), "l"(global));
+}
+
+__device__ __forceinline__ void ldmatrix_x2(unsigned address, unsigned& r0, unsigned& r1) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];"
+                 : "=r"(r0), "=r"(r1)
+                 : "r"(address));
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned address, unsigned (&r)[4]) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(address));
+}
+
+__device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<unsigned*>(&v);
+}
+
+}  // namespace tpverify::cuda::mla
