@@ -23,9 +23,9 @@
 // The split's result, O unnormalised against M and (M, L = the sum of the 8 blocks' row sums), is
 // what mla_decode's split kernel writes, so its combine kernel finishes (one split: the block
 // writes O / L as bf16 itself). Launched with programmatic dependent launch where it is on.
+#include <cooperative_groups.h>
 #include <algorithm>
 #include <cmath>
-#include <cooperative_groups.h>
 
 #include "engine/cuda/attention.cuh"
 #include "engine/cuda/mla_common.cuh"
@@ -43,17 +43,17 @@ using mla::k_vdim;
 using mla::ldmatrix_x4_trans;
 using mla::smem_address;
 
-constexpr int k_cluster = 8;                  ///< blocks a cluster (the portable most)
-constexpr int k_rows = 64;                    ///< query rows a block
-constexpr int k_threads = 256;                ///< 8 warps
-constexpr int k_tile = 32;                    ///< tokens a K tile
-constexpr int k_max_tokens = 128;             ///< tokens a block at most (4 tiles)
-constexpr int k_s_pitch = k_max_tokens + 4;   ///< floats a shared row of S
-constexpr int k_p_pitch = k_max_tokens + 8;   ///< bf16 a shared row of P (272 bytes: no bank conflicts)
-constexpr int k_dims = k_vdim / k_cluster;    ///< output dims a block: 64
-constexpr int k_v_pitch = k_dims + 8;         ///< bf16 a shared row of V's 64 dims
-constexpr int k_max_splits = 256;             ///< the combine's most
-constexpr int k_copy_batch = 8;               ///< remote 16-byte loads a thread keeps in flight
+constexpr int k_cluster = 8;                 ///< blocks a cluster (the portable most)
+constexpr int k_rows = 64;                   ///< query rows a block
+constexpr int k_threads = 256;               ///< 8 warps
+constexpr int k_tile = 32;                   ///< tokens a K tile
+constexpr int k_max_tokens = 128;            ///< tokens a block at most (4 tiles)
+constexpr int k_s_pitch = k_max_tokens + 4;  ///< floats a shared row of S
+constexpr int k_p_pitch = k_max_tokens + 8;  ///< bf16 a shared row of P (272 bytes: no bank conflicts)
+constexpr int k_dims = k_vdim / k_cluster;   ///< output dims a block: 64
+constexpr int k_v_pitch = k_dims + 8;        ///< bf16 a shared row of V's 64 dims
+constexpr int k_max_splits = 256;            ///< the combine's most
+constexpr int k_copy_batch = 8;              ///< remote 16-byte loads a thread keeps in flight
 
 // Shared memory, in bytes: Q and the K ring (the region step 4 reuses), S, P, the row statistics.
 constexpr std::size_t k_q_at = 0;
@@ -82,9 +82,9 @@ __global__ void __launch_bounds__(k_threads, 1)
     float* ss = reinterpret_cast<float*>(base + k_s_at);
     bf16* ps = reinterpret_cast<bf16*>(base + k_p_at);
     float* m_local = reinterpret_cast<float*>(base + k_stats_at);  // this block's row maxima
-    float* l_local = m_local + k_rows;                              // its row sums of P
-    float* m_split = l_local + k_rows;                              // the split's row max M
-    float* l_split = m_split + k_rows;                              // the split's row sum L
+    float* l_local = m_local + k_rows;                             // its row sums of P
+    float* m_split = l_local + k_rows;                             // the split's row max M
+    float* l_split = m_split + k_rows;                             // the split's row sum L
     const int rank = int(cluster.block_rank());
     const int split = int(blockIdx.x) / k_cluster, splits = int(gridDim.x) / k_cluster;
     const int row0 = int(blockIdx.y) * k_rows;
@@ -202,7 +202,8 @@ __global__ void __launch_bounds__(k_threads, 1)
             const int pp = i / (tokens * 8), r = i / 8 % tokens, c = i % 8;
             const int token = min(split_t0 + (p0 + pp) * tokens + r, context - 1);  // P is 0 there
             bf16* vb = reinterpret_cast<bf16*>(base + pp * peer_bytes(tokens)) + k_rows * pitch;
-            copy_async16(vb + r * k_v_pitch + c * 8, cache + std::uint64_t(token) * k_dim + rank * k_dims + c * 8);
+            copy_async16(vb + r * k_v_pitch + c * 8,
+                         cache + std::uint64_t(token) * k_dim + rank * k_dims + c * 8);
         }
         asm volatile("cp.async.commit_group;");
         const int copies = n * k_rows * pvecs;
@@ -213,8 +214,8 @@ __global__ void __launch_bounds__(k_threads, 1)
                 const int i = i0 + u * k_threads;
                 if (i < copies) {
                     const int pp = i / (k_rows * pvecs), r = i / pvecs % k_rows, c = i % pvecs;
-                    v[u] = *reinterpret_cast<const uint4*>(cluster.map_shared_rank(ps, p0 + pp) + r * k_p_pitch +
-                                                           c * 8);
+                    v[u] = *reinterpret_cast<const uint4*>(cluster.map_shared_rank(ps, p0 + pp) +
+                                                           r * k_p_pitch + c * 8);
                 }
             }
 #pragma unroll
@@ -233,8 +234,8 @@ __global__ void __launch_bounds__(k_threads, 1)
             const bf16* pb = reinterpret_cast<const bf16*>(base + pp * peer_bytes(tokens));
             const bf16* vb = pb + k_rows * pitch;
             const unsigned p_base = smem_address(pb + (mt * 16 + (lane & 15)) * pitch + 8 * (lane >> 4));
-            const unsigned v_base =
-                smem_address(vb + ((lane & 7) + 8 * ((lane >> 3) & 1)) * k_v_pitch + half * 32 + 8 * (lane >> 4));
+            const unsigned v_base = smem_address(vb + ((lane & 7) + 8 * ((lane >> 3) & 1)) * k_v_pitch +
+                                                 half * 32 + 8 * (lane >> 4));
             for (int kk = 0; kk < tokens / 16; ++kk) {
                 unsigned a[4], b0[4], b1[4];
                 sg::ldmatrix_x4(p_base + kk * 32, a);
@@ -336,11 +337,12 @@ cudaError_t mla_cluster_decode(const bf16* q, const bf16* cache, bf16* out, int 
     float* o_part = workspace;
     float* ml_part = workspace + std::size_t(used) * rows * k_vdim;
     cudaLaunchAttribute attrs[2];
-    const cudaLaunchConfig_t config = cluster_config(
-        dim3(unsigned(used * k_cluster), unsigned((rows + k_rows - 1) / k_rows), 1), s, attrs, skinny::pdl_enabled());
+    const cudaLaunchConfig_t config =
+        cluster_config(dim3(unsigned(used * k_cluster), unsigned((rows + k_rows - 1) / k_rows), 1), s, attrs,
+                       skinny::pdl_enabled());
     const float scale_log2 = 1.4426950408889634f / std::sqrt(float(k_dim));
-    if (cudaError_t e = cudaLaunchKernelEx(&config, mla_cluster_kernel, q, cache, rows, context, tokens, scale_log2,
-                                           o_part, ml_part, out);
+    if (cudaError_t e = cudaLaunchKernelEx(&config, mla_cluster_kernel, q, cache, rows, context, tokens,
+                                           scale_log2, o_part, ml_part, out);
         e != cudaSuccess)
         return e;
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
