@@ -42,8 +42,6 @@ configs=(
   "bulk8_s2 TPVERIFY_INT4=bulk8 TPVERIFY_INT4_SLICES=2"
   "bulk16_s1 TPVERIFY_INT4=bulk16 TPVERIFY_INT4_SLICES=1"
   "u4_s1 TPVERIFY_INT4=u4 TPVERIFY_INT4_SLICES=1"
-  "u4b4 TPVERIFY_INT4=u4b4"
-  "u4fb4 TPVERIFY_INT4=u4fb4"
   "esilu TPVERIFY_FUSE=mla,moe,expert_silu"
   "esum TPVERIFY_FUSE=mla,moe,expert_sum"
   "esilu_sum TPVERIFY_FUSE=mla,moe,expert_silu,expert_sum"

@@ -368,9 +368,8 @@ __host__ __device__ constexpr std::size_t fold_bytes(int slice_chunks) {
 /// registers; each warp keeps `Ring` chunks in flight in shared-memory stages (ring_bytes(), at
 /// the start of the dynamic shared memory) that the copy engine fills, one chunk a stage, and
 /// refills a stage once the warp has multiplied its chunk; U and Rotate are then unused.
-/// MinBlocks: blocks an SM the registers must allow (0: no limit; 4: at most 64 registers).
-template <Format F, int U, bool Fold = false, bool Rotate = false, int Ring = 0, int MinBlocks = 0>
-__global__ void __launch_bounds__(k_threads, MinBlocks)
+template <Format F, int U, bool Fold = false, bool Rotate = false, int Ring = 0>
+__global__ void __launch_bounds__(k_threads)
     stream_gemm_kernel(Batch batch, int n, int k, int ldx, int slice_chunks, int slices, int accumulate,
                        Workspace ws, int prefetch, int silu, ExpertSum sum) {
     static_assert(!Fold || F == Format::int4, "only INT4 has a bias to fold");

@@ -69,10 +69,8 @@ for tokens in 1 4; do
 done
 # The INT4 kernels whose warps keep their chunks in shared-memory stages filled by bulk copies
 # (TPVERIFY_INT4=bulk*): plain at 4 tokens with the slice rule's k slices, folded at 1 token, 16
-# stages unsplit; and the register-capped plain and folded kernels (u4b4, u4fb4: 4 blocks an SM,
-# some registers spilled): the W4A16 GEMMs at the pass's shapes against the host reference.
-for form in "4 TPVERIFY_INT4=bulk8" "1 TPVERIFY_INT4=bulk8f" "4 TPVERIFY_INT4=bulk16 TPVERIFY_INT4_SLICES=1" \
-  "1 TPVERIFY_INT4=u4b4" "4 TPVERIFY_INT4=u4fb4"; do
+# stages unsplit: the W4A16 GEMMs at the pass's shapes against the host reference.
+for form in "4 TPVERIFY_INT4=bulk8" "1 TPVERIFY_INT4=bulk8f" "4 TPVERIFY_INT4=bulk16 TPVERIFY_INT4_SLICES=1"; do
   read -r tokens settings <<<"$form"
   # shellcheck disable=SC2086
   out=$(env $settings "$tpv" "${small[@]}" --tokens $tokens --check 2>&1); rc=$?
