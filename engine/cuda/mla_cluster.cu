@@ -94,14 +94,8 @@ __global__ void __launch_bounds__(k_threads, 1)
     const int tiles = tokens / k_tile;
 
     // 1. Q, the K tiles, S.
+    mla::copy_query_rows<k_rows, k_threads>(qs, q, row0, rows);
     constexpr int vecs = k_dim / 8;  // 16-byte vectors a row
-    for (int i = threadIdx.x; i < k_rows * vecs; i += k_threads) {
-        const int r = i / vecs, c = i % vecs, row = row0 + r;
-        if (row < rows)
-            copy_async16(qs + r * k_pitch + c * 8, q + std::uint64_t(row) * k_dim + c * 8);
-        else
-            *reinterpret_cast<uint4*>(qs + r * k_pitch + c * 8) = make_uint4(0, 0, 0, 0);
-    }
     auto load_tile = [&](int tile) {
         bf16* kb = ks + (tile & 1) * k_tile * k_pitch;
         for (int i = threadIdx.x; i < k_tile * vecs; i += k_threads) {

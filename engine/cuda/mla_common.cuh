@@ -31,6 +31,21 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned address, unsigned (&r
                  : "r"(address));
 }
 
+/// Starts copying query rows row0 .. row0 + Count - 1 (each k_dim bf16) into shared rows of
+/// k_pitch, Threads threads sharing the 16-byte pieces; rows at or past `rows` are zeroed instead.
+/// The caller commits and waits for the cp.async group.
+template <int Count, int Threads>
+__device__ __forceinline__ void copy_query_rows(bf16* qs, const bf16* q, int row0, int rows) {
+    constexpr int vecs = k_dim / 8;  // 16-byte pieces a row
+    for (int i = threadIdx.x; i < Count * vecs; i += Threads) {
+        const int r = i / vecs, c = i % vecs, row = row0 + r;
+        if (row < rows)
+            copy_async16(qs + r * k_pitch + c * 8, q + std::uint64_t(row) * k_dim + c * 8);
+        else
+            *reinterpret_cast<uint4*>(qs + r * k_pitch + c * 8) = make_uint4(0, 0, 0, 0);
+    }
+}
+
 __device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
     __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<unsigned*>(&v);

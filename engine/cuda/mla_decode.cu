@@ -73,14 +73,8 @@ __global__ void __launch_bounds__(SplitShape<Groups>::threads, 1)
     const int t0 = split * split_len, t1 = min(context, t0 + split_len);
     const int tiles = t1 > t0 ? (t1 - t0 + k_tokens - 1) / k_tokens : 0;
 
+    mla::copy_query_rows<k_rows_per_block, k_threads>(qs, q, block_row0, rows);
     constexpr int vecs = k_dim / 8;  // 16-byte vectors per row
-    for (int i = threadIdx.x; i < k_rows_per_block * vecs; i += k_threads) {
-        const int r = i / vecs, c = i % vecs, row = block_row0 + r;
-        if (row < rows)
-            copy_async16(qs + r * k_pitch + c * 8, q + std::uint64_t(row) * k_dim + c * 8);
-        else
-            *reinterpret_cast<uint4*>(qs + r * k_pitch + c * 8) = make_uint4(0, 0, 0, 0);
-    }
     auto load_tile = [&](int tile) {
         const int buffer = tile % k_stages;
         for (int i = threadIdx.x; i < k_tokens * vecs; i += k_threads) {
