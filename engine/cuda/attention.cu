@@ -4,6 +4,7 @@
 
 #include "engine/cuda/attention.cuh"
 #include "engine/cuda/kernels.cuh"
+#include "engine/cuda/skinny_gemm.cuh"
 #include "engine/knobs.hpp"
 
 namespace tpverify::cuda {
@@ -30,6 +31,7 @@ __device__ float block_reduce(float v, bool is_max, float* shared) {
 // One block per score row: p = exp(s*scale - max) / sum, written as bf16, the row read three
 // times (any width; TPVERIFY_SOFTMAX=three-pass for every width).
 __global__ void softmax_kernel(const float* scores, bf16* probs, int cols, float scale) {
+    skinny::pdl_wait();  // launched early (TPVERIFY_SOFTMAX_PDL): the scores GEMM's writes first
     __shared__ float shared[32];
     const float* row = scores + std::uint64_t(blockIdx.x) * cols;
     bf16* out = probs + std::uint64_t(blockIdx.x) * cols;
@@ -51,6 +53,7 @@ constexpr int k_row_per_thread = 16;  ///< rows up to 512 x 16 = 8,192 columns t
 
 __global__ void __launch_bounds__(k_row_threads)
     softmax_row_kernel(const float* scores, bf16* probs, int cols, float scale) {
+    skinny::pdl_wait();
     __shared__ float shared[32];
     const float4* row = reinterpret_cast<const float4*>(scores + std::uint64_t(blockIdx.x) * cols);
     bf16* out = probs + std::uint64_t(blockIdx.x) * cols;
@@ -89,6 +92,14 @@ __global__ void __launch_bounds__(k_row_threads)
 // TPVERIFY_SOFTMAX=three-pass: softmax_kernel for every shape (the previous default, to compare).
 bool three_pass_softmax() {
     static const bool chosen = env_is("TPVERIFY_SOFTMAX", "three-pass");
+    return chosen;
+}
+
+// TPVERIFY_SOFTMAX_PDL=1 (and PDL on): the softmax launched with programmatic dependent launch,
+// so that it is launched as the scores GEMM's last blocks end rather than after the whole grid
+// (cuBLAS's kernels do not trigger early; the softmax waits for the GEMM before reading).
+bool softmax_pdl() {
+    static const bool chosen = env_is("TPVERIFY_SOFTMAX_PDL", "1") && skinny::pdl_enabled();
     return chosen;
 }
 
@@ -209,10 +220,13 @@ Status AttentionSet::run(cublasHandle_t handle, const Step& step, cudaStream_t s
                                           s_stride, a.kv_heads, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     const int rows = group_rows * a.kv_heads;
     const float scale = 1.0f / std::sqrt(float(a.qk_dim));
-    if (!three_pass_softmax() && a.context % 4 == 0 && a.context <= k_row_threads * k_row_per_thread)
-        softmax_row_kernel<<<rows, k_row_threads, 0, stream>>>(m_scores, m_probs, a.context, scale);
-    else
-        softmax_kernel<<<rows, k_softmax_threads, 0, stream>>>(m_scores, m_probs, a.context, scale);
+    const bool row_kernel =
+        !three_pass_softmax() && a.context % 4 == 0 && a.context <= k_row_threads * k_row_per_thread;
+    TPV_CUDA(phase, row_kernel
+                        ? skinny::launch_pdl(softmax_row_kernel, dim3(unsigned(rows)), k_row_threads, 0,
+                                             stream, softmax_pdl(), m_scores, m_probs, a.context, scale)
+                        : skinny::launch_pdl(softmax_kernel, dim3(unsigned(rows)), k_softmax_threads, 0,
+                                             stream, softmax_pdl(), m_scores, m_probs, a.context, scale));
     TPV_CUDA(phase, cudaGetLastError());
     TPV_CUBLAS(phase, cublasGemmStridedBatchedEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, a.v_dim, group_rows,
                                                  a.context, &one, cache + a.v_offset, CUDA_R_16BF, a.row_dim,
