@@ -36,12 +36,7 @@ namespace tpverify::cuda {
 namespace {
 
 namespace cg = cooperative_groups;
-using mla::copy_async16;
-using mla::k_dim;
-using mla::k_pitch;
-using mla::k_vdim;
-using mla::ldmatrix_x4_trans;
-using mla::smem_address;
+using namespace mla;  // the MLA row shape and helpers (mla_common.cuh)
 
 constexpr int k_cluster = 8;                 ///< blocks a cluster (the portable most)
 constexpr int k_rows = 64;                   ///< query rows a block
@@ -94,15 +89,10 @@ __global__ void __launch_bounds__(k_threads, 1)
     const int tiles = tokens / k_tile;
 
     // 1. Q, the K tiles, S.
-    mla::copy_query_rows<k_rows, k_threads>(qs, q, row0, rows);
-    constexpr int vecs = k_dim / 8;  // 16-byte vectors a row
-    auto load_tile = [&](int tile) {
-        bf16* kb = ks + (tile & 1) * k_tile * k_pitch;
-        for (int i = threadIdx.x; i < k_tile * vecs; i += k_threads) {
-            const int r = i / vecs, c = i % vecs;
-            const int token = min(t0 + tile * k_tile + r, context - 1);  // past the end: masked below
-            copy_async16(kb + r * k_pitch + c * 8, cache + std::uint64_t(token) * k_dim + c * 8);
-        }
+    copy_query_rows<k_rows, k_threads>(qs, q, row0, rows);
+    auto load_tile = [&](int tile) {  // rows past the context: masked below
+        copy_cache_rows<k_tile, k_threads>(ks + (tile & 1) * k_tile * k_pitch, cache, t0 + tile * k_tile,
+                                           context);
     };
     // Groups {Q, tile 0}, {tile 1}, then one an iteration (empty past the last tile): "all but
     // the newest one done" is "this iteration's tile is here".
@@ -171,7 +161,7 @@ __global__ void __launch_bounds__(k_threads, 1)
         const float e0 = none ? 0.0f : exp2f(v.x - m), e1 = none ? 0.0f : exp2f(v.y - m);
         const float e2 = none ? 0.0f : exp2f(v.z - m), e3 = none ? 0.0f : exp2f(v.w - m);
         sum += (e0 + e1) + (e2 + e3);
-        *reinterpret_cast<uint2*>(prow + c) = make_uint2(mla::pack_bf16(e0, e1), mla::pack_bf16(e2, e3));
+        *reinterpret_cast<uint2*>(prow + c) = make_uint2(pack_bf16(e0, e1), pack_bf16(e2, e3));
     }
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);

@@ -46,6 +46,19 @@ __device__ __forceinline__ void copy_query_rows(bf16* qs, const bf16* q, int row
     }
 }
 
+/// Starts copying cached rows first .. first + Tokens - 1 (each k_dim bf16) into shared rows of
+/// k_pitch, Threads threads sharing the 16-byte pieces; rows past the context repeat its last row
+/// (the callers mask their scores). The caller commits and waits for the cp.async group.
+template <int Tokens, int Threads>
+__device__ __forceinline__ void copy_cache_rows(bf16* ks, const bf16* cache, int first, int context) {
+    constexpr int vecs = k_dim / 8;  // 16-byte pieces a row
+    for (int i = threadIdx.x; i < Tokens * vecs; i += Threads) {
+        const int r = i / vecs, c = i % vecs;
+        const int token = min(first + r, context - 1);
+        copy_async16(ks + r * k_pitch + c * 8, cache + std::uint64_t(token) * k_dim + c * 8);
+    }
+}
+
 __device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
     __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<unsigned*>(&v);

@@ -28,14 +28,7 @@
 namespace tpverify::cuda {
 namespace {
 
-using mla::copy_async16;
-using mla::k_dim;
-using mla::k_pitch;
-using mla::k_vdim;
-using mla::ldmatrix_x2;
-using mla::ldmatrix_x4_trans;
-using mla::pack_bf16;
-using mla::smem_address;
+using namespace mla;          // the MLA row shape and helpers (mla_common.cuh)
 constexpr int k_tokens = 32;  // tokens per tile
 constexpr int k_s_pitch = k_tokens + 4;
 constexpr int k_stages = 3;  // K tiles in the cp.async ring
@@ -73,16 +66,10 @@ __global__ void __launch_bounds__(SplitShape<Groups>::threads, 1)
     const int t0 = split * split_len, t1 = min(context, t0 + split_len);
     const int tiles = t1 > t0 ? (t1 - t0 + k_tokens - 1) / k_tokens : 0;
 
-    mla::copy_query_rows<k_rows_per_block, k_threads>(qs, q, block_row0, rows);
-    constexpr int vecs = k_dim / 8;  // 16-byte vectors per row
-    auto load_tile = [&](int tile) {
-        const int buffer = tile % k_stages;
-        for (int i = threadIdx.x; i < k_tokens * vecs; i += k_threads) {
-            const int r = i / vecs, c = i % vecs;
-            const int token = min(t0 + tile * k_tokens + r, context - 1);  // past the end: masked below
-            copy_async16(ks + (buffer * k_tokens + r) * k_pitch + c * 8,
-                         cache + std::uint64_t(token) * k_dim + c * 8);
-        }
+    copy_query_rows<k_rows_per_block, k_threads>(qs, q, block_row0, rows);
+    auto load_tile = [&](int tile) {  // rows past the context: masked below
+        copy_cache_rows<k_tokens, k_threads>(ks + (tile % k_stages) * k_tokens * k_pitch, cache,
+                                             t0 + tile * k_tokens, context);
     };
     // Groups: {q, tile 0}, {tile 1}, then one per iteration (empty past the last tile), so that
     // "all but the newest two done" always means "this iteration's tile is here".

@@ -29,12 +29,7 @@
 namespace tpverify::cuda {
 namespace {
 
-using mla::copy_async16;
-using mla::k_dim;
-using mla::k_pitch;
-using mla::k_vdim;
-using mla::ldmatrix_x4_trans;
-using mla::smem_address;
+using namespace mla;                        // the MLA row shape and helpers (mla_common.cuh)
 constexpr int k_rows = 64;                  ///< query rows a block (both kernels)
 constexpr int k_threads = 256;              ///< 8 warps
 constexpr int k_tile = 32;                  ///< tokens of a scores block (one (m, l) each)
@@ -74,11 +69,7 @@ __global__ void __launch_bounds__(k_threads)
                   row = min(row0 + r, rows - 1);  // rows past the end: not written
         copy_async16(qs + r * k_pitch + c * 8, q + std::uint64_t(row) * k_dim + c * 8);
     }
-    for (int i = threadIdx.x; i < k_tile * vecs; i += k_threads) {
-        const int r = i / vecs, c = i % vecs;
-        const int token = min(tile * k_tile + r, context - 1);  // past the context: masked below
-        copy_async16(ks + r * k_pitch + c * 8, cache + std::uint64_t(token) * k_dim + c * 8);
-    }
+    copy_cache_rows<k_tile, k_threads>(ks, cache, tile * k_tile, context);  // past the context: masked below
     asm volatile("cp.async.commit_group;");
     asm volatile("cp.async.wait_group 0;" ::: "memory");
     __syncthreads();
