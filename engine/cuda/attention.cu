@@ -138,21 +138,17 @@ Status AttentionSet::allocate(const std::vector<const PassPlan*>& plans, cudaStr
     int device = 0;
     TPV_CUDA("init", cudaGetDevice(&device));
     TPV_CUDA("init", cudaDeviceGetAttribute(&m_sms, cudaDevAttrMultiProcessorCount, device));
-    std::uint64_t mla_floats = 0;
+    // The workspaces of the MLA kernels: the largest any MLA step needs, for each form.
+    std::uint64_t mla_floats = 0, two_pass_bytes = 0;
     for (const PassPlan* plan : plans)
         for (const Step& s : plan->steps)
             if (s.kind == Step::Kind::attention && mla_shape(s.attention) && s.attention.context > 0) {
                 const int r = s.attention.rows * s.attention.heads;
                 mla_floats = std::max<std::uint64_t>(
                     mla_floats, mla_workspace_floats(r, mla_splits(r, s.attention.context, m_sms)));
+                two_pass_bytes =
+                    std::max<std::uint64_t>(two_pass_bytes, mla_two_pass_bytes(r, s.attention.context));
             }
-    std::uint64_t two_pass_bytes = 0;
-    for (const PassPlan* plan : plans)
-        for (const Step& s : plan->steps)
-            if (s.kind == Step::Kind::attention && mla_shape(s.attention) && s.attention.context > 0)
-                two_pass_bytes = std::max<std::uint64_t>(
-                    two_pass_bytes,
-                    mla_two_pass_bytes(s.attention.rows * s.attention.heads, s.attention.context));
     m_two_pass = two_pass_attention_chosen();
     if (m_two_pass && two_pass_bytes > 0) {
         TPV_TRY(alloc(m_two_pass_workspace, two_pass_bytes));
