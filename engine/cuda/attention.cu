@@ -150,6 +150,8 @@ Status AttentionSet::allocate(const std::vector<const PassPlan*>& plans, cudaStr
                     std::max<std::uint64_t>(two_pass_bytes, mla_two_pass_bytes(r, s.attention.context));
             }
     m_two_pass = two_pass_attention_chosen();
+    m_values = values_attention_chosen();
+    if (m_values) TPV_CUDA("init", mla_values_setup());
     if (m_two_pass && two_pass_bytes > 0) {
         TPV_TRY(alloc(m_two_pass_workspace, two_pass_bytes));
         TPV_CUDA("init", cudaMemsetAsync(m_two_pass_workspace, 0, two_pass_bytes, stream));
@@ -195,6 +197,9 @@ Status AttentionSet::run(cublasHandle_t handle, const Step& step, cudaStream_t s
                                      mla_two_pass_splits(r, a.context, m_sms), m_two_pass_workspace, stream));
         return {};
     }
+    if (m_values && mla_shape(a) && mla_values_fits(a.context))
+        return mla_values_attention(handle, m_q, cache, m_out, a.rows * a.heads, a.context, m_scores, stream,
+                                    phase);
     if (m_fused && m_mla_workspace != nullptr && mla_shape(a)) {
         const int r = a.rows * a.heads;
         TPV_CUDA(phase, mla_decode(m_q, cache, m_out, r, a.context, mla_splits(r, a.context, m_sms),
@@ -237,6 +242,24 @@ bool fused_attention_chosen() {
     constexpr bool k_fused_default = false;
     const std::string choice = env_or("TPVERIFY_ATTENTION");
     return choice.empty() ? k_fused_default : choice == "fused" || choice == "cluster";
+}
+
+bool values_attention_chosen() {
+    return env_is("TPVERIFY_ATTENTION", "values");
+}
+
+Status mla_values_attention(cublasHandle_t handle, const bf16* q, const bf16* cache, bf16* out, int rows,
+                            int context, float* scores, cudaStream_t s, const char* phase) {
+    // The cuBLAS path's scores GEMM for one KV head (column-major views, as in AttentionSet::run).
+    constexpr int dim = 576;
+    float one = 1.0f, zero = 0.0f;
+    TPV_CUBLAS(phase, cublasGemmStridedBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, context, rows, dim, &one,
+                                                 cache, CUDA_R_16BF, dim, (long long)context * dim, q,
+                                                 CUDA_R_16BF, dim, (long long)rows * dim, &zero, scores,
+                                                 CUDA_R_32F, context, (long long)rows * context, 1,
+                                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    TPV_CUDA(phase, mla_values(scores, cache, out, rows, context, s));
+    return {};
 }
 
 bool cluster_attention_chosen() {

@@ -50,6 +50,22 @@ std::size_t mla_two_pass_bytes(int rows, int context);
 /// Context splits for about one values block an SM (at most 2,048 tokens each).
 int mla_two_pass_splits(int rows, int context, int sms);
 cudaError_t mla_two_pass_setup();
+/// The softmax and values product of absorbed MLA in one kernel (engine/cuda/mla_values.cu;
+/// TPVERIFY_ATTENTION=values): `scores` are the cuBLAS path's unscaled fp32 S (`rows` x
+/// `context`, row-major), `out` gets softmax(S / sqrt(576)) V as bf16 (`rows` x 512), V the first
+/// 512 of each cached row. Each context part of a cluster of mla_values_parts() blocks (8, or 16
+/// with TPVERIFY_VALUES_PARTS=16) keeps a running max and sum; the parts meet in distributed shared
+/// memory. mla_values_setup() once per device first; contexts that are not mla_values_fits() are
+/// refused (cudaErrorInvalidValue).
+cudaError_t mla_values(const float* scores, const bf16* cache, bf16* out, int rows, int context,
+                       cudaStream_t s);
+int mla_values_parts();
+bool mla_values_fits(int context);
+cudaError_t mla_values_setup();
+/// The whole TPVERIFY_ATTENTION=values attention: S = Q K^T as the cuBLAS path's scores GEMM
+/// (`handle` bound to `s`) into `scores` (rows x context floats), then mla_values.
+Status mla_values_attention(cublasHandle_t handle, const bf16* q, const bf16* cache, bf16* out, int rows,
+                            int context, float* scores, cudaStream_t s, const char* phase);
 /// Whether `a` is absorbed MLA of the fused kernel's shape.
 bool mla_shape(const Attention& a);
 /// TPVERIFY_ATTENTION=fused or =cluster: MLA through mla_decode. Default (or cublas): two cuBLAS GEMMs and a
@@ -57,6 +73,9 @@ bool mla_shape(const Attention& a);
 bool fused_attention_chosen();
 /// TPVERIFY_ATTENTION=two-pass: MLA through mla_two_pass.
 bool two_pass_attention_chosen();
+/// TPVERIFY_ATTENTION=values: MLA through mla_values_attention (the cuBLAS scores GEMM, then one
+/// kernel for the softmax and the values).
+bool values_attention_chosen();
 /// TPVERIFY_ATTENTION=cluster: MLA through mla_decode's cluster form (fused_attention_chosen()
 /// is true too).
 bool cluster_attention_chosen();
@@ -72,7 +91,8 @@ public:
     /// Allocates and fills (small random values) every cache and buffer the plans need.
     Status allocate(const std::vector<const PassPlan*>& plans, cudaStream_t stream);
     /// Enqueues one attention step: S = Q K^T / sqrt(qk_dim) (fp32, cuBLAS), P = softmax(S), O = P V
-    /// (cuBLAS); with TPVERIFY_ATTENTION=fused, MLA of the fused kernel's shape through mla_decode.
+    /// (cuBLAS); with TPVERIFY_ATTENTION=fused, MLA of the fused kernel's shape through mla_decode;
+    /// with =values, the scores GEMM and then mla_values.
     Status run(cublasHandle_t handle, const Step& step, cudaStream_t stream, const char* phase) const;
     /// Bytes allocated for KV caches.
     [[nodiscard]] std::uint64_t cache_bytes() const { return m_cache_bytes; }
@@ -88,7 +108,7 @@ private:
         int rows = 0, row_width = 0;
     };
     std::map<std::string, Cache> m_caches;
-    bool m_fused = true, m_two_pass = false;
+    bool m_fused = true, m_two_pass = false, m_values = false;
     int m_sms = 132;
     float* m_mla_workspace = nullptr;
     void* m_two_pass_workspace = nullptr;

@@ -351,12 +351,13 @@ Status check_attention(RankEngine& engine, const PassPlan& plan, CheckOutcome& o
         if (pass == nullptr && s.kind == Step::Kind::attention && mla_shape(s.attention) &&
             s.attention.context > 0)
             pass = &s.attention;
-    const bool two_pass = two_pass_attention_chosen();
-    if (pass == nullptr || !(fused_attention_chosen() || two_pass)) return {};
+    const bool two_pass = two_pass_attention_chosen(), values = values_attention_chosen();
+    if (pass == nullptr || !(fused_attention_chosen() || two_pass || values)) return {};
+    if (values && !mla_values_fits(pass->context)) return {};  // the pass runs the cuBLAS path then
     int sms = 0, device = 0;
     TPV_CUDA("check", cudaGetDevice(&device));
     TPV_CUDA("check", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    TPV_CUDA("check", two_pass ? mla_two_pass_setup() : mla_setup());
+    TPV_CUDA("check", two_pass ? mla_two_pass_setup() : values ? mla_values_setup() : mla_setup());
     constexpr int dim = 576, vdim = 512;
     // Two cases: 80 query rows (two row blocks, one partial) over 1000 cached rows (a partial last
     // tile), split as the pass would split them and in one split; and the pass's own shape (its
@@ -366,6 +367,7 @@ Status check_attention(RankEngine& engine, const PassPlan& plan, CheckOutcome& o
         int rows, context, stride;
         bool one_split;
     };
+    // (The values form has no splits of its own: its one-split case is its only one.)
     const AttentionCase cases[] = {{80, 1000, 1, true}, {pass->rows * pass->heads, pass->context, 8, false}};
     std::mt19937_64 rng(777 + std::uint64_t(engine.comm().rank()));
     for (const AttentionCase& ac : cases) {
@@ -404,6 +406,7 @@ Status check_attention(RankEngine& engine, const PassPlan& plan, CheckOutcome& o
         Scratch scratch;
         bf16 *d_q = nullptr, *d_cache = nullptr, *d_out = nullptr;
         float* d_ws = nullptr;
+        float* d_scores = nullptr;
         unsigned char* d_two_pass = nullptr;
         const int splits =
             two_pass ? mla_two_pass_splits(rows, context, sms) : mla_splits(rows, context, sms);
@@ -414,20 +417,26 @@ Status check_attention(RankEngine& engine, const PassPlan& plan, CheckOutcome& o
         if (two_pass) {
             TPV_TRY(scratch.alloc(d_two_pass, mla_two_pass_bytes(rows, context)));
             TPV_CUDA("check", cudaMemsetAsync(d_two_pass, 0, mla_two_pass_bytes(rows, context), s));
+        } else if (values) {
+            TPV_TRY(scratch.alloc(d_scores, std::size_t(rows) * context));
         } else {
             TPV_TRY(scratch.alloc(d_ws, mla_workspace_floats(rows, std::max(splits, 1))));
         }
         TPV_CUDA("check", copy_in(d_q, q.data(), q.size() * 2, s));
         TPV_CUDA("check", copy_in(d_cache, cache.data(), cache.size() * 2, s));
         std::vector<int> uses{splits};
-        if (ac.one_split) uses.push_back(1);
+        if (ac.one_split && !values) uses.push_back(1);
         for (int use : uses) {
             // Two-pass: run twice, the second output checked, so that an accumulator or counter
             // the first call left behind shows.
             for (int run = 0; run < (two_pass ? 2 : 1); ++run) {
                 TPV_CUDA("check", cudaMemsetAsync(d_out, 0xff, std::size_t(rows) * vdim * 2, s));  // NaN
-                TPV_CUDA("check", two_pass
-                                      ? mla_two_pass(d_q, d_cache, d_out, rows, context, use, d_two_pass, s)
+                if (values)
+                    TPV_TRY(mla_values_attention(engine.cublas(), d_q, d_cache, d_out, rows, context,
+                                                 d_scores, s, "check"));
+                else
+                    TPV_CUDA("check",
+                             two_pass ? mla_two_pass(d_q, d_cache, d_out, rows, context, use, d_two_pass, s)
                                       : mla_decode(d_q, d_cache, d_out, rows, context, use, d_ws, s));
             }
             std::vector<bf16> got(std::size_t(rows) * vdim);
@@ -448,11 +457,14 @@ Status check_attention(RankEngine& engine, const PassPlan& plan, CheckOutcome& o
             out.wrong += wrong;
             if (wrong > 0 && out.detail.empty())
                 out.detail = std::string(two_pass                     ? "two-pass"
+                                         : values                     ? "values"
                                          : cluster_attention_chosen() ? "cluster"
                                                                       : "fused") +
                              " MLA decode attention (" + std::to_string(rows) + " rows, context " +
-                             std::to_string(context) + ", " + std::to_string(use) +
-                             " splits): " + std::to_string(wrong) + " of " + std::to_string(checked) +
+                             std::to_string(context) + ", " +
+                             (values ? std::to_string(mla_values_parts()) + " parts"
+                                     : std::to_string(use) + " splits") +
+                             "): " + std::to_string(wrong) + " of " + std::to_string(checked) +
                              " outputs differ from the double-precision reference";
         }
     }
