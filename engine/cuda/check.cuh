@@ -72,7 +72,8 @@ Status check_stream_gemms(RankEngine& engine, const PassPlan& plan, CheckOutcome
 Status check_moe_streams(RankEngine& engine, const PassPlan& plan, CheckOutcome& out);
 
 /// With MLA attention in the pass: the fused decode kernel (mla_decode), or with
-/// TPVERIFY_ATTENTION=two-pass mla_two_pass (run twice, the second output checked), on random queries and
+/// TPVERIFY_ATTENTION=two-pass mla_two_pass (run twice, the second output checked), or with =values
+/// mla_values_attention (the cuBLAS scores GEMM and the softmax-values kernel), on random queries and
 /// cache rows (80 rows over 1000 tokens, split as the pass splits and in one split) against a
 /// double-precision softmax reference; an output is wrong when NaN or off by more than 1e-2 of
 /// its reference plus 2e-2 of the outputs' RMS.
