@@ -31,7 +31,8 @@ fi
 # measuring only): the pass without them, so what each costs inside it; `one` runs the MoE
 # block on one stream; two_pass the two-pass MLA attention, cluster the cluster one, fused the
 # split kernel with its combine, softmax_pdl the cuBLAS path's softmax on PDL, values (values16) the
-# cuBLAS scores GEMM then one cluster kernel of 8 (16) context parts for softmax and values (engine-cuda.md).
+# cuBLAS scores GEMM then one cluster kernel of 8 (16) context parts for softmax and values, probs
+# (probs16) the same kernel after the cuBLAS path's softmax, for its values GEMM and reduce (engine-cuda.md).
 # The L2 prefetch comparison: run17-h100-prefetch.log and run18-h100-prefetch-modes.log.
 configs=(
   "default"
@@ -57,6 +58,8 @@ configs=(
   "softmax_pdl TPVERIFY_SOFTMAX_PDL=1"
   "values TPVERIFY_ATTENTION=values"
   "values16 TPVERIFY_ATTENTION=values TPVERIFY_VALUES_PARTS=16"
+  "probs TPVERIFY_ATTENTION=probs"
+  "probs16 TPVERIFY_ATTENTION=probs TPVERIFY_VALUES_PARTS=16"
   "fused TPVERIFY_ATTENTION=fused"
   "no_attn TPVERIFY_OMIT=attention"
   "no_mla_ops TPVERIFY_OMIT=mla_ops"

@@ -103,6 +103,20 @@ bool softmax_pdl() {
     return chosen;
 }
 
+// P = softmax(S * scale) by rows: the one-read row kernel where the row fits it, else the
+// three-pass one.
+cudaError_t launch_softmax(const float* scores, bf16* probs, int rows, int context, float scale,
+                           cudaStream_t s) {
+    const bool row_kernel =
+        !three_pass_softmax() && context % 4 == 0 && context <= k_row_threads * k_row_per_thread;
+    const cudaError_t e = row_kernel
+                              ? skinny::launch_pdl(softmax_row_kernel, dim3(unsigned(rows)), k_row_threads, 0,
+                                                   s, softmax_pdl(), scores, probs, context, scale)
+                              : skinny::launch_pdl(softmax_kernel, dim3(unsigned(rows)), k_softmax_threads, 0,
+                                                   s, softmax_pdl(), scores, probs, context, scale);
+    return e != cudaSuccess ? e : cudaGetLastError();
+}
+
 std::uint64_t query_rows(const Attention& a) {
     return std::uint64_t(a.rows) * a.heads;
 }
@@ -151,7 +165,8 @@ Status AttentionSet::allocate(const std::vector<const PassPlan*>& plans, cudaStr
             }
     m_two_pass = two_pass_attention_chosen();
     m_values = values_attention_chosen();
-    if (m_values) TPV_CUDA("init", mla_values_setup());
+    m_probs_form = probs_attention_chosen();
+    if (m_values || m_probs_form) TPV_CUDA("init", mla_values_setup());
     if (m_two_pass && two_pass_bytes > 0) {
         TPV_TRY(alloc(m_two_pass_workspace, two_pass_bytes));
         TPV_CUDA("init", cudaMemsetAsync(m_two_pass_workspace, 0, two_pass_bytes, stream));
@@ -200,6 +215,9 @@ Status AttentionSet::run(cublasHandle_t handle, const Step& step, cudaStream_t s
     if (m_values && mla_shape(a) && mla_values_fits(a.context))
         return mla_values_attention(handle, m_q, cache, m_out, a.rows * a.heads, a.context, m_scores, stream,
                                     phase);
+    if (m_probs_form && mla_shape(a) && mla_probs_fits(a.context))
+        return mla_probs_attention(handle, m_q, cache, m_out, a.rows * a.heads, a.context, m_scores, m_probs,
+                                   stream, phase);
     if (m_fused && m_mla_workspace != nullptr && mla_shape(a)) {
         const int r = a.rows * a.heads;
         TPV_CUDA(phase, mla_decode(m_q, cache, m_out, r, a.context, mla_splits(r, a.context, m_sms),
@@ -219,16 +237,8 @@ Status AttentionSet::run(cublasHandle_t handle, const Step& step, cudaStream_t s
                                           &one, cache, CUDA_R_16BF, a.row_dim, cache_stride, m_q, CUDA_R_16BF,
                                           a.qk_dim, q_stride, &zero, m_scores, CUDA_R_32F, a.context,
                                           s_stride, a.kv_heads, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-    const int rows = group_rows * a.kv_heads;
-    const float scale = 1.0f / std::sqrt(float(a.qk_dim));
-    const bool row_kernel =
-        !three_pass_softmax() && a.context % 4 == 0 && a.context <= k_row_threads * k_row_per_thread;
-    TPV_CUDA(phase, row_kernel
-                        ? skinny::launch_pdl(softmax_row_kernel, dim3(unsigned(rows)), k_row_threads, 0,
-                                             stream, softmax_pdl(), m_scores, m_probs, a.context, scale)
-                        : skinny::launch_pdl(softmax_kernel, dim3(unsigned(rows)), k_softmax_threads, 0,
-                                             stream, softmax_pdl(), m_scores, m_probs, a.context, scale));
-    TPV_CUDA(phase, cudaGetLastError());
+    TPV_CUDA(phase, launch_softmax(m_scores, m_probs, group_rows * a.kv_heads, a.context,
+                                   1.0f / std::sqrt(float(a.qk_dim)), stream));
     TPV_CUBLAS(phase, cublasGemmStridedBatchedEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, a.v_dim, group_rows,
                                                  a.context, &one, cache + a.v_offset, CUDA_R_16BF, a.row_dim,
                                                  cache_stride, m_probs, CUDA_R_16BF, a.context, s_stride,
@@ -260,6 +270,24 @@ Status mla_values_attention(cublasHandle_t handle, const bf16* q, const bf16* ca
                                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     TPV_CUDA(phase, mla_values(scores, cache, out, rows, context, s));
     return {};
+}
+
+Status mla_probs_attention(cublasHandle_t handle, const bf16* q, const bf16* cache, bf16* out, int rows,
+                           int context, float* scores, bf16* probs, cudaStream_t s, const char* phase) {
+    constexpr int dim = 576;
+    float one = 1.0f, zero = 0.0f;
+    TPV_CUBLAS(phase, cublasGemmStridedBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, context, rows, dim, &one,
+                                                 cache, CUDA_R_16BF, dim, (long long)context * dim, q,
+                                                 CUDA_R_16BF, dim, (long long)rows * dim, &zero, scores,
+                                                 CUDA_R_32F, context, (long long)rows * context, 1,
+                                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    TPV_CUDA(phase, launch_softmax(scores, probs, rows, context, 1.0f / std::sqrt(float(dim)), s));
+    TPV_CUDA(phase, mla_probs_values(probs, cache, out, rows, context, s));
+    return {};
+}
+
+bool probs_attention_chosen() {
+    return env_is("TPVERIFY_ATTENTION", "probs");
 }
 
 bool cluster_attention_chosen() {

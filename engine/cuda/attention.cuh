@@ -61,11 +61,22 @@ cudaError_t mla_values(const float* scores, const bf16* cache, bf16* out, int ro
                        cudaStream_t s);
 int mla_values_parts();
 bool mla_values_fits(int context);
+/// mla_values_setup() also prepares mla_probs_values.
 cudaError_t mla_values_setup();
+/// The same kernel fed the softmax's bf16 P (`rows` x `context`, normalised) instead of S
+/// (TPVERIFY_ATTENTION=probs): it replaces only the cuBLAS path's values GEMM and its reduce.
+/// Contexts that are not mla_probs_fits() are refused.
+cudaError_t mla_probs_values(const bf16* probs, const bf16* cache, bf16* out, int rows, int context,
+                             cudaStream_t s);
+bool mla_probs_fits(int context);
 /// The whole TPVERIFY_ATTENTION=values attention: S = Q K^T as the cuBLAS path's scores GEMM
 /// (`handle` bound to `s`) into `scores` (rows x context floats), then mla_values.
 Status mla_values_attention(cublasHandle_t handle, const bf16* q, const bf16* cache, bf16* out, int rows,
                             int context, float* scores, cudaStream_t s, const char* phase);
+/// The whole TPVERIFY_ATTENTION=probs attention: the scores GEMM into `scores`, the cuBLAS path's
+/// softmax into `probs` (rows x context bf16), then mla_probs_values.
+Status mla_probs_attention(cublasHandle_t handle, const bf16* q, const bf16* cache, bf16* out, int rows,
+                           int context, float* scores, bf16* probs, cudaStream_t s, const char* phase);
 /// Whether `a` is absorbed MLA of the fused kernel's shape.
 bool mla_shape(const Attention& a);
 /// TPVERIFY_ATTENTION=fused or =cluster: MLA through mla_decode. Default (or cublas): two cuBLAS GEMMs and a
@@ -76,6 +87,8 @@ bool two_pass_attention_chosen();
 /// TPVERIFY_ATTENTION=values: MLA through mla_values_attention (the cuBLAS scores GEMM, then one
 /// kernel for the softmax and the values).
 bool values_attention_chosen();
+/// TPVERIFY_ATTENTION=probs: MLA through mla_probs_attention.
+bool probs_attention_chosen();
 /// TPVERIFY_ATTENTION=cluster: MLA through mla_decode's cluster form (fused_attention_chosen()
 /// is true too).
 bool cluster_attention_chosen();
@@ -108,7 +121,7 @@ private:
         int rows = 0, row_width = 0;
     };
     std::map<std::string, Cache> m_caches;
-    bool m_fused = true, m_two_pass = false, m_values = false;
+    bool m_fused = true, m_two_pass = false, m_values = false, m_probs_form = false;
     int m_sms = 132;
     float* m_mla_workspace = nullptr;
     void* m_two_pass_workspace = nullptr;

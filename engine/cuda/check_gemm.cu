@@ -351,9 +351,11 @@ Status check_attention(RankEngine& engine, const PassPlan& plan, CheckOutcome& o
         if (pass == nullptr && s.kind == Step::Kind::attention && mla_shape(s.attention) &&
             s.attention.context > 0)
             pass = &s.attention;
-    const bool two_pass = two_pass_attention_chosen(), values = values_attention_chosen();
+    const bool two_pass = two_pass_attention_chosen(), probs = probs_attention_chosen();
+    const bool values = values_attention_chosen() || probs;  // the values kernel, fed S or P
     if (pass == nullptr || !(fused_attention_chosen() || two_pass || values)) return {};
-    if (values && !mla_values_fits(pass->context)) return {};  // the pass runs the cuBLAS path then
+    if (values && !(probs ? mla_probs_fits(pass->context) : mla_values_fits(pass->context)))
+        return {};  // the pass runs the cuBLAS path then
     int sms = 0, device = 0;
     TPV_CUDA("check", cudaGetDevice(&device));
     TPV_CUDA("check", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -407,6 +409,7 @@ Status check_attention(RankEngine& engine, const PassPlan& plan, CheckOutcome& o
         bf16 *d_q = nullptr, *d_cache = nullptr, *d_out = nullptr;
         float* d_ws = nullptr;
         float* d_scores = nullptr;
+        bf16* d_probs = nullptr;
         unsigned char* d_two_pass = nullptr;
         const int splits =
             two_pass ? mla_two_pass_splits(rows, context, sms) : mla_splits(rows, context, sms);
@@ -419,6 +422,7 @@ Status check_attention(RankEngine& engine, const PassPlan& plan, CheckOutcome& o
             TPV_CUDA("check", cudaMemsetAsync(d_two_pass, 0, mla_two_pass_bytes(rows, context), s));
         } else if (values) {
             TPV_TRY(scratch.alloc(d_scores, std::size_t(rows) * context));
+            TPV_TRY(scratch.alloc(d_probs, std::size_t(rows) * context));
         } else {
             TPV_TRY(scratch.alloc(d_ws, mla_workspace_floats(rows, std::max(splits, 1))));
         }
@@ -431,7 +435,10 @@ Status check_attention(RankEngine& engine, const PassPlan& plan, CheckOutcome& o
             // the first call left behind shows.
             for (int run = 0; run < (two_pass ? 2 : 1); ++run) {
                 TPV_CUDA("check", cudaMemsetAsync(d_out, 0xff, std::size_t(rows) * vdim * 2, s));  // NaN
-                if (values)
+                if (probs)
+                    TPV_TRY(mla_probs_attention(engine.cublas(), d_q, d_cache, d_out, rows, context, d_scores,
+                                                d_probs, s, "check"));
+                else if (values)
                     TPV_TRY(mla_values_attention(engine.cublas(), d_q, d_cache, d_out, rows, context,
                                                  d_scores, s, "check"));
                 else
@@ -457,6 +464,7 @@ Status check_attention(RankEngine& engine, const PassPlan& plan, CheckOutcome& o
             out.wrong += wrong;
             if (wrong > 0 && out.detail.empty())
                 out.detail = std::string(two_pass                     ? "two-pass"
+                                         : probs                      ? "probs"
                                          : values                     ? "values"
                                          : cluster_attention_chosen() ? "cluster"
                                                                       : "fused") +

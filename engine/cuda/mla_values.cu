@@ -55,10 +55,13 @@ constexpr std::size_t k_o_at = k_v_at + std::size_t(2) * k_chunk * k_v_pitch * s
 constexpr std::size_t k_stats_at = k_o_at + std::size_t(k_rows) * k_o_pitch * sizeof(float);
 constexpr std::size_t k_smem = k_stats_at + std::size_t(3) * k_rows * sizeof(float);
 
-template <int Parts>
+// Probs = false: `scores` are fp32 S (the values form). Probs = true: `probs` are the softmax's
+// bf16 P, already normalised (the probs form): each chunk's P is copied, not computed, and the
+// parts' O are summed unweighted.
+template <int Parts, bool Probs>
 __global__ void __launch_bounds__(k_threads)
-    mla_values_kernel(const float* scores, const bf16* cache, int rows, int context, int part_len,
-                      float scale_log2, bf16* out) {
+    mla_values_kernel(const float* scores, const bf16* probs, const bf16* cache, int rows, int context,
+                      int part_len, float scale_log2, bf16* out) {
     static_assert(Parts == 8 || Parts == 16, "a part's rows of the output must be whole warps' pairs");
     constexpr int k_rows_per_part = k_rows / Parts;                  // output rows a block writes
     constexpr int k_outputs = k_rows_per_part * k_dims / k_threads;  // output dims a thread: 2 or 1
@@ -106,11 +109,24 @@ __global__ void __launch_bounds__(k_threads)
     if (chunks > 0) load_v(0);
     asm volatile("cp.async.commit_group;");
     for (int chunk = 0; chunk < chunks; ++chunk) {
+        if constexpr (Probs) {
+            // The chunk's P rows (16 pieces of 16 bytes a row); tokens past the part are zeros.
+            for (int i = threadIdx.x; i < k_rows * 16; i += k_threads) {
+                const int r = i >> 4, pc = i & 15, token = t0 + chunk * k_chunk + pc * 8;
+                bf16* dst = ps + r * k_p_pitch + pc * 8;
+                // A piece is wholly in or out: t1 and the pieces' first tokens are multiples of 8.
+                if (row0 + r < rows && token < t1)
+                    copy_async16(dst, probs + std::uint64_t(row0 + r) * context + token);
+                else
+                    *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
+            }
+            asm volatile("cp.async.commit_group;");
+        }
         if (chunk + 1 < chunks) load_v(chunk + 1);  // its stage's last reader finished last iteration
         asm volatile("cp.async.commit_group;");
         const int first = t0 + chunk * k_chunk + piece * 16;
 #pragma unroll
-        for (int pass = 0; pass < 2; ++pass) {
+        for (int pass = 0; pass < 2 && !Probs; ++pass) {
             const int r = warp * 8 + pass * 4 + sub, row = row0 + r;
             float v[16];
             const float4* src =
@@ -150,11 +166,13 @@ __global__ void __launch_bounds__(k_threads)
             dst[1] = make_uint4(packed[4], packed[5], packed[6], packed[7]);
             if (piece == 0) corr_s[r] = corr;
         }
-        asm volatile("cp.async.wait_group 1;" ::: "memory");  // this chunk's V (the next one's may fly)
+        asm volatile("cp.async.wait_group 1;" ::: "memory");  // this chunk's V (and P): the next V may fly
         __syncthreads();
-        const float c_lo = corr_s[row_group * 16 + g], c_hi = corr_s[row_group * 16 + g + 8];
+        if constexpr (!Probs) {
+            const float c_lo = corr_s[row_group * 16 + g], c_hi = corr_s[row_group * 16 + g + 8];
 #pragma unroll
-        for (int n = 0; n < 4; ++n) o[n][0] *= c_lo, o[n][1] *= c_lo, o[n][2] *= c_hi, o[n][3] *= c_hi;
+            for (int n = 0; n < 4; ++n) o[n][0] *= c_lo, o[n][1] *= c_lo, o[n][2] *= c_hi, o[n][3] *= c_hi;
+        }
         const unsigned a_base =
             smem_address(ps + (row_group * 16 + (lane & 15)) * k_p_pitch + 8 * (lane >> 4));
         const bf16* vb = vs + (chunk & 1) * k_chunk * k_v_pitch;
@@ -194,21 +212,31 @@ __global__ void __launch_bounds__(k_threads)
     cluster.sync();
     const int flat = int(threadIdx.x) * k_outputs;
     const int r = part * k_rows_per_part + flat / k_dims, d = flat % k_dims, row = row0 + r;
-    float m_part[Parts];
-    float most = -INFINITY;
-#pragma unroll
-    for (int p = 0; p < Parts; ++p) {
-        m_part[p] = cluster.map_shared_rank(m_s, p)[r];
-        most = fmaxf(most, m_part[p]);
-    }
     float total = 0.0f, acc[k_outputs] = {};
+    if constexpr (Probs) {
+        total = 1.0f;  // P is normalised already: the parts' O add up
 #pragma unroll
-    for (int p = 0; p < Parts; ++p) {
-        const float w = m_part[p] == -INFINITY ? 0.0f : exp2f(m_part[p] - most);
-        total += w * cluster.map_shared_rank(l_s, p)[r];
-        const float* op = cluster.map_shared_rank(os, p) + r * k_o_pitch + d;
+        for (int p = 0; p < Parts; ++p) {
+            const float* op = cluster.map_shared_rank(os, p) + r * k_o_pitch + d;
 #pragma unroll
-        for (int e = 0; e < k_outputs; ++e) acc[e] += w * op[e];
+            for (int e = 0; e < k_outputs; ++e) acc[e] += op[e];
+        }
+    } else {
+        float m_part[Parts];
+        float most = -INFINITY;
+#pragma unroll
+        for (int p = 0; p < Parts; ++p) {
+            m_part[p] = cluster.map_shared_rank(m_s, p)[r];
+            most = fmaxf(most, m_part[p]);
+        }
+#pragma unroll
+        for (int p = 0; p < Parts; ++p) {
+            const float w = m_part[p] == -INFINITY ? 0.0f : exp2f(m_part[p] - most);
+            total += w * cluster.map_shared_rank(l_s, p)[r];
+            const float* op = cluster.map_shared_rank(os, p) + r * k_o_pitch + d;
+#pragma unroll
+            for (int e = 0; e < k_outputs; ++e) acc[e] += w * op[e];
+        }
     }
     if (row < rows) {
         const float inv = total > 0.0f ? 1.0f / total : 0.0f;
@@ -239,17 +267,17 @@ cudaLaunchConfig_t values_config(dim3 grid, cudaStream_t s, cudaLaunchAttribute 
     return config;
 }
 
-template <int Parts>
-cudaError_t launch_values(const float* scores, const bf16* cache, bf16* out, int rows, int context,
-                          cudaStream_t s) {
+template <int Parts, bool Probs>
+cudaError_t launch_values(const float* scores, const bf16* probs, const bf16* cache, bf16* out, int rows,
+                          int context, cudaStream_t s) {
     // Whole pieces of 16 tokens a part, so that every part but the last is full.
     const int part_len = ((context + Parts - 1) / Parts + 15) / 16 * 16;
     cudaLaunchAttribute attrs[2];
     const cudaLaunchConfig_t config = values_config<Parts>(
         dim3(Parts, k_dim_blocks, unsigned((rows + k_rows - 1) / k_rows)), s, attrs, skinny::pdl_enabled());
     const float scale_log2 = 1.4426950408889634f / std::sqrt(float(k_dim));
-    if (cudaError_t e = cudaLaunchKernelEx(&config, mla_values_kernel<Parts>, scores, cache, rows, context,
-                                           part_len, scale_log2, out);
+    if (cudaError_t e = cudaLaunchKernelEx(&config, mla_values_kernel<Parts, Probs>, scores, probs, cache,
+                                           rows, context, part_len, scale_log2, out);
         e != cudaSuccess)
         return e;
     return cudaGetLastError();
@@ -266,23 +294,43 @@ bool mla_values_fits(int context) {
     return context > 0 && context % 4 == 0;
 }
 
+namespace {
+
+template <int Parts, bool Probs>
+cudaError_t setup_one() {
+    auto kernel = mla_values_kernel<Parts, Probs>;
+    if (cudaError_t e =
+            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(k_smem));
+        e != cudaSuccess || Parts <= 8)
+        return e;
+    return cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+}
+
+}  // namespace
+
 cudaError_t mla_values_setup() {
-    if (cudaError_t e = cudaFuncSetAttribute(mla_values_kernel<8>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize, int(k_smem));
-        e != cudaSuccess)
-        return e;
-    if (cudaError_t e = cudaFuncSetAttribute(mla_values_kernel<16>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize, int(k_smem));
-        e != cudaSuccess)
-        return e;
-    return cudaFuncSetAttribute(mla_values_kernel<16>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    for (cudaError_t e :
+         {setup_one<8, false>(), setup_one<16, false>(), setup_one<8, true>(), setup_one<16, true>()})
+        if (e != cudaSuccess) return e;
+    return cudaSuccess;
 }
 
 cudaError_t mla_values(const float* scores, const bf16* cache, bf16* out, int rows, int context,
                        cudaStream_t s) {
     if (rows < 1 || !mla_values_fits(context)) return cudaErrorInvalidValue;
-    return mla_values_parts() == 16 ? launch_values<16>(scores, cache, out, rows, context, s)
-                                    : launch_values<8>(scores, cache, out, rows, context, s);
+    return mla_values_parts() == 16 ? launch_values<16, false>(scores, nullptr, cache, out, rows, context, s)
+                                    : launch_values<8, false>(scores, nullptr, cache, out, rows, context, s);
+}
+
+bool mla_probs_fits(int context) {
+    return context > 0 && context % 8 == 0;
+}
+
+cudaError_t mla_probs_values(const bf16* probs, const bf16* cache, bf16* out, int rows, int context,
+                             cudaStream_t s) {
+    if (rows < 1 || !mla_probs_fits(context)) return cudaErrorInvalidValue;
+    return mla_values_parts() == 16 ? launch_values<16, true>(nullptr, probs, cache, out, rows, context, s)
+                                    : launch_values<8, true>(nullptr, probs, cache, out, rows, context, s);
 }
 
 }  // namespace tpverify::cuda

@@ -67,13 +67,14 @@ for tokens in 1 4; do
   [ $rc -eq 0 ] || fail "TPVERIFY_ATTENTION=cluster --tokens $tokens --check exited $rc"
   grep -q '"check_attention_outputs":[1-9]' <<<"$out" || fail "the cluster MLA attention ($tokens tokens) was not checked"
 done
-# The values MLA attention (cuBLAS scores, then one cluster kernel for softmax and values) with 8
-# and 16 context parts, at 1 and 4 tokens (one and four row blocks; the check's 80 rows: a partial one).
-for form in "1 8" "4 8" "1 16" "4 16"; do
-  read -r tokens parts <<<"$form"
-  out=$(TPVERIFY_ATTENTION=values TPVERIFY_VALUES_PARTS=$parts "$tpv" "${small[@]}" --tokens $tokens --check 2>&1); rc=$?
-  [ $rc -eq 0 ] || fail "TPVERIFY_ATTENTION=values (parts $parts) --tokens $tokens --check exited $rc"
-  grep -q '"check_attention_outputs":[1-9]' <<<"$out" || fail "the values MLA attention ($tokens tokens, parts $parts) was not checked"
+# The values MLA attention (cuBLAS scores, then one cluster kernel for softmax and values) and the
+# probs one (the same kernel after the softmax) with 8 and 16 context parts, at 1 and 4 tokens (one
+# and four row blocks; the check's 80 rows: a partial one).
+for form in "values 1 8" "values 4 8" "values 1 16" "values 4 16" "probs 1 8" "probs 4 8" "probs 1 16" "probs 4 16"; do
+  read -r attention tokens parts <<<"$form"
+  out=$(TPVERIFY_ATTENTION=$attention TPVERIFY_VALUES_PARTS=$parts "$tpv" "${small[@]}" --tokens $tokens --check 2>&1); rc=$?
+  [ $rc -eq 0 ] || fail "TPVERIFY_ATTENTION=$attention (parts $parts) --tokens $tokens --check exited $rc"
+  grep -q '"check_attention_outputs":[1-9]' <<<"$out" || fail "the $attention MLA attention ($tokens tokens, parts $parts) was not checked"
 done
 # The INT4 kernels whose warps keep their chunks in shared-memory stages filled by bulk copies
 # (TPVERIFY_INT4=bulk*): plain at 4 tokens with the slice rule's k slices, folded at 1 token, 16
