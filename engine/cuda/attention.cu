@@ -258,30 +258,37 @@ bool values_attention_chosen() {
     return env_is("TPVERIFY_ATTENTION", "values");
 }
 
-Status mla_values_attention(cublasHandle_t handle, const bf16* q, const bf16* cache, bf16* out, int rows,
-                            int context, float* scores, cudaStream_t s, const char* phase) {
-    // The cuBLAS path's scores GEMM for one KV head (column-major views, as in AttentionSet::run).
-    constexpr int dim = 576;
+namespace {
+
+constexpr int k_mla_dim = 576;  ///< absorbed MLA's q and cached row width
+
+// The cuBLAS path's scores GEMM for one KV head of MLA (column-major views, as in
+// AttentionSet::run): S = Q K^T, fp32, unscaled, rows x context.
+Status mla_scores(cublasHandle_t handle, const bf16* q, const bf16* cache, int rows, int context,
+                  float* scores, const char* phase) {
+    constexpr int dim = k_mla_dim;
     float one = 1.0f, zero = 0.0f;
     TPV_CUBLAS(phase, cublasGemmStridedBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, context, rows, dim, &one,
                                                  cache, CUDA_R_16BF, dim, (long long)context * dim, q,
                                                  CUDA_R_16BF, dim, (long long)rows * dim, &zero, scores,
                                                  CUDA_R_32F, context, (long long)rows * context, 1,
                                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return {};
+}
+
+}  // namespace
+
+Status mla_values_attention(cublasHandle_t handle, const bf16* q, const bf16* cache, bf16* out, int rows,
+                            int context, float* scores, cudaStream_t s, const char* phase) {
+    TPV_TRY(mla_scores(handle, q, cache, rows, context, scores, phase));
     TPV_CUDA(phase, mla_values(scores, cache, out, rows, context, s));
     return {};
 }
 
 Status mla_probs_attention(cublasHandle_t handle, const bf16* q, const bf16* cache, bf16* out, int rows,
                            int context, float* scores, bf16* probs, cudaStream_t s, const char* phase) {
-    constexpr int dim = 576;
-    float one = 1.0f, zero = 0.0f;
-    TPV_CUBLAS(phase, cublasGemmStridedBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, context, rows, dim, &one,
-                                                 cache, CUDA_R_16BF, dim, (long long)context * dim, q,
-                                                 CUDA_R_16BF, dim, (long long)rows * dim, &zero, scores,
-                                                 CUDA_R_32F, context, (long long)rows * context, 1,
-                                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-    TPV_CUDA(phase, launch_softmax(scores, probs, rows, context, 1.0f / std::sqrt(float(dim)), s));
+    TPV_TRY(mla_scores(handle, q, cache, rows, context, scores, phase));
+    TPV_CUDA(phase, launch_softmax(scores, probs, rows, context, 1.0f / std::sqrt(float(k_mla_dim)), s));
     TPV_CUDA(phase, mla_probs_values(probs, cache, out, rows, context, s));
     return {};
 }

@@ -258,20 +258,7 @@ __global__ void __launch_bounds__(k_threads, 1)
 }
 
 cudaLaunchConfig_t cluster_config(dim3 grid, cudaStream_t s, cudaLaunchAttribute (&attrs)[2], bool pdl) {
-    cudaLaunchConfig_t config{};
-    config.gridDim = grid;
-    config.blockDim = dim3(k_threads, 1, 1);
-    config.dynamicSmemBytes = k_smem;
-    config.stream = s;
-    attrs[0].id = cudaLaunchAttributeClusterDimension;
-    attrs[0].val.clusterDim.x = k_cluster;
-    attrs[0].val.clusterDim.y = 1;
-    attrs[0].val.clusterDim.z = 1;
-    attrs[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attrs[1].val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = attrs;
-    config.numAttrs = pdl ? 2 : 1;
-    return config;
+    return cluster_launch(grid, k_threads, k_smem, k_cluster, s, attrs, pdl);
 }
 
 /// Clusters of the kernel that run at once on the current device (0 where the query fails).

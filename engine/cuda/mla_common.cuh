@@ -59,6 +59,27 @@ __device__ __forceinline__ void copy_cache_rows(bf16* ks, const bf16* cache, int
     }
 }
 
+/// The launch of a cluster kernel: blocks of `threads` in clusters of `cluster_x` along x, `smem`
+/// bytes of dynamic shared memory, programmatic dependent launch when `pdl`; `attrs` holds the
+/// attributes the configuration points to (keep it alive until the launch).
+inline cudaLaunchConfig_t cluster_launch(dim3 grid, unsigned threads, std::size_t smem, unsigned cluster_x,
+                                         cudaStream_t s, cudaLaunchAttribute (&attrs)[2], bool pdl) {
+    cudaLaunchConfig_t config{};
+    config.gridDim = grid;
+    config.blockDim = dim3(threads, 1, 1);
+    config.dynamicSmemBytes = smem;
+    config.stream = s;
+    attrs[0].id = cudaLaunchAttributeClusterDimension;
+    attrs[0].val.clusterDim.x = cluster_x;
+    attrs[0].val.clusterDim.y = 1;
+    attrs[0].val.clusterDim.z = 1;
+    attrs[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[1].val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = attrs;
+    config.numAttrs = pdl ? 2 : 1;
+    return config;
+}
+
 __device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
     __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<unsigned*>(&v);

@@ -249,32 +249,15 @@ __global__ void __launch_bounds__(k_threads)
     cluster.sync();  // no block leaves while another may still read its O and statistics
 }
 
-template <int Parts>
-cudaLaunchConfig_t values_config(dim3 grid, cudaStream_t s, cudaLaunchAttribute (&attrs)[2], bool pdl) {
-    cudaLaunchConfig_t config{};
-    config.gridDim = grid;
-    config.blockDim = dim3(k_threads, 1, 1);
-    config.dynamicSmemBytes = k_smem;
-    config.stream = s;
-    attrs[0].id = cudaLaunchAttributeClusterDimension;
-    attrs[0].val.clusterDim.x = Parts;
-    attrs[0].val.clusterDim.y = 1;
-    attrs[0].val.clusterDim.z = 1;
-    attrs[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attrs[1].val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = attrs;
-    config.numAttrs = pdl ? 2 : 1;
-    return config;
-}
-
 template <int Parts, bool Probs>
 cudaError_t launch_values(const float* scores, const bf16* probs, const bf16* cache, bf16* out, int rows,
                           int context, cudaStream_t s) {
     // Whole pieces of 16 tokens a part, so that every part but the last is full.
     const int part_len = ((context + Parts - 1) / Parts + 15) / 16 * 16;
     cudaLaunchAttribute attrs[2];
-    const cudaLaunchConfig_t config = values_config<Parts>(
-        dim3(Parts, k_dim_blocks, unsigned((rows + k_rows - 1) / k_rows)), s, attrs, skinny::pdl_enabled());
+    const cudaLaunchConfig_t config =
+        cluster_launch(dim3(Parts, k_dim_blocks, unsigned((rows + k_rows - 1) / k_rows)), k_threads, k_smem,
+                       Parts, s, attrs, skinny::pdl_enabled());
     const float scale_log2 = 1.4426950408889634f / std::sqrt(float(k_dim));
     if (cudaError_t e = cudaLaunchKernelEx(&config, mla_values_kernel<Parts, Probs>, scores, probs, cache,
                                            rows, context, part_len, scale_log2, out);
