@@ -22,7 +22,13 @@
 // barrier, block p writes rows 64i + (64 / Parts) p.. of the output: sum over the parts of
 // O 2^(m - M) over sum of l 2^(m - M), M the largest m (distributed shared memory), as bf16.
 // A second barrier keeps every block until the others have read it. Launched with programmatic
-// dependent launch where it is on; it waits for the scores GEMM before reading anything.
+// dependent launch where it is on; it waits for the kernel before it before reading anything.
+// Measured on an H100 (docs/benchmarks-gpu.md, 2026-12-07): right, and slower than the four
+// kernels, because each of a part's 8 dim blocks computes the same exponentials.
+//
+// TPVERIFY_ATTENTION=probs runs the same kernel after the cuBLAS path's softmax (Probs = true):
+// each chunk's bf16 P, already normalised, is copied into shared memory instead of computed, and
+// the parts' O are summed unweighted, so only the values GEMM and its reduce are replaced.
 #include <cooperative_groups.h>
 #include <algorithm>
 #include <cmath>
