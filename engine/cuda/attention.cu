@@ -117,6 +117,21 @@ cudaError_t launch_softmax(const float* scores, bf16* probs, int rows, int conte
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 
+// S = Q K^T for each of `kv_heads` KV heads (a strided batch): per head `group_rows` query rows
+// of `qk_dim` against `context` cached rows of `row_dim` (the first qk_dim of each), fp32,
+// unscaled, row-major rows x context (column-major views of row-major buffers, as in run_gemm).
+Status scores_gemm(cublasHandle_t handle, const bf16* q, const bf16* cache, float* scores, int context,
+                   int group_rows, int qk_dim, int row_dim, int kv_heads, const char* phase) {
+    float one = 1.0f, zero = 0.0f;
+    TPV_CUBLAS(phase,
+               cublasGemmStridedBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, context, group_rows, qk_dim, &one,
+                                          cache, CUDA_R_16BF, row_dim, (long long)context * row_dim, q,
+                                          CUDA_R_16BF, qk_dim, (long long)group_rows * qk_dim, &zero, scores,
+                                          CUDA_R_32F, context, (long long)group_rows * context, kv_heads,
+                                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return {};
+}
+
 std::uint64_t query_rows(const Attention& a) {
     return std::uint64_t(a.rows) * a.heads;
 }
@@ -228,15 +243,11 @@ Status AttentionSet::run(cublasHandle_t handle, const Step& step, cudaStream_t s
     // row-major buffers, as in run_gemm).
     const int group_rows = a.rows * (a.heads / a.kv_heads);
     const long long cache_stride = (long long)a.context * a.row_dim;
-    const long long q_stride = (long long)group_rows * a.qk_dim;
     const long long s_stride = (long long)group_rows * a.context;
     const long long o_stride = (long long)group_rows * a.v_dim;
+    TPV_TRY(scores_gemm(handle, m_q, cache, m_scores, a.context, group_rows, a.qk_dim, a.row_dim, a.kv_heads,
+                        phase));
     float one = 1.0f, zero = 0.0f;
-    TPV_CUBLAS(phase,
-               cublasGemmStridedBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, a.context, group_rows, a.qk_dim,
-                                          &one, cache, CUDA_R_16BF, a.row_dim, cache_stride, m_q, CUDA_R_16BF,
-                                          a.qk_dim, q_stride, &zero, m_scores, CUDA_R_32F, a.context,
-                                          s_stride, a.kv_heads, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     TPV_CUDA(phase, launch_softmax(m_scores, m_probs, group_rows * a.kv_heads, a.context,
                                    1.0f / std::sqrt(float(a.qk_dim)), stream));
     TPV_CUBLAS(phase, cublasGemmStridedBatchedEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, a.v_dim, group_rows,
@@ -262,18 +273,10 @@ namespace {
 
 constexpr int k_mla_dim = 576;  ///< absorbed MLA's q and cached row width
 
-// The cuBLAS path's scores GEMM for one KV head of MLA (column-major views, as in
-// AttentionSet::run): S = Q K^T, fp32, unscaled, rows x context.
+// The cuBLAS path's scores GEMM for MLA's one KV head.
 Status mla_scores(cublasHandle_t handle, const bf16* q, const bf16* cache, int rows, int context,
                   float* scores, const char* phase) {
-    constexpr int dim = k_mla_dim;
-    float one = 1.0f, zero = 0.0f;
-    TPV_CUBLAS(phase, cublasGemmStridedBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, context, rows, dim, &one,
-                                                 cache, CUDA_R_16BF, dim, (long long)context * dim, q,
-                                                 CUDA_R_16BF, dim, (long long)rows * dim, &zero, scores,
-                                                 CUDA_R_32F, context, (long long)rows * context, 1,
-                                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-    return {};
+    return scores_gemm(handle, q, cache, scores, context, rows, k_mla_dim, k_mla_dim, 1, phase);
 }
 
 }  // namespace

@@ -105,7 +105,8 @@ public:
     Status allocate(const std::vector<const PassPlan*>& plans, cudaStream_t stream);
     /// Enqueues one attention step: S = Q K^T / sqrt(qk_dim) (fp32, cuBLAS), P = softmax(S), O = P V
     /// (cuBLAS); with TPVERIFY_ATTENTION=fused, MLA of the fused kernel's shape through mla_decode;
-    /// with =values, the scores GEMM and then mla_values.
+    /// with =values, the scores GEMM and then mla_values; with =probs, the scores GEMM, the softmax
+    /// and then mla_probs_values.
     Status run(cublasHandle_t handle, const Step& step, cudaStream_t stream, const char* phase) const;
     /// Bytes allocated for KV caches.
     [[nodiscard]] std::uint64_t cache_bytes() const { return m_cache_bytes; }

@@ -422,7 +422,7 @@ Status check_attention(RankEngine& engine, const PassPlan& plan, CheckOutcome& o
             TPV_CUDA("check", cudaMemsetAsync(d_two_pass, 0, mla_two_pass_bytes(rows, context), s));
         } else if (values) {
             TPV_TRY(scratch.alloc(d_scores, std::size_t(rows) * context));
-            TPV_TRY(scratch.alloc(d_probs, std::size_t(rows) * context));
+            if (probs) TPV_TRY(scratch.alloc(d_probs, std::size_t(rows) * context));
         } else {
             TPV_TRY(scratch.alloc(d_ws, mla_workspace_floats(rows, std::max(splits, 1))));
         }
