@@ -32,7 +32,8 @@ fi
 # block on one stream; two_pass the two-pass MLA attention, cluster the cluster one, fused the
 # split kernel with its combine, softmax_pdl the cuBLAS path's softmax on PDL, values (values16) the
 # cuBLAS scores GEMM then one cluster kernel of 8 (16) context parts for softmax and values, probs
-# (probs16) the same kernel after the cuBLAS path's softmax, for its values GEMM and reduce (engine-cuda.md).
+# (probs16) the same kernel after the cuBLAS path's softmax, for its values GEMM and reduce, head_cublas
+# the draft's GQA attention on cuBLAS instead of head_decode (engine-cuda.md).
 # The L2 prefetch comparison: run17-h100-prefetch.log and run18-h100-prefetch-modes.log.
 configs=(
   "default"
@@ -60,6 +61,7 @@ configs=(
   "values16 TPVERIFY_ATTENTION=values TPVERIFY_VALUES_PARTS=16"
   "probs TPVERIFY_ATTENTION=probs"
   "probs16 TPVERIFY_ATTENTION=probs TPVERIFY_VALUES_PARTS=16"
+  "head_cublas TPVERIFY_HEAD_ATTENTION=cublas"
   "fused TPVERIFY_ATTENTION=fused"
   "no_attn TPVERIFY_OMIT=attention"
   "no_mla_ops TPVERIFY_OMIT=mla_ops"
@@ -102,14 +104,14 @@ for name in ${AGAIN:-bulk8}; do
   done
 done
 ${EXTRA_RUNS:-true}
-# The INT4 expert launches of each configuration named in KERNELS, one kernel a graph, at one
-# token (8 experts of one row; the 4-token table's rows follow).
+# The INT4 expert launches and the attention steps of each configuration named in KERNELS, one
+# kernel a graph, at one token (8 experts of one row; the 4-token table's rows follow).
 for c in "${configs[@]}"; do
   read -r name settings <<<"$c"
   case " ${KERNELS:-default bulk8} " in *" $name "*) ;; *) continue ;; esac
   echo "== int4 kernels: $name"
   # shellcheck disable=SC2086
-  env $settings timeout 200 $tpv --backend cuda --measure-kernels --tokens 4 2>/dev/null | grep '^gemm int4'
+  env $settings timeout 200 $tpv --backend cuda --measure-kernels --tokens 4 2>/dev/null | grep '^gemm int4\|^attention'
 done
 if [ -n "${KERNEL_TABLE:-}" ]; then
   echo "== kernel table"

@@ -178,6 +178,27 @@ Status AttentionSet::allocate(const std::vector<const PassPlan*>& plans, cudaStr
                 two_pass_bytes =
                     std::max<std::uint64_t>(two_pass_bytes, mla_two_pass_bytes(r, s.attention.context));
             }
+    // head_decode's parts and tickets: the most any of its steps needs.
+    std::uint64_t head_floats = 0;
+    int head_tickets = 0;
+    m_head = head_decode_chosen();
+    for (const PassPlan* plan : plans)
+        for (const Step& s : plan->steps)
+            if (m_head && s.kind == Step::Kind::attention && head_decode_fits(s.attention)) {
+                const Attention& a = s.attention;
+                head_floats = std::max<std::uint64_t>(
+                    head_floats,
+                    head_decode_floats(a.kv_heads, head_decode_parts(a.kv_heads, a.context, m_sms)));
+                head_tickets = std::max(head_tickets, a.kv_heads);
+            }
+    if (head_floats > 0) {
+        void *w = nullptr, *t = nullptr;
+        TPV_TRY(alloc(w, head_floats * sizeof(float)));
+        TPV_TRY(alloc(t, std::size_t(head_tickets) * sizeof(int)));
+        TPV_CUDA("init", cudaMemsetAsync(t, 0, std::size_t(head_tickets) * sizeof(int), stream));
+        m_head_work = static_cast<float*>(w);
+        m_head_tickets = static_cast<int*>(t);
+    }
     m_two_pass = two_pass_attention_chosen();
     m_values = values_attention_chosen();
     m_probs_form = probs_attention_chosen();
@@ -237,6 +258,12 @@ Status AttentionSet::run(cublasHandle_t handle, const Step& step, cudaStream_t s
         const int r = a.rows * a.heads;
         TPV_CUDA(phase, mla_decode(m_q, cache, m_out, r, a.context, mla_splits(r, a.context, m_sms),
                                    m_mla_workspace, stream));
+        return {};
+    }
+    if (m_head_work != nullptr && head_decode_fits(a)) {
+        TPV_CUDA(phase, head_decode(m_q, cache, m_out, a.rows * (a.heads / a.kv_heads), a.kv_heads, a.context,
+                                    a.row_dim, a.v_offset, head_decode_parts(a.kv_heads, a.context, m_sms),
+                                    m_head_work, m_head_tickets, stream));
         return {};
     }
     // Per KV head: M = query rows of its heads, N = context, K = qk_dim (column-major views of

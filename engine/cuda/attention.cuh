@@ -93,6 +93,24 @@ bool probs_attention_chosen();
 /// is true too).
 bool cluster_attention_chosen();
 
+/// Decode attention of grouped-query heads of 128 dims at up to 4 query rows a KV head
+/// (engine/cuda/head_decode.cu; the EAGLE-3 draft's): softmax(Q K^T / sqrt(128)) V in one kernel,
+/// split over the context in `parts` (head_decode_parts), the last block of each head combining
+/// them. q, cache and out as the cuBLAS path lays them out: per KV head `group_rows` rows of q and
+/// of out, and `context` cached rows of `row_dim` bf16, K first, V at `v_offset`. `work`:
+/// head_decode_floats(kv_heads, parts) floats; `tickets`: kv_heads ints, zeroed once before the
+/// first call (each call leaves them zero).
+cudaError_t head_decode(const bf16* q, const bf16* cache, bf16* out, int group_rows, int kv_heads,
+                        int context, int row_dim, int v_offset, int parts, float* work, int* tickets,
+                        cudaStream_t s);
+/// Whether step `a` has head_decode's shape (head dims 128, 1 to 4 query rows a KV head).
+bool head_decode_fits(const Attention& a);
+/// Context parts for one wave of blocks (two an SM), at least 64 tokens each.
+int head_decode_parts(int kv_heads, int context, int sms);
+std::size_t head_decode_floats(int kv_heads, int parts);
+/// Whether the steps of head_decode's shape run it (TPVERIFY_HEAD_ATTENTION=cublas: the cuBLAS path).
+bool head_decode_chosen();
+
 /// KV caches (one per attention label: the verify and 1-token passes share a layer's cache),
 /// the query, score and output buffers of every attention step of the plans a rank runs.
 class AttentionSet {
@@ -106,7 +124,7 @@ public:
     /// Enqueues one attention step: S = Q K^T / sqrt(qk_dim) (fp32, cuBLAS), P = softmax(S), O = P V
     /// (cuBLAS); with TPVERIFY_ATTENTION=fused, MLA of the fused kernel's shape through mla_decode;
     /// with =values, the scores GEMM and then mla_values; with =probs, the scores GEMM, the softmax
-    /// and then mla_probs_values.
+    /// and then mla_probs_values; GQA of head_decode's shape through head_decode.
     Status run(cublasHandle_t handle, const Step& step, cudaStream_t stream, const char* phase) const;
     /// Bytes allocated for KV caches.
     [[nodiscard]] std::uint64_t cache_bytes() const { return m_cache_bytes; }
@@ -122,9 +140,11 @@ private:
         int rows = 0, row_width = 0;
     };
     std::map<std::string, Cache> m_caches;
-    bool m_fused = true, m_two_pass = false, m_values = false, m_probs_form = false;
+    bool m_fused = true, m_two_pass = false, m_values = false, m_probs_form = false, m_head = false;
     int m_sms = 132;
     float* m_mla_workspace = nullptr;
+    float* m_head_work = nullptr;  ///< head_decode's parts
+    int* m_head_tickets = nullptr;
     void* m_two_pass_workspace = nullptr;
     std::vector<void*> m_allocations;
     bf16* m_q = nullptr;

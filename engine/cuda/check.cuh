@@ -79,4 +79,11 @@ Status check_moe_streams(RankEngine& engine, const PassPlan& plan, CheckOutcome&
 /// its reference plus 2e-2 of the outputs' RMS.
 Status check_attention(RankEngine& engine, const PassPlan& plan, CheckOutcome& out);
 
+/// With head_decode chosen (head_decode_chosen) and a GQA step of its shape in `plans` (the
+/// draft's): head_decode run twice (the second output checked, so that a ticket left behind
+/// shows) on random queries and caches: 3 KV heads x 3 rows over 1,001 tokens in 5 parts and in
+/// one, 2 rows over 700 in 3, 1 row over 37 with V apart in wider rows, and the first such step's
+/// own shape and parts (every 8th KV head and the last); wrong as check_attention's.
+Status check_head_attention(RankEngine& engine, const std::vector<const PassPlan*>& plans, CheckOutcome& out);
+
 }  // namespace tpverify::cuda

@@ -343,6 +343,26 @@ Status check_skinny_group(RankEngine& engine, const PassPlan& plan, std::uint64_
     return {};
 }
 
+/// softmax(q k / sqrt(qk_dim)) v in double for one query row `q` (qk_dim values) over `context`
+/// cached rows of `row_dim` (k the first qk_dim of each, v the v_dim at v_offset), added to `ref`.
+void reference_attention(const bf16* q, const bf16* cache, int context, int row_dim, int qk_dim, int v_offset,
+                         int v_dim, double* ref) {
+    std::vector<double> score(static_cast<std::size_t>(context));
+    double most = -1e300;
+    for (int j = 0; j < context; ++j) {
+        double dot = 0;
+        for (int d = 0; d < qk_dim; ++d)
+            dot += double(as_float(q[d])) * as_float(cache[std::size_t(j) * row_dim + d]);
+        score[j] = dot / std::sqrt(double(qk_dim));
+        most = std::max(most, score[j]);
+    }
+    double sum = 0;
+    for (double& x : score) sum += (x = std::exp(x - most));
+    for (int j = 0; j < context; ++j)
+        for (int d = 0; d < v_dim; ++d)
+            ref[d] += score[j] / sum * as_float(cache[std::size_t(j) * row_dim + v_offset + d]);
+}
+
 }  // namespace
 
 Status check_attention(RankEngine& engine, const PassPlan& plan, CheckOutcome& out) {
@@ -382,24 +402,9 @@ Status check_attention(RankEngine& engine, const PassPlan& plan, CheckOutcome& o
         if (sampled.back() != rows - 1) sampled.push_back(rows - 1);
         // Reference: softmax(q k / sqrt(576)) v, v = the first 512 of each cached row.
         std::vector<double> ref(std::size_t(rows) * vdim, 0.0);
-        for (int r : sampled) {
-            std::vector<double> score(context);
-            double most = -1e300;
-            for (int j = 0; j < context; ++j) {
-                double dot = 0;
-                for (int d = 0; d < dim; ++d)
-                    dot += double(as_float(q[std::size_t(r) * dim + d])) *
-                           as_float(cache[std::size_t(j) * dim + d]);
-                score[j] = dot / std::sqrt(double(dim));
-                most = std::max(most, score[j]);
-            }
-            double sum = 0;
-            for (double& x : score) sum += (x = std::exp(x - most));
-            for (int j = 0; j < context; ++j)
-                for (int d = 0; d < vdim; ++d)
-                    ref[std::size_t(r) * vdim + d] +=
-                        score[j] / sum * as_float(cache[std::size_t(j) * dim + d]);
-        }
+        for (int r : sampled)
+            reference_attention(q.data() + std::size_t(r) * dim, cache.data(), context, dim, dim, 0, vdim,
+                                ref.data() + std::size_t(r) * vdim);
         double squares = 0;
         for (int r : sampled)
             for (int d = 0; d < vdim; ++d)
@@ -475,6 +480,103 @@ Status check_attention(RankEngine& engine, const PassPlan& plan, CheckOutcome& o
                              "): " + std::to_string(wrong) + " of " + std::to_string(checked) +
                              " outputs differ from the double-precision reference";
         }
+    }
+    return {};
+}
+
+Status check_head_attention(RankEngine& engine, const std::vector<const PassPlan*>& plans,
+                            CheckOutcome& out) {
+    if (!head_decode_chosen()) return {};
+    const Attention* pass = nullptr;
+    for (const PassPlan* plan : plans) {
+        if (plan == nullptr) continue;  // no draft
+        for (const Step& s : plan->steps)
+            if (pass == nullptr && s.kind == Step::Kind::attention && head_decode_fits(s.attention))
+                pass = &s.attention;
+    }
+    if (pass == nullptr) return {};
+    int sms = 0, device = 0;
+    TPV_CUDA("check", cudaGetDevice(&device));
+    TPV_CUDA("check", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    constexpr int dim = 128;
+    // 3 KV heads of 3 query rows over 1,001 cached rows in 5 parts (the last shorter, each ending
+    // in a partial chunk of 32) and in one; 2 rows over 700 in 3 parts; one row over 37 with K and
+    // V apart in wider rows; then the pass's own shape and parts, every 8th KV head (and the last)
+    // against the reference (the others hold zeros and are not looked at).
+    struct HeadCase {
+        int kv_heads, group_rows, context, row_dim, v_offset, parts, stride;
+    };
+    const HeadCase cases[] = {
+        {3, 3, 1001, 256, 128, 5, 1},
+        {3, 3, 1001, 256, 128, 1, 1},
+        {2, 2, 700, 256, 128, 3, 1},
+        {2, 1, 37, 264, 136, 1, 1},
+        {pass->kv_heads, pass->rows * (pass->heads / pass->kv_heads), pass->context, pass->row_dim,
+         pass->v_offset, head_decode_parts(pass->kv_heads, pass->context, sms), 8}};
+    std::mt19937_64 rng(909 + std::uint64_t(engine.comm().rank()));
+    auto random_bf16 = [&] { return as_bf16(float(int(rng() % 2001) - 1000) / 500.0f); };
+    cudaStream_t s = engine.stream();
+    for (const HeadCase& hc : cases) {
+        std::vector<int> heads;
+        for (int h = 0; h < hc.kv_heads; h += hc.stride) heads.push_back(h);
+        if (heads.back() != hc.kv_heads - 1) heads.push_back(hc.kv_heads - 1);
+        const std::size_t head_cache = std::size_t(hc.context) * hc.row_dim,
+                          head_q = std::size_t(hc.group_rows) * dim;
+        Scratch scratch;
+        bf16 *d_q = nullptr, *d_cache = nullptr, *d_out = nullptr;
+        float* d_work = nullptr;
+        int* d_tickets = nullptr;
+        TPV_TRY(scratch.alloc(d_q, head_q * hc.kv_heads));
+        TPV_TRY(scratch.alloc(d_cache, head_cache * hc.kv_heads));
+        TPV_TRY(scratch.alloc(d_out, head_q * hc.kv_heads));
+        TPV_TRY(scratch.alloc(d_work, head_decode_floats(hc.kv_heads, hc.parts)));
+        TPV_TRY(scratch.alloc(d_tickets, std::size_t(hc.kv_heads)));
+        TPV_CUDA("check", cudaMemsetAsync(d_q, 0, head_q * hc.kv_heads * 2, s));
+        TPV_CUDA("check", cudaMemsetAsync(d_cache, 0, head_cache * hc.kv_heads * 2, s));
+        TPV_CUDA("check", cudaMemsetAsync(d_tickets, 0, std::size_t(hc.kv_heads) * sizeof(int), s));
+        // The sampled heads' queries and caches, and their reference outputs.
+        std::vector<bf16> q(head_q), cache(head_cache);
+        std::vector<double> ref(head_q * heads.size(), 0.0);
+        for (std::size_t i = 0; i < heads.size(); ++i) {
+            for (auto& v : q) v = random_bf16();
+            for (auto& v : cache) v = random_bf16();
+            TPV_CUDA("check", copy_in(d_q + heads[i] * head_q, q.data(), q.size() * 2, s));
+            TPV_CUDA("check", copy_in(d_cache + heads[i] * head_cache, cache.data(), cache.size() * 2, s));
+            TPV_CUDA("check", cudaStreamSynchronize(s));  // q and cache are filled again next
+            for (int r = 0; r < hc.group_rows; ++r)
+                reference_attention(q.data() + std::size_t(r) * dim, cache.data(), hc.context, hc.row_dim,
+                                    dim, hc.v_offset, dim, ref.data() + i * head_q + std::size_t(r) * dim);
+        }
+        double squares = 0;
+        for (double x : ref) squares += x * x;
+        const double rms = std::sqrt(squares / double(ref.size()));
+        // Twice, the second output checked: a ticket the first call left behind shows.
+        for (int run = 0; run < 2; ++run) {
+            TPV_CUDA("check", cudaMemsetAsync(d_out, 0xff, head_q * hc.kv_heads * 2, s));  // NaN
+            TPV_CUDA("check", head_decode(d_q, d_cache, d_out, hc.group_rows, hc.kv_heads, hc.context,
+                                          hc.row_dim, hc.v_offset, hc.parts, d_work, d_tickets, s));
+        }
+        std::vector<bf16> got(head_q * hc.kv_heads);
+        TPV_CUDA("check", cudaMemcpyAsync(got.data(), d_out, got.size() * 2, cudaMemcpyDeviceToHost, s));
+        TPV_CUDA("check", cudaStreamSynchronize(s));
+        long long wrong = 0, checked = 0;
+        for (std::size_t i = 0; i < heads.size(); ++i)
+            for (std::size_t j = 0; j < head_q; ++j) {
+                const double want = ref[i * head_q + j];
+                const double err = std::fabs(as_float(got[heads[i] * head_q + j]) - want);
+                ++checked;
+                if (!(err <= 1e-2 * std::fabs(want) + 2e-2 * rms)) ++wrong;
+                if (rms > 0 && (std::isnan(err) || err / rms > out.attention_max_rel_err))
+                    out.attention_max_rel_err = std::isnan(err) ? INFINITY : err / rms;
+            }
+        out.attention_checked += checked;
+        out.checked += checked;
+        out.wrong += wrong;
+        if (wrong > 0 && out.detail.empty())
+            out.detail = "GQA decode attention (" + std::to_string(hc.kv_heads) + " KV heads x " +
+                         std::to_string(hc.group_rows) + " rows, context " + std::to_string(hc.context) +
+                         ", " + std::to_string(hc.parts) + " parts): " + std::to_string(wrong) + " of " +
+                         std::to_string(checked) + " outputs differ from the double-precision reference";
     }
     return {};
 }

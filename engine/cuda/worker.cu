@@ -35,6 +35,7 @@ public:
             TPV_TRY(check_once());
             TPV_TRY(check_stream_gemms(m_engine, *m_run.plan, m_slot.check));
             TPV_TRY(check_attention(m_engine, *m_run.plan, m_slot.check));
+            TPV_TRY(check_head_attention(m_engine, {m_run.plan, m_run.draft}, m_slot.check));
             TPV_TRY(check_moe_streams(m_engine, *m_run.plan, m_slot.check));
             // All ranks stop together when any rank saw a wrong element (reported by the caller).
             bool bad = false;

@@ -38,6 +38,9 @@ grep -q '"check_graph_replays":2' <<<"$out" || fail "the check's graph was not r
 grep -q '"check_gemm_outputs":[1-9]' <<<"$out" || fail "the streaming GEMMs were not checked"
 grep -q '"moe_streams":"2"' <<<"$out" || fail "the MoE blocks do not run on two streams by default"
 grep -q '"check_moe_stream_outputs":[1-9]' <<<"$out" || fail "the two-stream MoE block was not checked"
+# (the default MLA path is cuBLAS's, which the check leaves alone: these outputs are the draft's
+# GQA decode attention, head_decode, at its extend's shape and the check's own cases)
+grep -q '"check_attention_outputs":[1-9]' <<<"$out" || fail "the draft's GQA decode attention (head_decode) was not checked"
 # A two-stream MoE block without its fork or its join: --check must catch both (exit 1; eager,
 # where the dropped dependency leaves a plain race the check's delays expose).
 for fault in fork join; do
