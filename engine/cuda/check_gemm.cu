@@ -363,6 +363,21 @@ void reference_attention(const bf16* q, const bf16* cache, int context, int row_
             ref[d] += score[j] / sum * as_float(cache[std::size_t(j) * row_dim + v_offset + d]);
 }
 
+/// Whether an attention output is wrong: NaN, or off by more than 1e-2 of its reference plus 2e-2
+/// of the outputs' RMS; its error relative to the RMS goes into out.attention_max_rel_err.
+bool attention_wrong(double got, double want, double rms, CheckOutcome& out) {
+    const double err = std::fabs(got - want);
+    if (rms > 0 && (std::isnan(err) || err / rms > out.attention_max_rel_err))
+        out.attention_max_rel_err = std::isnan(err) ? INFINITY : err / rms;
+    return !(err <= 1e-2 * std::fabs(want) + 2e-2 * rms);
+}
+
+void tally_attention(long long checked, long long wrong, CheckOutcome& out) {
+    out.attention_checked += checked;
+    out.checked += checked;
+    out.wrong += wrong;
+}
+
 }  // namespace
 
 Status check_attention(RankEngine& engine, const PassPlan& plan, CheckOutcome& out) {
@@ -456,17 +471,11 @@ Status check_attention(RankEngine& engine, const PassPlan& plan, CheckOutcome& o
             TPV_CUDA("check", cudaStreamSynchronize(s));
             long long wrong = 0, checked = 0;
             for (int r : sampled)
-                for (int d = 0; d < vdim; ++d) {
+                for (int d = 0; d < vdim; ++d, ++checked) {
                     const std::size_t i = std::size_t(r) * vdim + d;
-                    const double err = std::fabs(as_float(got[i]) - ref[i]);
-                    ++checked;
-                    if (!(err <= 1e-2 * std::fabs(ref[i]) + 2e-2 * rms)) ++wrong;
-                    if (rms > 0 && (std::isnan(err) || err / rms > out.attention_max_rel_err))
-                        out.attention_max_rel_err = std::isnan(err) ? INFINITY : err / rms;
+                    wrong += attention_wrong(as_float(got[i]), ref[i], rms, out);
                 }
-            out.attention_checked += checked;
-            out.checked += checked;
-            out.wrong += wrong;
+            tally_attention(checked, wrong, out);
             if (wrong > 0 && out.detail.empty())
                 out.detail = std::string(two_pass                     ? "two-pass"
                                          : probs                      ? "probs"
@@ -561,17 +570,9 @@ Status check_head_attention(RankEngine& engine, const std::vector<const PassPlan
         TPV_CUDA("check", cudaStreamSynchronize(s));
         long long wrong = 0, checked = 0;
         for (std::size_t i = 0; i < heads.size(); ++i)
-            for (std::size_t j = 0; j < head_q; ++j) {
-                const double want = ref[i * head_q + j];
-                const double err = std::fabs(as_float(got[heads[i] * head_q + j]) - want);
-                ++checked;
-                if (!(err <= 1e-2 * std::fabs(want) + 2e-2 * rms)) ++wrong;
-                if (rms > 0 && (std::isnan(err) || err / rms > out.attention_max_rel_err))
-                    out.attention_max_rel_err = std::isnan(err) ? INFINITY : err / rms;
-            }
-        out.attention_checked += checked;
-        out.checked += checked;
-        out.wrong += wrong;
+            for (std::size_t j = 0; j < head_q; ++j, ++checked)
+                wrong += attention_wrong(as_float(got[heads[i] * head_q + j]), ref[i * head_q + j], rms, out);
+        tally_attention(checked, wrong, out);
         if (wrong > 0 && out.detail.empty())
             out.detail = "GQA decode attention (" + std::to_string(hc.kv_heads) + " KV heads x " +
                          std::to_string(hc.group_rows) + " rows, context " + std::to_string(hc.context) +
