@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <thread>
 
@@ -50,8 +49,7 @@ std::unique_ptr<Process> start(LocalTarget& t, std::vector<std::string> argv,
 /// Gone or a zombie waiting for init (this container's pid 1 may not reap).
 bool process_gone(pid_t pid) {
     if (::kill(pid, 0) != 0) return true;
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string text((std::istreambuf_iterator<char>(stat)), {});
+    const std::string text = test::read_file("/proc/" + std::to_string(pid) + "/stat");  // "" once gone
     const auto paren = text.rfind(')');
     return paren == std::string::npos || text.substr(paren + 2, 1) == "Z";
 }

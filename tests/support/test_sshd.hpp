@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -68,9 +67,9 @@ struct TestSshd {
         for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
             const std::string name = entry.path().filename().string();
             if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-            std::ifstream cmdline(entry.path() / "cmdline");
-            const std::string text((std::istreambuf_iterator<char>(cmdline)),
-                                   std::istreambuf_iterator<char>());
+            // read_file, not an istreambuf_iterator: a process that ends between the open and
+            // the read makes the read fail (ESRCH), which the iterator throws as an exception.
+            const std::string text = read_file(entry.path() / "cmdline");
             if (text.find("@internal-sftp") == std::string::npos) continue;
             const auto pid = static_cast<pid_t>(std::stol(name));
             for (pid_t at = parent_of(pid); at > 1; at = parent_of(at))
@@ -107,8 +106,7 @@ struct TestSshd {
     }
     /// The parent of `pid` (from /proc/PID/stat), or 0.
     [[nodiscard]] static pid_t parent_of(pid_t pid) {
-        std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-        std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+        const std::string text = read_file("/proc/" + std::to_string(pid) + "/stat");  // "" once gone
         const auto close = text.rfind(')');
         if (close == std::string::npos) return 0;
         char state = 0;
