@@ -263,7 +263,8 @@ std::size_t head_decode_floats(int kv_heads, int parts) {
 }
 
 bool head_decode_chosen() {
-    static const bool chosen = !env_is("TPVERIFY_HEAD_ATTENTION", "cublas");
+    // Off until it has run on a GPU against the cuBLAS path (docs/engine-cuda.md).
+    static const bool chosen = env_is("TPVERIFY_HEAD_ATTENTION", "kernel");
     return chosen;
 }
 

@@ -38,9 +38,6 @@ grep -q '"check_graph_replays":2' <<<"$out" || fail "the check's graph was not r
 grep -q '"check_gemm_outputs":[1-9]' <<<"$out" || fail "the streaming GEMMs were not checked"
 grep -q '"moe_streams":"2"' <<<"$out" || fail "the MoE blocks do not run on two streams by default"
 grep -q '"check_moe_stream_outputs":[1-9]' <<<"$out" || fail "the two-stream MoE block was not checked"
-# (the default MLA path is cuBLAS's, which the check leaves alone: these outputs are the draft's
-# GQA decode attention, head_decode, at its extend's shape and the check's own cases)
-grep -q '"check_attention_outputs":[1-9]' <<<"$out" || fail "the draft's GQA decode attention (head_decode) was not checked"
 # A two-stream MoE block without its fork or its join: --check must catch both (exit 1; eager,
 # where the dropped dependency leaves a plain race the check's delays expose).
 for fault in fork join; do
@@ -78,6 +75,14 @@ for form in "values 1 8" "values 4 8" "values 1 16" "values 4 16" "probs 1 8" "p
   out=$(TPVERIFY_ATTENTION=$attention TPVERIFY_VALUES_PARTS=$parts "$tpv" "${small[@]}" --tokens $tokens --check 2>&1); rc=$?
   [ $rc -eq 0 ] || fail "TPVERIFY_ATTENTION=$attention (parts $parts) --tokens $tokens --check exited $rc"
   grep -q '"check_attention_outputs":[1-9]' <<<"$out" || fail "the $attention MLA attention ($tokens tokens, parts $parts) was not checked"
+done
+# The draft's GQA decode attention in one kernel (head_decode.cu; the default MLA path is cuBLAS's,
+# which the check leaves alone, so these outputs are the draft's: its extend's shape and the check's
+# own cases, each run twice), at 1 and 4 tokens and in the pass's graph.
+for tokens in 1 4; do
+  out=$(TPVERIFY_HEAD_ATTENTION=kernel "$tpv" "${small[@]}" --tokens $tokens --check --graph on 2>&1); rc=$?
+  [ $rc -eq 0 ] || fail "TPVERIFY_HEAD_ATTENTION=kernel --tokens $tokens --check exited $rc"
+  grep -q '"check_attention_outputs":[1-9]' <<<"$out" || fail "the draft's GQA decode attention ($tokens tokens) was not checked"
 done
 # The INT4 kernels whose warps keep their chunks in shared-memory stages filled by bulk copies
 # (TPVERIFY_INT4=bulk*): plain at 4 tokens with the slice rule's k slices, folded at 1 token, 16
