@@ -178,13 +178,13 @@ Status AttentionSet::allocate(const std::vector<const PassPlan*>& plans, cudaStr
                 two_pass_bytes =
                     std::max<std::uint64_t>(two_pass_bytes, mla_two_pass_bytes(r, s.attention.context));
             }
-    // head_decode's parts and tickets: the most any of its steps needs.
+    // head_decode's parts and tickets, when it is chosen: the most any of its steps needs (run()
+    // takes the workspace's presence as the choice).
     std::uint64_t head_floats = 0;
     int head_tickets = 0;
-    m_head = head_decode_chosen();
     for (const PassPlan* plan : plans)
         for (const Step& s : plan->steps)
-            if (m_head && s.kind == Step::Kind::attention && head_decode_fits(s.attention)) {
+            if (head_decode_chosen() && s.kind == Step::Kind::attention && head_decode_fits(s.attention)) {
                 const Attention& a = s.attention;
                 head_floats = std::max<std::uint64_t>(
                     head_floats,
@@ -260,15 +260,15 @@ Status AttentionSet::run(cublasHandle_t handle, const Step& step, cudaStream_t s
                                    m_mla_workspace, stream));
         return {};
     }
+    const int group_rows = a.rows * (a.heads / a.kv_heads);  // query rows a KV head
     if (m_head_work != nullptr && head_decode_fits(a)) {
-        TPV_CUDA(phase, head_decode(m_q, cache, m_out, a.rows * (a.heads / a.kv_heads), a.kv_heads, a.context,
-                                    a.row_dim, a.v_offset, head_decode_parts(a.kv_heads, a.context, m_sms),
-                                    m_head_work, m_head_tickets, stream));
+        TPV_CUDA(phase, head_decode(m_q, cache, m_out, group_rows, a.kv_heads, a.context, a.row_dim,
+                                    a.v_offset, head_decode_parts(a.kv_heads, a.context, m_sms), m_head_work,
+                                    m_head_tickets, stream));
         return {};
     }
     // Per KV head: M = query rows of its heads, N = context, K = qk_dim (column-major views of
     // row-major buffers, as in run_gemm).
-    const int group_rows = a.rows * (a.heads / a.kv_heads);
     const long long cache_stride = (long long)a.context * a.row_dim;
     const long long s_stride = (long long)group_rows * a.context;
     const long long o_stride = (long long)group_rows * a.v_dim;

@@ -141,7 +141,7 @@ private:
         int rows = 0, row_width = 0;
     };
     std::map<std::string, Cache> m_caches;
-    bool m_fused = true, m_two_pass = false, m_values = false, m_probs_form = false, m_head = false;
+    bool m_fused = true, m_two_pass = false, m_values = false, m_probs_form = false;
     int m_sms = 132;
     float* m_mla_workspace = nullptr;
     float* m_head_work = nullptr;  ///< head_decode's parts

@@ -31,13 +31,15 @@
 namespace tpverify::cuda {
 namespace {
 
-constexpr int k_head = 128;                          ///< qk and v dims
-constexpr int k_max_rows = 4;                        ///< query rows a KV head at most
-constexpr int k_threads = 256;                       ///< 8 warps
-constexpr int k_warps = k_threads / 32;              ///< 8
-constexpr int k_chunk = 32;                          ///< tokens a warp takes at a time
-constexpr int k_record = k_max_rows * (k_head + 2);  ///< floats a (head, part): O, then m, then l
-constexpr int k_min_part = 64;                       ///< tokens a part at least
+constexpr int k_head = 128;                    ///< qk and v dims
+constexpr int k_max_rows = 4;                  ///< query rows a KV head at most
+constexpr int k_threads = 256;                 ///< 8 warps
+constexpr int k_warps = k_threads / 32;        ///< 8
+constexpr int k_chunk = 32;                    ///< tokens a warp takes at a time
+constexpr int k_m_at = k_max_rows * k_head;    ///< a record's rows' m, after their O
+constexpr int k_l_at = k_m_at + k_max_rows;    ///< then their l
+constexpr int k_record = k_l_at + k_max_rows;  ///< floats a (head, part)
+constexpr int k_min_part = 64;                 ///< tokens a part at least
 
 __device__ __forceinline__ void unpack8(const uint4& v, float (&out)[8]) {
     const __nv_bfloat162* p = reinterpret_cast<const __nv_bfloat162*>(&v);
@@ -199,7 +201,7 @@ __global__ void __launch_bounds__(k_threads, 2)
             out[(std::uint64_t(head) * rows + r) * k_head + d] = __float2bfloat16(o / l);
         } else {
             record[r * k_head + d] = o;
-            if (d == 0) record[k_max_rows * k_head + r] = most, record[k_max_rows * (k_head + 1) + r] = l;
+            if (d == 0) record[k_m_at + r] = most, record[k_l_at + r] = l;
         }
     }
     if (parts == 1) return;
@@ -213,15 +215,13 @@ __global__ void __launch_bounds__(k_threads, 2)
     for (int i = int(threadIdx.x); i < rows * k_head; i += k_threads) {
         const int r = i / k_head, d = i % k_head;
         float most = -INFINITY;
-        for (int p = 0; p < parts; ++p)
-            most = fmaxf(most, __ldcg(first + p * k_record + k_max_rows * k_head + r));
+        for (int p = 0; p < parts; ++p) most = fmaxf(most, __ldcg(first + p * k_record + k_m_at + r));
         float o = 0.0f, l = 0.0f;
         for (int p = 0; p < parts; ++p) {
             const float* rec = first + p * k_record;
-            const float weight =
-                exp2f(__ldcg(rec + k_max_rows * k_head + r) - most);  // every part has tokens
+            const float weight = exp2f(__ldcg(rec + k_m_at + r) - most);  // every part has tokens
             o = fmaf(weight, __ldcg(rec + r * k_head + d), o);
-            l = fmaf(weight, __ldcg(rec + k_max_rows * (k_head + 1) + r), l);
+            l = fmaf(weight, __ldcg(rec + k_l_at + r), l);
         }
         out[(std::uint64_t(head) * rows + r) * k_head + d] = __float2bfloat16(o / l);
     }
