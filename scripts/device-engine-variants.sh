@@ -32,8 +32,9 @@ fi
 # block on one stream; two_pass the two-pass MLA attention, cluster the cluster one, fused the
 # split kernel with its combine, softmax_pdl the cuBLAS path's softmax on PDL, values (values16) the
 # cuBLAS scores GEMM then one cluster kernel of 8 (16) context parts for softmax and values, probs
-# (probs16) the same kernel after the cuBLAS path's softmax, for its values GEMM and reduce, head_kernel
-# the draft's GQA attention in one kernel (head_decode.cu) instead of cuBLAS (engine-cuda.md).
+# (probs16) the same kernel after the cuBLAS path's softmax, for its values GEMM and reduce, head_cublas
+# the draft's GQA attention on the cuBLAS path instead of its one kernel (head_decode.cu;
+# engine-cuda.md; run27-h100-head-probs.log has the comparison).
 # The L2 prefetch comparison: run17-h100-prefetch.log and run18-h100-prefetch-modes.log.
 configs=(
   "default"
@@ -61,7 +62,7 @@ configs=(
   "values16 TPVERIFY_ATTENTION=values TPVERIFY_VALUES_PARTS=16"
   "probs TPVERIFY_ATTENTION=probs"
   "probs16 TPVERIFY_ATTENTION=probs TPVERIFY_VALUES_PARTS=16"
-  "head_kernel TPVERIFY_HEAD_ATTENTION=kernel"
+  "head_cublas TPVERIFY_HEAD_ATTENTION=cublas"
   "fused TPVERIFY_ATTENTION=fused"
   "no_attn TPVERIFY_OMIT=attention"
   "no_mla_ops TPVERIFY_OMIT=mla_ops"

@@ -108,7 +108,8 @@ bool head_decode_fits(const Attention& a);
 /// Context parts for one wave of blocks (two an SM), at least 64 tokens each.
 int head_decode_parts(int kv_heads, int context, int sms);
 std::size_t head_decode_floats(int kv_heads, int parts);
-/// Whether the steps of head_decode's shape run it (TPVERIFY_HEAD_ATTENTION=kernel; unset: the cuBLAS path).
+/// Whether the steps of head_decode's shape run it (the default; TPVERIFY_HEAD_ATTENTION=cublas: the
+/// cuBLAS path).
 bool head_decode_chosen();
 
 /// KV caches (one per attention label: the verify and 1-token passes share a layer's cache),
@@ -124,8 +125,8 @@ public:
     /// Enqueues one attention step: S = Q K^T / sqrt(qk_dim) (fp32, cuBLAS), P = softmax(S), O = P V
     /// (cuBLAS); with TPVERIFY_ATTENTION=fused, MLA of the fused kernel's shape through mla_decode;
     /// with =values, the scores GEMM and then mla_values; with =probs, the scores GEMM, the softmax
-    /// and then mla_probs_values; with TPVERIFY_HEAD_ATTENTION=kernel, GQA of head_decode's shape
-    /// through head_decode.
+    /// and then mla_probs_values; GQA of head_decode's shape through head_decode (unless
+    /// TPVERIFY_HEAD_ATTENTION=cublas).
     Status run(cublasHandle_t handle, const Step& step, cudaStream_t stream, const char* phase) const;
     /// Bytes allocated for KV caches.
     [[nodiscard]] std::uint64_t cache_bytes() const { return m_cache_bytes; }

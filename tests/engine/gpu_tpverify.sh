@@ -28,6 +28,9 @@ grep -q '"process_model":"process-per-rank"' <<<"$out" || fail "default is not o
 grep -q '"check_wrong":0' <<<"$out" || fail "check_wrong is not 0"
 grep -q '"check_replays":1' <<<"$out" || fail "no sampled replay was checked (10 replays, one check every 8)"
 grep -q '"event":"ready"' <<<"$out" || fail "no ready event"
+# The draft's GQA decode attention runs in one kernel by default (head_decode.cu; the default MLA
+# path is cuBLAS's, which the check leaves alone, so these outputs are the draft's).
+grep -q '"check_attention_outputs":[1-9]' <<<"$out" || fail "the draft's GQA decode attention was not checked"
 grep -q '"parts_us":{"gemm":[0-9]' <<<"$out" || fail "no parts_us"
 grep -q '"expert_format":"int4-g32"' <<<"$out" || fail "kimi-k2.5 does not run INT4 experts by default"
 grep -q '"server":"sglang"' <<<"$out" || fail "the default server preset is not sglang"
@@ -76,13 +79,16 @@ for form in "values 1 8" "values 4 8" "values 1 16" "values 4 16" "probs 1 8" "p
   [ $rc -eq 0 ] || fail "TPVERIFY_ATTENTION=$attention (parts $parts) --tokens $tokens --check exited $rc"
   grep -q '"check_attention_outputs":[1-9]' <<<"$out" || fail "the $attention MLA attention ($tokens tokens, parts $parts) was not checked"
 done
-# The draft's GQA decode attention in one kernel (head_decode.cu; the default MLA path is cuBLAS's,
-# which the check leaves alone, so these outputs are the draft's: its extend's shape and the check's
-# own cases, each run twice), at 1 and 4 tokens and in the pass's graph.
+# The draft's GQA decode attention (its extend's shape and the check's own cases, each run twice)
+# at 1 and 4 tokens in the pass's graph; and on the cuBLAS path (TPVERIFY_HEAD_ATTENTION=cublas),
+# which the check leaves alone: no attention output checked shows that the switch took.
 for tokens in 1 4; do
-  out=$(TPVERIFY_HEAD_ATTENTION=kernel "$tpv" "${small[@]}" --tokens $tokens --check --graph on 2>&1); rc=$?
-  [ $rc -eq 0 ] || fail "TPVERIFY_HEAD_ATTENTION=kernel --tokens $tokens --check exited $rc"
+  out=$("$tpv" "${small[@]}" --tokens $tokens --check --graph on 2>&1); rc=$?
+  [ $rc -eq 0 ] || fail "--tokens $tokens --check --graph on exited $rc"
   grep -q '"check_attention_outputs":[1-9]' <<<"$out" || fail "the draft's GQA decode attention ($tokens tokens) was not checked"
+  out=$(TPVERIFY_HEAD_ATTENTION=cublas "$tpv" "${small[@]}" --tokens $tokens --check 2>&1); rc=$?
+  [ $rc -eq 0 ] || fail "TPVERIFY_HEAD_ATTENTION=cublas --tokens $tokens --check exited $rc"
+  grep -q '"check_attention_outputs":0' <<<"$out" || fail "TPVERIFY_HEAD_ATTENTION=cublas ($tokens tokens) still ran head_decode"
 done
 # The INT4 kernels whose warps keep their chunks in shared-memory stages filled by bulk copies
 # (TPVERIFY_INT4=bulk*): plain at 4 tokens with the slice rule's k slices, folded at 1 token, 16
