@@ -9,8 +9,9 @@ build (scripts/device-engine.sh writes both: kernels-int4.txt, kernels-bf16.txt;
 ones are tests/fixtures/tpverify-kernels/run*-int4.txt and run*-bf16.txt). Every line is the
 kernel that build ran by default for that step, timed one step at a time in a CUDA graph of its
 kind: bf16 GEMMs up to 160 MB on the skinny kernel and larger ones on cuBLAS, the routed experts
-on the streaming kernel, attention on cuBLAS, the small kernels with programmatic dependent
-launch. The INT4 table gives every line; the bf16 table adds the bf16 expert launches.
+on the streaming kernel, the MLA attention on cuBLAS and the draft's GQA attention in one
+kernel (head_decode, the default since 476eb3c; builtin:h200 predates it and timed cuBLAS), the
+small kernels with programmatic dependent launch. The INT4 table gives every line; the bf16 table adds the bf16 expert launches.
 What the table cannot hold: the groups of steps that tpverify runs as fewer launches
 (TPVERIFY_FUSE, docs/engine-cuda.md) are timed here as their separate steps.
 """
