@@ -260,7 +260,7 @@ Status AttentionSet::run(cublasHandle_t handle, const Step& step, cudaStream_t s
                                    m_mla_workspace, stream));
         return {};
     }
-    const int group_rows = a.rows * (a.heads / a.kv_heads);  // query rows a KV head
+    const int group_rows = a.group_rows();
     if (m_head_work != nullptr && head_decode_fits(a)) {
         TPV_CUDA(phase, head_decode(m_q, cache, m_out, group_rows, a.kv_heads, a.context, a.row_dim,
                                     a.v_offset, head_decode_parts(a.kv_heads, a.context, m_sms), m_head_work,

@@ -515,13 +515,12 @@ Status check_head_attention(RankEngine& engine, const std::vector<const PassPlan
     struct HeadCase {
         int kv_heads, group_rows, context, row_dim, v_offset, parts, stride;
     };
-    const HeadCase cases[] = {
-        {3, 3, 1001, 256, 128, 5, 1},
-        {3, 3, 1001, 256, 128, 1, 1},
-        {2, 2, 700, 256, 128, 3, 1},
-        {2, 1, 37, 264, 136, 1, 1},
-        {pass->kv_heads, pass->rows * (pass->heads / pass->kv_heads), pass->context, pass->row_dim,
-         pass->v_offset, head_decode_parts(pass->kv_heads, pass->context, sms), 8}};
+    const HeadCase cases[] = {{3, 3, 1001, 256, 128, 5, 1},
+                              {3, 3, 1001, 256, 128, 1, 1},
+                              {2, 2, 700, 256, 128, 3, 1},
+                              {2, 1, 37, 264, 136, 1, 1},
+                              {pass->kv_heads, pass->group_rows(), pass->context, pass->row_dim,
+                               pass->v_offset, head_decode_parts(pass->kv_heads, pass->context, sms), 8}};
     std::mt19937_64 rng(909 + std::uint64_t(engine.comm().rank()));
     auto random_bf16 = [&] { return as_bf16(float(int(rng() % 2001) - 1000) / 500.0f); };
     cudaStream_t s = engine.stream();

@@ -245,7 +245,7 @@ cudaError_t launch(const bf16* q, const bf16* cache, bf16* out, int rows, int kv
 
 bool head_decode_fits(const Attention& a) {
     if (a.kv_heads < 1 || a.heads % a.kv_heads != 0 || a.context < 1) return false;
-    const int group_rows = a.rows * (a.heads / a.kv_heads);
+    const int group_rows = a.group_rows();
     // 16-byte loads of K and 8-byte loads of V: the row and V's offset in whole pieces.
     return a.qk_dim == k_head && a.v_dim == k_head && group_rows >= 1 && group_rows <= k_max_rows &&
            a.row_dim % 8 == 0 && a.v_offset % 4 == 0 && a.v_offset + k_head <= a.row_dim;

@@ -75,6 +75,8 @@ struct Attention {
         return std::uint64_t(kv_heads) * context * row_dim * 2;
     }
     [[nodiscard]] double flops() const { return 2.0 * rows * heads * context * double(qk_dim + v_dim); }
+    /// Query rows a KV head reads its cache for (rows x the heads that share it).
+    [[nodiscard]] int group_rows() const { return rows * (heads / kv_heads); }
 };
 
 /// The small kernels of a layer that are neither GEMMs, attention nor collectives (each one
