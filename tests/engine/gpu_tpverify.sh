@@ -80,12 +80,13 @@ for form in "values 1 8" "values 4 8" "values 1 16" "values 4 16" "probs 1 8" "p
   grep -q '"check_attention_outputs":[1-9]' <<<"$out" || fail "the $attention MLA attention ($tokens tokens, parts $parts) was not checked"
 done
 # The draft's GQA decode attention (its extend's shape and the check's own cases, each run twice)
-# at 1 and 4 tokens in the pass's graph; and on the cuBLAS path (TPVERIFY_HEAD_ATTENTION=cublas),
-# which the check leaves alone: no attention output checked shows that the switch took.
+# at 1 token in the pass's graph (4 tokens: the first run); and on the cuBLAS path
+# (TPVERIFY_HEAD_ATTENTION=cublas), which the check leaves alone: no attention output checked
+# shows that the switch took.
+out=$("$tpv" "${small[@]}" --tokens 1 --check --graph on 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "--tokens 1 --check --graph on exited $rc"
+grep -q '"check_attention_outputs":[1-9]' <<<"$out" || fail "the draft's GQA decode attention (1 token) was not checked"
 for tokens in 1 4; do
-  out=$("$tpv" "${small[@]}" --tokens $tokens --check --graph on 2>&1); rc=$?
-  [ $rc -eq 0 ] || fail "--tokens $tokens --check --graph on exited $rc"
-  grep -q '"check_attention_outputs":[1-9]' <<<"$out" || fail "the draft's GQA decode attention ($tokens tokens) was not checked"
   out=$(TPVERIFY_HEAD_ATTENTION=cublas "$tpv" "${small[@]}" --tokens $tokens --check 2>&1); rc=$?
   [ $rc -eq 0 ] || fail "TPVERIFY_HEAD_ATTENTION=cublas --tokens $tokens --check exited $rc"
   grep -q '"check_attention_outputs":0' <<<"$out" || fail "TPVERIFY_HEAD_ATTENTION=cublas ($tokens tokens) still ran head_decode"
