@@ -61,6 +61,10 @@ Result<std::string> command_script(const Command& command, const std::string& de
     script += exec == ExecLast::yes ? "exec env " : "env ";
     if (!env_options.empty()) script += std::string(env_options) + " ";
     script += "--" + env_words;
+    // env takes every NAME=VALUE word before the command as an assignment, `--` included, so a
+    // program path with '=' in it (/opt/build=rel/tpverify) would be set as a variable and the
+    // next word run instead: such a program is started by sh, as its $0.
+    if (command.argv[0].find('=') != std::string::npos) script += " /bin/sh -c 'exec \"$0\" \"$@\"'";
     for (const auto& word : command.argv) {
         if (has_nul(word))
             return Error::bad_input(fmt::format("{}: a command argument contains a NUL byte", who));

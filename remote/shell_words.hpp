@@ -20,7 +20,9 @@ enum class ExecLast { yes, no };
 
 /// The shell text that runs `command`: `cd 'DIR' || exit 126; [PYTHONPATH=...; export
 /// PYTHONPATH; ][exec ]env [ENV_OPTIONS] -- 'NAME=value'... 'argv'...`, every word single-quoted
-/// data; `env_options` is fixed text of the caller's (`--default-signal=INT,QUIT`), never a
+/// data (a program whose path holds '=' runs as `/bin/sh -c 'exec "$0" "$@"' 'argv'...`, since
+/// env would take it for an assignment); `env_options` is fixed text of the caller's
+/// (`--default-signal=INT,QUIT`), never a
 /// value. bad_input (messages start with `who`) for an empty argv, an invalid variable name or
 /// a NUL byte anywhere.
 Result<std::string> command_script(const Command& command, const std::string& default_workdir, ExecLast exec,

@@ -2,6 +2,9 @@
 
 #include "remote/shell_words.hpp"
 #include "tests/support/catch.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <filesystem>
 
 using namespace ncclsweep;
 using remote::parse_target_url;
@@ -63,4 +66,28 @@ TEST_CASE("a command's script quotes every word and value", "[remote][quote]") {
     command.env.clear();
     command.argv.clear();
     CHECK_FALSE(remote::command_script(command, "", remote::ExecLast::yes, "ssh").ok());
+}
+
+TEST_CASE("a program whose path holds '=' is run, not taken by env for a variable", "[remote][quote]") {
+    // env reads NAME=VALUE words up to the command, after `--` too: /d/a=b/prog would become a
+    // variable and 'x' would run. The script is run here by /bin/sh as the agent runs it.
+    test::TempDir dir;
+    std::filesystem::create_directory(dir.path() / "a=b");
+    const auto prog = dir.path() / "a=b" / "prog";
+    dir.write("a=b/prog", "#!/bin/sh\necho \"ran $0 [$1] [$2] V=$V\"\n");
+    std::filesystem::permissions(prog, std::filesystem::perms::owner_all);
+    Command command;
+    command.argv = {prog.string(), "x y", "$HOME"};
+    command.env = {{"V", "it's"}};
+    auto script = remote::command_script(command, dir.path().string(), remote::ExecLast::yes, "ssh");
+    REQUIRE(script.ok());
+    const auto ran = test::run_command({"/bin/sh", "-c", *script});
+    CHECK(ran.exit_code == 0);
+    CHECK(ran.out == "ran " + prog.string() + " [x y] [$HOME] V=it's\n");
+    // An ordinary program keeps the plain form.
+    command.argv = {"/bin/echo", "a=b"};
+    auto plain = remote::command_script(command, "", remote::ExecLast::yes, "ssh");
+    REQUIRE(plain.ok());
+    CHECK(*plain == "exec env -- 'V=it'\\''s' '/bin/echo' 'a=b'");
+    CHECK(test::run_command({"/bin/sh", "-c", *plain}).out == "a=b\n");
 }
