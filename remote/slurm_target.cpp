@@ -26,6 +26,14 @@ std::string join(const std::set<std::string>& words, char separator) {
     return out;
 }
 
+/// `path` as literal text in an sbatch filename pattern: '%' starts a replacement (%j, %x, ...),
+/// so each becomes "%%".
+std::string slurm_pattern_path(const std::string& path) {
+    std::string out;
+    for (char c : path) out += c == '%' ? std::string("%%") : std::string(1, c);
+    return out;
+}
+
 }  // namespace
 
 bool task_file_exists(const std::string& path) {
@@ -63,6 +71,14 @@ SlurmTarget::~SlurmTarget() = default;
 Result<std::string> SlurmTarget::prepare_workdir(const std::string& sweep_id) {
     auto dir = m_login->prepare_workdir(sweep_id);
     if (!dir) return dir.error();
+    // sbatch reads --output / --error as filename patterns, in which a backslash turns every
+    // replacement off (each task would then write to a file literally named %A_%a.out); '%' is
+    // escaped at submit (slurm_pattern_path).
+    if (dir->find('\\') != std::string::npos)
+        return Error::bad_input(fmt::format(
+            "slurm: the work directory {} holds a backslash, which sbatch's --output patterns cannot carry "
+            "(it turns their %A_%a off); set target.workdir to a path without one",
+            *dir));
     m_workdir = *dir;
     // The tasks write their output and status here; Slurm does not create directories.
     if (auto keep = m_login->put_file(
@@ -210,8 +226,8 @@ Result<std::vector<std::string>> SlurmTarget::submit_array(const std::vector<con
                                   "--time=" + spec.time,
                                   "--job-name=" + m_options.job_name,
                                   "--no-requeue",
-                                  "--output=" + m_workdir + "/slurm/%A_%a.out",
-                                  "--error=" + m_workdir + "/slurm/%A_%a.err"};
+                                  "--output=" + slurm_pattern_path(m_workdir) + "/slurm/%A_%a.out",
+                                  "--error=" + slurm_pattern_path(m_workdir) + "/slurm/%A_%a.err"};
     if (!spec.gres.empty()) argv.push_back("--gres=" + spec.gres);
     if (!spec.account.empty()) argv.push_back("--account=" + spec.account);
     for (const auto& extra : spec.sbatch) argv.push_back(extra);

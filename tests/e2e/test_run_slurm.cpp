@@ -2,7 +2,7 @@
 // runs the real ncclsweep with `target: slurm://debug` against it: one job array with its
 // throttle, each task's own environment, a crash, Slurm's time limit, a node failure, Ctrl-C,
 // kill -9 followed by --resume, a work directory the node does not share, and tasks a drained
-// node never starts (pending_timeout).
+// node never starts (pending_timeout); every sweep's work directory has a '%' in its path.
 #include <signal.h>
 #include <stdlib.h>
 
@@ -23,14 +23,20 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// A spec on slurm://debug running `sh TASK {mode}` per experiment, its files under DIR/work.
+/// The sweeps' work directory root, DIR/work%x: '%' starts a replacement in sbatch's --output
+/// patterns (%x, the job name), so every task's files are found only if it goes there as text.
+fs::path work_root(const TempDir& dir) {
+    return dir.path() / "work%x";
+}
+
+/// A spec on slurm://debug running `sh TASK {mode}` per experiment, its files under work_root.
 std::string slurm_spec(const std::string& name, const TempDir& dir, const fs::path& task,
                        const std::string& slurm, const std::string& axes) {
     return "sweep: " + name + "\n" + "baseline: none\n" +  // these tests are about the transport
            "target:\n"
            "  url: slurm://debug\n"
            "  workdir: " +
-           (dir.path() / "work").string() + "\n" + "  slurm: " + slurm + "\n" +
+           work_root(dir).string() + "\n" + "  slurm: " + slurm + "\n" +
            "workload:\n"
            "  command: [/bin/sh, " +
            task.string() +
@@ -50,7 +56,7 @@ void use_cluster(const TestSlurm& slurm) {
 }
 
 fs::path slurm_dir(const TempDir& dir) {
-    return sweep_dir(dir.path() / "work") / "slurm";
+    return sweep_dir(work_root(dir)) / "slurm";
 }
 
 int count_files(const fs::path& dir, const std::string& extension) {
@@ -145,7 +151,7 @@ TEST_CASE("slurm: six experiments go out as one throttled job array and each tas
         CHECK(out.find("job= ") == std::string::npos);
         CHECK(out.find("array=" + job + " ") != std::string::npos);
         // sitecustomize.py delivery: the experiment's directory first on PYTHONPATH.
-        CHECK(out.find("pythonpath=" + sweep_dir(dir.path() / "work").string() + "/exp-" +
+        CHECK(out.find("pythonpath=" + sweep_dir(work_root(dir)).string() + "/exp-" +
                        std::to_string(e.experiment.id)) != std::string::npos);
         std::smatch m;
         const std::regex times("start ([0-9.]+)[\\s\\S]*end ([0-9.]+)");
@@ -255,9 +261,8 @@ TEST_CASE("slurm: sitecustomize delivery is proven per task, a non-Python worklo
     check_delivery_sweep(db, seen);
     // The evidence names the Slurm task that wrote it.
     const std::string task_id = slurm_scalar(db, "SELECT scheduler_task FROM experiments WHERE exp_id = 1");
-    CHECK(
-        read_file(sweep_dir(dir.path() / "work") / "exp-1" / "delivered-0").find(" task=" + task_id + " ") !=
-        std::string::npos);
+    CHECK(read_file(sweep_dir(work_root(dir)) / "exp-1" / "delivered-0").find(" task=" + task_id + " ") !=
+          std::string::npos);
 }
 
 TEST_CASE("slurm: Ctrl-C cancels the array's unfinished tasks and the sweep can be resumed") {
@@ -328,9 +333,9 @@ TEST_CASE("slurm: kill -9 mid-sweep then --resume re-attaches and records each e
 
 TEST_CASE("slurm: a work directory the nodes do not share stops the sweep at the first task, resumable") {
     TempDir dir;
-    // slurmd, and so every task, sees an empty tmpfs at DIR/work: a compute node that does not
+    // slurmd, and so every task, sees an empty tmpfs at work_root: a compute node that does not
     // share the work directory with the login node.
-    TestSlurm slurm((dir.path() / "work").string());
+    TestSlurm slurm(work_root(dir).string());
     if (!slurm.available) return;
     use_cluster(slurm);
     auto task = dir.write("task.sh", "echo tok_s=1\n");
@@ -341,7 +346,7 @@ TEST_CASE("slurm: a work directory the nodes do not share stops the sweep at the
     auto run = run_ncclsweep({"run", spec.string(), "--db", db});
     INFO(run.err);
     CHECK(run.exit_code == 3);
-    const std::string workdir = sweep_dir(dir.path() / "work").string();
+    const std::string workdir = sweep_dir(work_root(dir)).string();
     CHECK(run.err.find("The work directory " + workdir + " is not on a filesystem that node shares") !=
           std::string::npos);
     CHECK(run.err.find("Set target.workdir") != std::string::npos);

@@ -209,6 +209,41 @@ TEST_CASE("slurm target: sbatch refusing the array is an infrastructure error na
     CHECK(tasks.error().message.find("invalid partition specified: nope") != std::string::npos);
 }
 
+TEST_CASE("slurm target: a work directory with '%' reaches sbatch's --output as literal text") {
+    // sbatch expands %j, %x, ... in --output / --error; an unescaped "runs%x" would send every
+    // task's output to a directory named after the job, where files_of never looks.
+    TempDir dir;
+    LocalOptions login_options;
+    login_options.workdir_root = (dir.path() / "runs%x 100%").string();
+    auto fake = std::make_unique<FakeSlurm>();
+    FakeSlurm* slurm = fake.get();
+    SlurmOptions options;
+    options.partition = "debug";
+    SlurmTarget target(std::make_unique<LocalTarget>(login_options), std::move(fake), options);
+    auto workdir = target.prepare_workdir("sweep-1");
+    REQUIRE(workdir);
+    BatchItem item;
+    item.key = "k";
+    item.command.argv = {"/bin/true"};
+    REQUIRE(target.submit({item}));
+    std::string escaped;
+    for (char c : *workdir) escaped += c == '%' ? std::string("%%") : std::string(1, c);
+    const auto& sbatch = slurm->calls.front();
+    CHECK(std::find(sbatch.begin(), sbatch.end(), "--output=" + escaped + "/slurm/%A_%a.out") !=
+          sbatch.end());
+    CHECK(std::find(sbatch.begin(), sbatch.end(), "--error=" + escaped + "/slurm/%A_%a.err") != sbatch.end());
+    CHECK(target.files_of("100_0").out == *workdir + "/slurm/100_0.out");
+
+    // A backslash turns every replacement off: refused before anything is submitted.
+    login_options.workdir_root = (dir.path() / "back\\slash").string();
+    SlurmTarget refused(std::make_unique<LocalTarget>(login_options), std::make_unique<FakeSlurm>(), options);
+    auto bad = refused.prepare_workdir("sweep-1");
+    REQUIRE_FALSE(bad);
+    CHECK(bad.error().kind == ErrorKind::bad_input);
+    CHECK(bad.error().message.find("backslash") != std::string::npos);
+    CHECK(bad.error().message.find("target.workdir") != std::string::npos);
+}
+
 TEST_CASE("slurm target: one squeue per poll round however many tasks are followed") {
     Fixture f(std::nullopt, 30);
     auto items = f.items(6);
