@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "core/text.hpp"
+
 namespace ncclsweep::remote {
 
 namespace {
@@ -51,9 +53,9 @@ Result<void> verify_host_key(ssh_session session, const std::string& name, const
                 "{}: HOST KEY CHANGED: the host now presents {} but {} lists a different key for {}. "
                 "This may be an attack (or the host was reinstalled). Nothing was run. If the change is "
                 "expected, "
-                "remove the old entry (ssh-keygen -R '{}' -f '{}') and connect again with "
+                "remove the old entry (ssh-keygen -R {} -f {}) and connect again with "
                 "--accept-new-host-key",
-                name, fp, known_hosts, host_port, host_port, known_hosts));
+                name, fp, known_hosts, host_port, shell_quote(host_port), shell_quote(known_hosts)));
         case SSH_KNOWN_HOSTS_UNKNOWN:
         case SSH_KNOWN_HOSTS_NOT_FOUND:
             if (!accept_new) {

@@ -101,7 +101,8 @@ void TextPrinter::print_table(const SweepTable& table) {
         line(fmt::format(
             "its runner (pid {}) is gone, killed or its host restarted; `ncclsweep run {} --resume {}` "
             "continues it",
-            s.runner_pid.value_or(0), s.record.spec_path.empty() ? "SPEC" : s.record.spec_path, s.id));
+            s.runner_pid.value_or(0), s.record.spec_path.empty() ? "SPEC" : shell_quote(s.record.spec_path),
+            s.id));
     if (!s.record.inherited_env.empty()) line(inherited_line(s.record));
     if (table.rows.empty()) {
         line("no experiments recorded");

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/host.hpp"
+#include "core/text.hpp"
 #include "remote/slurm_target.hpp"
 #include "tests/support/catch.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -194,6 +195,10 @@ TEST_CASE("ssh: a changed host key is refused with its fingerprint, nothing runs
         CHECK(refused.error().message.find("HOST KEY CHANGED") != std::string::npos);
         CHECK(refused.error().message.find("SHA256:") != std::string::npos);
         CHECK(refused.error().message.find(known.string()) != std::string::npos);
+        // The command it suggests pastes as it reads: each path one quoted word.
+        CHECK(refused.error().message.find("ssh-keygen -R " +
+                                           shell_quote("[127.0.0.1]:" + std::to_string(sshd.port)) + " -f " +
+                                           shell_quote(known.string()) + ")") != std::string::npos);
     }
 }
 

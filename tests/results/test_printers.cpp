@@ -247,3 +247,15 @@ TEST_CASE("printers: a simulated sweep says SIMULATED above its table") {
     CHECK(render(results::Format::table, [&](results::Printer& p) { p.print_table(t); }).find("SIMULATED") ==
           std::string::npos);
 }
+
+TEST_CASE("printers: a sweep whose runner is gone gives a resume command that pastes as it reads") {
+    auto t = table(7, base_sweep());
+    t.sweep.state = results::SweepState::running;
+    t.sweep.runner_alive = false;
+    t.sweep.runner_pid = 4242;
+    t.sweep.record.spec_path = "my specs/it's $(x).yaml";
+    const auto text = render(results::Format::table, [&](results::Printer& p) { p.print_table(t); });
+    CHECK(text.find("its runner (pid 4242) is gone") != std::string::npos);
+    CHECK(text.find("`ncclsweep run 'my specs/it'\\''s $(x).yaml' --resume 7` continues it") !=
+          std::string::npos);
+}
