@@ -190,7 +190,9 @@ TEST_CASE(
     // The store cannot see A's runner from the copy (another file, its pid set to a dead one);
     // the work directory's lock can, and names who holds it.
     const std::string db_c = (dir.path() / "c.db").string();
-    REQUIRE(sqlite_exec(db_a, "VACUUM INTO '" + db_c + "'").empty());
+    std::string literal;  // db_c as an SQL string literal: each ' doubled
+    for (char ch : db_c) literal += ch == '\'' ? std::string("''") : std::string(1, ch);
+    REQUIRE(sqlite_exec(db_a, "VACUUM INTO '" + literal + "'").empty());
     REQUIRE(sqlite_exec(db_c, "UPDATE sweeps SET runner_pid = 999999999").empty());
     auto c = run_ncclsweep({"run", spec.string(), "--db", db_c, "--resume"});
     INFO(c.err);

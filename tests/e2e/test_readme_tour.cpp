@@ -6,6 +6,7 @@
 #include <regex>
 #include <sstream>
 
+#include "core/text.hpp"
 #include "tests/e2e/e2e_support.hpp"
 #include "tests/support/catch.hpp"
 
@@ -37,7 +38,7 @@ std::vector<std::string> tour_commands() {
 CommandResult run_in(const std::filesystem::path& dir, const std::string& command) {
     const std::string path = binary_path("cli").string() + ":" + binary_path("engine").string() + ":" +
                              (std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin");
-    return run_command({"sh", "-c", "cd '" + dir.string() + "' && " + command}, {},
+    return run_command({"sh", "-c", "cd " + ncclsweep::shell_quote(dir.string()) + " && " + command}, {},
                        {"PATH=" + path, "NO_COLOR=1", "NCCLSWEEP_DB="});
 }
 

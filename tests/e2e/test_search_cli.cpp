@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "core/text.hpp"
 #include "tests/e2e/e2e_support.hpp"
 
 using namespace ncclsweep;
@@ -165,7 +166,8 @@ TEST_CASE("search: a spent --budget ends the sweep with an answer and --resume c
     CHECK(command.find("--budget '40 runs'") != std::string::npos);
     CHECK(command.size() > 10);
     CHECK(command.substr(command.size() - 10) == "--resume 1");
-    auto second = run_command({"sh", "-c", "PATH=" + binary_path("cli").string() + ":$PATH; " + command});
+    auto second = run_command(
+        {"sh", "-c", "PATH=" + ncclsweep::shell_quote(binary_path("cli").string()) + ":$PATH; " + command});
     INFO(second.err);
     REQUIRE(second.exit_code == 0);
     auto third = run_ncclsweep({"run", spec.string(), "--db", db, "--resume", "1", "--budget", "200 runs"});

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/text.hpp"
 #include "tests/e2e/e2e_support.hpp"
 #include "tests/support/catch.hpp"
 
@@ -77,9 +78,9 @@ TEST_CASE("watch --log --follow: lines appended by another process are judged as
     auto log = dir.write("server.log", "loading weights\n");
     // A writer that appends a capture failure after a while, then keeps the file open and idle
     // for longer than any test runs.
-    std::string writer = "sleep 1; echo 'Capture cuda graph begin' >> '" + log.string() +
-                         "'; echo 'Capture cuda graph failed: out of memory' >> '" + log.string() +
-                         "'; sleep 3600";
+    const std::string quoted = ncclsweep::shell_quote(log.string());
+    std::string writer = "sleep 1; echo 'Capture cuda graph begin' >> " + quoted +
+                         "; echo 'Capture cuda graph failed: out of memory' >> " + quoted + "; sleep 3600";
     pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
