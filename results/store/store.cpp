@@ -191,6 +191,17 @@ Result<void> Store::insert_experiments(std::int64_t sweep, std::span<const Exper
     return success();
 }
 
+Result<void> Store::clear_samples_of_updated(std::int64_t sweep, int exp_id, std::string_view what) {
+    if (m_db.changes() != 1) {
+        return Error::internal(
+            fmt::format("experiment {} of sweep {} is not in database {}", exp_id, sweep, path()));
+    }
+    Result<sqlite::Statement*> clear =
+        m_db.cached("DELETE FROM samples WHERE sweep_id = ?1 AND exp_id = ?2", what);
+    if (!clear) return clear.error();
+    return (*clear)->bind(1, sweep).bind(2, std::int64_t{exp_id}).run(what);
+}
+
 Result<void> Store::begin_experiment(std::int64_t sweep, int exp_id, int attempt) {
     const std::string what = fmt::format("starting experiment {} of sweep {}", exp_id, sweep);
     Result<sqlite::Transaction> tx = sqlite::Transaction::begin(m_db, what);
@@ -204,15 +215,7 @@ Result<void> Store::begin_experiment(std::int64_t sweep, int exp_id, int attempt
     if (!update) return update.error();
     (*update)->bind(1, sweep).bind(2, std::int64_t{exp_id}).bind(3, std::int64_t{attempt}).bind(4, now());
     if (auto done = (*update)->run(what); !done) return done.error();
-    if (m_db.changes() != 1) {
-        return Error::internal(
-            fmt::format("experiment {} of sweep {} is not in database {}", exp_id, sweep, path()));
-    }
-    Result<sqlite::Statement*> clear =
-        m_db.cached("DELETE FROM samples WHERE sweep_id = ?1 AND exp_id = ?2", what);
-    if (!clear) return clear.error();
-    if (auto done = (*clear)->bind(1, sweep).bind(2, std::int64_t{exp_id}).run(what); !done)
-        return done.error();
+    if (auto cleared = clear_samples_of_updated(sweep, exp_id, what); !cleared) return cleared.error();
     return tx->commit(what);
 }
 
@@ -236,15 +239,7 @@ Result<void> Store::record_experiment(std::int64_t sweep, int exp_id, const Expe
     u.bind(10, o.timings.ready_s).bind(11, o.timings.measure_s).bind(12, o.timings.total_s);
     u.bind(13, o.exit_code).bind(14, o.exit_signal).bind(15, now());
     if (auto done = u.run(what); !done) return done.error();
-    if (m_db.changes() != 1) {
-        return Error::internal(
-            fmt::format("experiment {} of sweep {} is not in database {}", exp_id, sweep, path()));
-    }
-    Result<sqlite::Statement*> clear =
-        m_db.cached("DELETE FROM samples WHERE sweep_id = ?1 AND exp_id = ?2", what);
-    if (!clear) return clear.error();
-    if (auto done = (*clear)->bind(1, sweep).bind(2, std::int64_t{exp_id}).run(what); !done)
-        return done.error();
+    if (auto cleared = clear_samples_of_updated(sweep, exp_id, what); !cleared) return cleared.error();
     Result<sqlite::Statement*> insert = m_db.cached(
         "INSERT INTO samples (sweep_id, exp_id, repeat, metric, value) VALUES (?1, ?2, ?3, ?4, ?5)", what);
     if (!insert) return insert.error();

@@ -131,6 +131,10 @@ private:
                                                   std::string_view what);
     [[nodiscard]] Result<void> require_sweep(std::int64_t sweep, std::string_view what);
     [[nodiscard]] Result<int> reset_unfinished_in_tx(std::int64_t sweep, std::string_view what);
+    /// After an UPDATE of one experiment's row: an internal error unless exactly that row changed,
+    /// then its samples deleted (a new attempt or outcome replaces them all).
+    [[nodiscard]] Result<void> clear_samples_of_updated(std::int64_t sweep, int exp_id,
+                                                        std::string_view what);
 
     sqlite::Database m_db;
     StoreOptions m_options;

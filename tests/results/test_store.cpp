@@ -343,6 +343,7 @@ TEST_CASE("resume helpers: finished ids, reset of running experiments, exactly-o
 
     // The infra_error experiment is retried: its earlier samples are replaced, not added to.
     REQUIRE(store.begin_experiment(sweep, 5, 2).ok());
+    CHECK((*store.load_experiments(sweep))[4].outcome.samples.empty());  // the new attempt starts bare
     REQUIRE(store.record_experiment(sweep, 5, make_outcome(5, 3)).ok());
     Result<std::vector<StoredExperiment>> loaded = store.load_experiments(sweep);
     REQUIRE(loaded.ok());
@@ -359,6 +360,10 @@ TEST_CASE("API misuse is reported, not silently accepted") {
     Result<void> unknown = store.begin_experiment(sweep, 99, 1);
     REQUIRE(!unknown.ok());
     CHECK(unknown.error().message.find("experiment 99 of sweep") != std::string::npos);
+    Result<void> unknown_outcome = store.record_experiment(sweep, 99, make_outcome(99, 1));
+    REQUIRE(!unknown_outcome.ok());
+    CHECK(unknown_outcome.error().kind == ErrorKind::internal);
+    CHECK(unknown_outcome.error().message.find("experiment 99 of sweep") != std::string::npos);
     ExperimentOutcome pending;
     pending.status = ExperimentStatus::pending;
     CHECK(!store.record_experiment(sweep, 1, pending).ok());
