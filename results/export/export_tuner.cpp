@@ -27,6 +27,18 @@ std::optional<std::string> env_of(const StoredExperiment& experiment, std::strin
     return value;
 }
 
+/// The point's NCCL variables that no profile rule carries (all but the algorithm, protocol and
+/// channel ones), as NAME=value.
+std::vector<std::string> outside_profile(const StoredExperiment& experiment) {
+    std::vector<std::string> rest;
+    for (const auto& [name, value] : experiment.experiment.env)
+        if (name.rfind("NCCL_", 0) == 0 && name != "NCCL_ALGO" && name != "NCCL_PROTO" &&
+            std::find(std::begin(k_channel_variables), std::end(k_channel_variables), name) ==
+                std::end(k_channel_variables))
+            rest.push_back(name + "=" + value);
+    return rest;
+}
+
 /// One line of text for a '#' comment: control bytes visible, nothing that starts a new line.
 std::string profile_comment(std::string_view text) {
     return "# " + clean_text(text, false) + "\n";
@@ -147,13 +159,7 @@ Result<void> add_point(const Point& point, bool channels_varied, std::string_vie
     if (point.settings) {
         if (auto choices = tuner_choices(experiment.outcome.effective_nccl, *point.settings)) {
             add_choices(point, *choices, seen, out, rules);
-            std::vector<std::string> rest;
-            for (const auto& [name, value] : experiment.experiment.env)
-                if (name.rfind("NCCL_", 0) == 0 && name != "NCCL_ALGO" && name != "NCCL_PROTO" &&
-                    std::find(std::begin(k_channel_variables), std::end(k_channel_variables), name) ==
-                        std::end(k_channel_variables))
-                    rest.push_back(name + "=" + value);
-            if (!rest.empty())
+            if (const auto rest = outside_profile(experiment); !rest.empty())
                 out += comment(fmt::format("not part of a profile (deploy them with --format env): {}",
                                            fmt::join(rest, " ")));
             return {};
@@ -215,13 +221,7 @@ Result<void> add_point(const Point& point, bool channels_varied, std::string_vie
         out += rule;
         ++rules;
     }
-    std::vector<std::string> rest;
-    for (const auto& [name, value] : experiment.experiment.env)
-        if (name.rfind("NCCL_", 0) == 0 && name != "NCCL_ALGO" && name != "NCCL_PROTO" &&
-            std::find(std::begin(k_channel_variables), std::end(k_channel_variables), name) ==
-                std::end(k_channel_variables))
-            rest.push_back(name + "=" + value);
-    if (!rest.empty())
+    if (const auto rest = outside_profile(experiment); !rest.empty())
         out += profile_comment(
             fmt::format("not part of a profile (deploy them with --format env if they matter): {}",
                         fmt::join(rest, " ")));

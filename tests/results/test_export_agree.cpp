@@ -144,6 +144,9 @@ TEST_CASE("exports of one point agree on every variable") {
     const std::string profile = export_of(sweep, ExportFormat::tuner_profile, 1);
     CHECK(profile.find("\nallgather 1310720 1310720 8 1 ring ll 1\n") != std::string::npos);
     CHECK(profile.find("\nallreduce ") == std::string::npos);
+    // A variable no rule can carry is named, not dropped in silence (or taken for a channel one).
+    CHECK(profile.find("# not part of a profile (deploy them with --format env): NCCL_P2P_LEVEL=SYS\n") !=
+          std::string::npos);
     const std::string tuner = export_of(sweep, ExportFormat::nccl_tuner, 1);
     CHECK(tuner.find("\nallgather,163840,1310720,ring,ll,1,1,8,-1,-1\n") != std::string::npos);
     CHECK(tuner.find("\nallreduce,") == std::string::npos);
