@@ -21,6 +21,11 @@ start() {
   command -v ssh-keygen >/dev/null || { echo "test-sshd: ssh-keygen not found (install openssh-client)" >&2; exit 77; }
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
+  # sshd_config takes a value up to whitespace, reads quotes as quoting and expands '%' tokens
+  # in AuthorizedKeysFile: DIR goes in unquoted, so such a DIR is refused.
+  case "$dir" in
+    *[[:space:]\"\'%]*) die "DIR $dir holds whitespace, a quote or '%', which sshd_config cannot carry; use another directory (TMPDIR)" ;;
+  esac
   [ -f "$dir/host_key" ] || ssh-keygen -q -t ed25519 -N '' -C test-host -f "$dir/host_key"
   [ -f "$dir/user_key" ] || ssh-keygen -q -t ed25519 -N '' -C test-user -f "$dir/user_key"
   cp "$dir/user_key.pub" "$dir/authorized_keys"
