@@ -76,10 +76,13 @@ TEST_CASE("watch --log: a hand-written SGLang-shaped log with a capture failure 
 TEST_CASE("watch --log --follow: lines appended by another process are judged as they arrive") {
     TempDir dir;
     auto log = dir.write("server.log", "loading weights\n");
-    // A writer that appends a capture failure after a while, then keeps the file open and idle
-    // for longer than any test runs.
+    // A writer that appends a capture failure once the watcher has the log open (a process's fd
+    // links to it in /proc: state, not a guess at how long start-up takes), then stays alive and
+    // idle for longer than any test runs.
     const std::string quoted = ncclsweep::shell_quote(log.string());
-    std::string writer = "sleep 1; echo 'Capture cuda graph begin' >> " + quoted +
+    std::string writer = "until ls -l /proc/[0-9]*/fd 2>/dev/null | grep -qF -- " +
+                         ncclsweep::shell_quote("-> " + log.string()) + "; do sleep 0.05; done; " +
+                         "echo 'Capture cuda graph begin' >> " + quoted +
                          "; echo 'Capture cuda graph failed: out of memory' >> " + quoted + "; sleep 3600";
     pid_t pid = fork();
     REQUIRE(pid >= 0);
