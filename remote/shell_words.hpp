@@ -22,9 +22,8 @@ enum class ExecLast { yes, no };
 /// PYTHONPATH; ][exec ]env [ENV_OPTIONS] -- 'NAME=value'... 'argv'...`, every word single-quoted
 /// data (a program whose path holds '=' runs as `/bin/sh -c 'exec "$0" "$@"' 'argv'...`, since
 /// env would take it for an assignment); `env_options` is fixed text of the caller's
-/// (`--default-signal=INT,QUIT`), never a
-/// value. bad_input (messages start with `who`) for an empty argv, an invalid variable name or
-/// a NUL byte anywhere.
+/// (`--default-signal=INT,QUIT`), never a value. bad_input (messages start with `who`) for an
+/// empty argv, an invalid variable name or a NUL byte anywhere.
 Result<std::string> command_script(const Command& command, const std::string& default_workdir, ExecLast exec,
                                    std::string_view who, std::string_view env_options = {});
 

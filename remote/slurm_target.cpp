@@ -219,6 +219,7 @@ Result<std::vector<std::string>> SlurmTarget::submit_array(const std::vector<con
     const SlurmSpec& spec = m_options.spec;
     std::string array = fmt::format("--array=0-{}", commands.size() - 1);
     if (spec.array_limit) array += fmt::format("%{}", *spec.array_limit);
+    const std::string output_dir = slurm_pattern_path(m_workdir) + "/slurm";
     std::vector<std::string> argv{"sbatch",
                                   "--parsable",
                                   "--partition=" + m_options.partition,
@@ -226,8 +227,8 @@ Result<std::vector<std::string>> SlurmTarget::submit_array(const std::vector<con
                                   "--time=" + spec.time,
                                   "--job-name=" + m_options.job_name,
                                   "--no-requeue",
-                                  "--output=" + slurm_pattern_path(m_workdir) + "/slurm/%A_%a.out",
-                                  "--error=" + slurm_pattern_path(m_workdir) + "/slurm/%A_%a.err"};
+                                  "--output=" + output_dir + "/%A_%a.out",
+                                  "--error=" + output_dir + "/%A_%a.err"};
     if (!spec.gres.empty()) argv.push_back("--gres=" + spec.gres);
     if (!spec.account.empty()) argv.push_back("--account=" + spec.account);
     for (const auto& extra : spec.sbatch) argv.push_back(extra);
