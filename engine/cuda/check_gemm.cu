@@ -110,26 +110,31 @@ Status check_case(RankEngine& engine, const Case& c, std::uint64_t seed, CheckOu
         else
             TPV_CUDA("check", sg::repack_bf16(d_dense + nk * e, d_w + matrix * e, c.n, c.k, s));
     }
-    TPV_CUDA("check",
-             cudaMemsetAsync(d_y, 0xff, std::uint64_t(most) * c.n * count * sizeof(bf16), s));  // NaN
-    if (c.through_run_gemm) {
-        Gemm g;
-        g.m = c.rows[0];
-        g.n = c.n;
-        g.k = c.k;
-        const void* w = c.row_major ? static_cast<const void*>(d_dense) : d_w;
-        TPV_TRY(run_gemm(engine.cublas(), engine.gemm_path(), engine.workspace(), g, w, d_x, d_y, false, s,
-                         "check", c.ldx));
-    } else {
-        sg::Batch batch;
-        batch.count = count;
-        for (int e = 0; e < count; ++e) {
-            batch.w[e] = d_w + matrix * e;
-            batch.x[e] = d_x + std::uint64_t(most) * c.ldx * e;
-            batch.y[e] = d_y + std::uint64_t(most) * c.n * e;
-            batch.rows[e] = c.rows[std::size_t(e)];
+    // Twice, the second output checked: split-k counters or stream-K tickets the first launch left
+    // behind show (the pass's launches follow one another on the same workspace).
+    for (int run = 0; run < 2; ++run) {
+        TPV_CUDA("check",
+                 cudaMemsetAsync(d_y, 0xff, std::uint64_t(most) * c.n * count * sizeof(bf16), s));  // NaN
+        if (c.through_run_gemm) {
+            Gemm g;
+            g.m = c.rows[0];
+            g.n = c.n;
+            g.k = c.k;
+            const void* w = c.row_major ? static_cast<const void*>(d_dense) : d_w;
+            TPV_TRY(run_gemm(engine.cublas(), engine.gemm_path(), engine.workspace(), g, w, d_x, d_y, false,
+                             s, "check", c.ldx));
+        } else {
+            sg::Batch batch;
+            batch.count = count;
+            for (int e = 0; e < count; ++e) {
+                batch.w[e] = d_w + matrix * e;
+                batch.x[e] = d_x + std::uint64_t(most) * c.ldx * e;
+                batch.y[e] = d_y + std::uint64_t(most) * c.n * e;
+                batch.rows[e] = c.rows[std::size_t(e)];
+            }
+            TPV_CUDA("check",
+                     sg::run(c.format, batch, c.n, c.k, c.ldx, false, engine.workspace(), s, c.silu));
         }
-        TPV_CUDA("check", sg::run(c.format, batch, c.n, c.k, c.ldx, false, engine.workspace(), s, c.silu));
     }
     std::vector<bf16> y(std::uint64_t(most) * c.n * count);
     TPV_CUDA("check", cudaMemcpyAsync(y.data(), d_y, y.size() * sizeof(bf16), cudaMemcpyDeviceToHost, s));
@@ -583,7 +588,9 @@ Status check_head_attention(RankEngine& engine, const std::vector<const PassPlan
 
 Status check_stream_gemms(RankEngine& engine, const PassPlan& plan, CheckOutcome& out) {
     std::vector<Case> cases;
-    // The first MoE layer's experts, both sides, as the pass launches them (up to 4 experts).
+    // The first MoE layer's experts, both sides, as the pass launches them (up to 8 experts: the
+    // 1-token pass's whole launch, where the stream-K kernel writes some items whole and some in
+    // pieces).
     for (const Step& s : plan.steps) {
         if (s.kind != Step::Kind::experts || s.experts.count() == 0) continue;
         const Experts& x = s.experts;
@@ -596,7 +603,7 @@ Status check_stream_gemms(RankEngine& engine, const PassPlan& plan, CheckOutcome
         // With fusion group expert_silu, down applies the SiLU-and-mul to those rows as it stages them.
         c.silu = !x.gate_up && kernel_fusion().expert_silu && streams(engine.gemm_path(), x.gemm(0), true);
         if (c.silu) c.what += " (SiLU-and-mul in its staging)";
-        c.rows.assign(x.rows.begin(), x.rows.begin() + std::min(4, x.count()));
+        c.rows.assign(x.rows.begin(), x.rows.begin() + std::min(8, x.count()));
         if (!sg::fits(c.n, c.k)) continue;
         if (!x.int4 && engine.gemm_path() == GemmPath::cublas) continue;
         cases.push_back(c);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/cuda/stream_gemm.cuh"
+#include "engine/cuda/stream_k.cuh"
 #include "engine/knobs.hpp"
 
 namespace tpverify::cuda::sg {
@@ -113,6 +114,19 @@ const Int4Kernel& int4_kernel(int count, int max_rows) {
     return k_int4_kernels[plain ? k_int4_plain : k_int4_folded];
 }
 
+using StreamKKernel = void (*)(Batch, int, int, int, KSplit, int, Workspace);
+
+/// TPVERIFY_INT4=sk (or sk128): INT4 launches on the stream-K kernel (stream_k.cuh) at 80
+/// registers (128) where it can take them (no SiLU in the staging, no fused expert sum, x of the
+/// experts a block touches within its shared memory); the others on the default kernel. Null: not
+/// chosen.
+StreamKKernel stream_k_chosen() {
+    static const StreamKKernel chosen = env_is("TPVERIFY_INT4", "sk")      ? stream_k_kernel<4, 3>
+                                        : env_is("TPVERIFY_INT4", "sk128") ? stream_k_kernel<4, 1>
+                                                                           : nullptr;
+    return chosen;
+}
+
 }  // namespace
 
 cudaError_t setup(int device) {
@@ -124,6 +138,11 @@ cudaError_t setup(int device) {
     for (const Int4Kernel& k : k_int4_kernels)
         if (cudaError_t e = cudaFuncSetAttribute(k.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                  g_max_dynamic_smem);
+            e != cudaSuccess)
+            return e;
+    for (const StreamKKernel kernel : {stream_k_kernel<4, 3>, stream_k_kernel<4, 1>})
+        if (cudaError_t e =
+                cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, g_max_dynamic_smem);
             e != cudaSuccess)
             return e;
     return cudaFuncSetAttribute(stream_gemm_kernel<Format::bf16, k_bf16_unroll>,
@@ -208,6 +227,50 @@ LaunchShape plan_launch(Format format, int n, int k, int count, int max_rows, co
     return shape;
 }
 
+namespace {
+
+/// A stream-K launch (stream_k.cuh): its split, blocks and dynamic shared memory; ok false where
+/// the kernel cannot take it (x of the experts a block touches past the shared memory, or the
+/// workspace too small), and the sliced kernel runs it instead.
+struct StreamKShape {
+    KSplit split;
+    int blocks = 0;
+    std::size_t smem = 0;
+    bool ok = false;
+};
+
+StreamKShape plan_stream_k(StreamKKernel kernel, int n, int k, int count, int max_rows, const Workspace& ws) {
+    StreamKShape shape;
+    const auto smem_of = [&](int slots) {
+        return std::size_t(slots) * std::size_t(std::max(max_rows, 1)) * (k + k_pad) * sizeof(bf16);
+    };
+    // The grid is the blocks the SMs hold at once at the launch's shared memory, which depends on
+    // how many experts' x a block stages, which depends on the grid: from one slot up until the
+    // slots the split needs are the slots the grid was sized for.
+    for (int slots = 1; slots <= k_max_batch;) {
+        int resident = 0;
+        if (smem_of(slots) > std::size_t(g_max_dynamic_smem) ||
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, k_threads, smem_of(slots)) !=
+                cudaSuccess ||
+            resident < 1)
+            return shape;
+        const KSplit split = ks_make(count, n, k, max_rows, (long long)resident * g_sms * k_warps, k_warps);
+        if (split.slots <= slots) {
+            shape.split = split;
+            shape.split.slots = slots;
+            shape.blocks = int((split.warps + k_warps - 1) / k_warps);
+            shape.smem = smem_of(slots);
+            shape.ok = ks_partial_floats(split) <= ws.partial_floats &&
+                       std::uint64_t(count) * split.tiles <= ws.counter_count;
+            return shape;
+        }
+        slots = split.slots;
+    }
+    return shape;
+}
+
+}  // namespace
+
 cudaError_t run(Format format, const Batch& batch, int n, int k, int ldx, bool accumulate,
                 const Workspace& ws, cudaStream_t stream, bool silu, const ExpertSum& sum) {
     if (!fits(n, k) || batch.count < 1 || batch.count > k_max_batch || ldx % 8 != 0 || (silu && ldx < 2 * k))
@@ -233,11 +296,32 @@ cudaError_t run(Format format, const Batch& batch, int n, int k, int ldx, bool a
             part.rows[i] = std::min(k_rows, batch.rows[e] - r0);
             max_rows = std::max(max_rows, part.rows[i]);
         }
+        const int acc = accumulate ? 1 : 0;
+        cudaLaunchAttribute pdl{};
+        pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        pdl.val.programmaticStreamSerializationAllowed = 1;
+        if (const StreamKKernel kernel = stream_k_chosen();
+            format == Format::int4 && kernel != nullptr && !silu && sum.y == nullptr) {
+            const StreamKShape sk = plan_stream_k(kernel, n, k, part.count, max_rows, ws);
+            if (sk.ok) {
+                cudaLaunchConfig_t config{};
+                config.gridDim = dim3(unsigned(sk.blocks), 1, 1);
+                config.blockDim = dim3(k_threads, 1, 1);
+                config.dynamicSmemBytes = sk.smem;
+                config.stream = stream;
+                config.attrs = &pdl;
+                config.numAttrs = skinny::pdl_enabled() ? 1 : 0;
+                if (cudaError_t e = cudaLaunchKernelEx(&config, kernel, part, n, k, ldx, sk.split, acc, ws);
+                    e != cudaSuccess)
+                    return e;
+                if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+                continue;
+            }
+        }
         const LaunchShape shape = plan_launch(format, n, k, part.count, max_rows, ws);
         if (!shape.ok) return cudaErrorInvalidValue;
         const dim3 grid(unsigned((n + k_group_cols - 1) / k_group_cols), unsigned(shape.slices),
                         unsigned(part.count));
-        const int acc = accumulate ? 1 : 0;
         // skinny::prefetch_kib() in chunks: 576 bytes of a warp's tile (INT4 + scales), 2 KiB bf16.
         const int prefetch = skinny::prefetch_kib() * 1024 / (format == Format::int4 ? 576 : 2048);
         cudaLaunchConfig_t config{};
@@ -245,9 +329,6 @@ cudaError_t run(Format format, const Batch& batch, int n, int k, int ldx, bool a
         config.blockDim = dim3(k_threads, 1, 1);
         config.dynamicSmemBytes = shape.smem;
         config.stream = stream;
-        cudaLaunchAttribute pdl{};
-        pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        pdl.val.programmaticStreamSerializationAllowed = 1;
         config.attrs = &pdl;
         config.numAttrs = skinny::pdl_enabled() ? 1 : 0;
         cudaError_t launched =
