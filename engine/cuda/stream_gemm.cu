@@ -297,21 +297,13 @@ cudaError_t run(Format format, const Batch& batch, int n, int k, int ldx, bool a
             max_rows = std::max(max_rows, part.rows[i]);
         }
         const int acc = accumulate ? 1 : 0;
-        cudaLaunchAttribute pdl{};
-        pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        pdl.val.programmaticStreamSerializationAllowed = 1;
         if (const StreamKKernel kernel = stream_k_chosen();
             format == Format::int4 && kernel != nullptr && !silu && sum.y == nullptr) {
             const StreamKShape sk = plan_stream_k(kernel, n, k, part.count, max_rows, ws);
             if (sk.ok) {
-                cudaLaunchConfig_t config{};
-                config.gridDim = dim3(unsigned(sk.blocks), 1, 1);
-                config.blockDim = dim3(k_threads, 1, 1);
-                config.dynamicSmemBytes = sk.smem;
-                config.stream = stream;
-                config.attrs = &pdl;
-                config.numAttrs = skinny::pdl_enabled() ? 1 : 0;
-                if (cudaError_t e = cudaLaunchKernelEx(&config, kernel, part, n, k, ldx, sk.split, acc, ws);
+                if (cudaError_t e =
+                        skinny::launch_pdl(kernel, dim3(unsigned(sk.blocks)), k_threads, sk.smem, stream,
+                                           skinny::pdl_enabled(), part, n, k, ldx, sk.split, acc, ws);
                     e != cudaSuccess)
                     return e;
                 if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
@@ -329,6 +321,9 @@ cudaError_t run(Format format, const Batch& batch, int n, int k, int ldx, bool a
         config.blockDim = dim3(k_threads, 1, 1);
         config.dynamicSmemBytes = shape.smem;
         config.stream = stream;
+        cudaLaunchAttribute pdl{};
+        pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        pdl.val.programmaticStreamSerializationAllowed = 1;
         config.attrs = &pdl;
         config.numAttrs = skinny::pdl_enabled() ? 1 : 0;
         cudaError_t launched =
