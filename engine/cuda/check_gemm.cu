@@ -648,10 +648,13 @@ Status check_moe_streams(RankEngine& engine, const PassPlan& plan, CheckOutcome&
     if (steps == 0) return {};
     const std::uint64_t elems = std::uint64_t(plan.tokens) * engine.hidden();
     // The block's input, the same for both runs; each run writes it to the normed buffer (NaN
-    // until then) on the pass's stream after a 300 us delay, and the second stream waits 100 us
-    // after its fork: a second stream that does not wait for the fork reads NaN, a pass that does
-    // not wait for the second stream sums the routed rows before the shared expert's output is
-    // there. Both then differ from one stream.
+    // until then) on the pass's stream after a 3 ms delay, and the second stream waits 1 ms after
+    // its fork: a second stream that does not wait for the fork reads NaN (1 ms < 3 ms), a pass
+    // that does not wait for the second stream sums the routed rows before the shared expert's
+    // output is there (the routed path takes well under 1 ms: 0.3 ms for 31 experts at 4 tokens
+    // on an H100). Both then differ from one stream, whatever order the SMs take the two streams'
+    // blocks in (with 300 us and 100 us the missing join went unseen once at 4 tokens, where the
+    // routed path is longer than the second stream's delay and shared expert together).
     Scratch scratch;
     bf16* input = nullptr;
     TPV_TRY(scratch.alloc(input, elems));
@@ -662,10 +665,10 @@ Status check_moe_streams(RankEngine& engine, const PassPlan& plan, CheckOutcome&
         TPV_TRY(engine.fill_activations(0xffff));  // NaN
         TPV_CUDA("check", fill_bits(buf.normed, elems, 0xffff, s));
         TPV_CUDA("check", cudaStreamSynchronize(s));
-        engine.set_moe_check_delay(streams == MoeStreams::one ? 0 : 100000);
+        engine.set_moe_check_delay(streams == MoeStreams::one ? 0 : 1000000);
         Status ran = engine.run_once(
             [&]() -> Status {
-                TPV_CUDA("check", spin(300000, s));
+                TPV_CUDA("check", spin(3000000, s));
                 TPV_CUDA("check", cudaMemcpyAsync(buf.normed, input, elems * 2, cudaMemcpyDeviceToDevice, s));
                 return engine.enqueue_steps(plan, first, first + steps, PassKind::full, "check", false,
                                             streams);
