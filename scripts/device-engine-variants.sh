@@ -27,8 +27,8 @@ fi
 # the routed experts' SiLU-and-mul in their down launch's staging of x (fusion group expert_silu)
 # and the layer's expert sum in that launch (expert_sum); k slices per shape for the 1-token
 # launches (down 7168x2048: 1 by the rule; gate_up 4096x7168: 4; blocks4 is the rule before
-# it, 2 and 3 at 1 token); sk and sk128 the stream-K kernel (engine/cuda/stream_k.cuh: the
-# launch's chunks cut evenly over exactly the warps the SMs hold, at 80 and 128 registers). The no_* configurations leave steps out of the pass (TPVERIFY_OMIT,
+# it, 2 and 3 at 1 token); sk the stream-K kernel (engine/cuda/stream_k.cuh: the
+# launch's chunks cut evenly over exactly the warps the SMs hold). The no_* configurations leave steps out of the pass (TPVERIFY_OMIT,
 # measuring only): the pass without them, so what each costs inside it; `one` runs the MoE
 # block on one stream; two_pass the two-pass MLA attention, cluster the cluster one, fused the
 # split kernel with its combine, softmax_pdl the cuBLAS path's softmax on PDL, values (values16) the
@@ -48,7 +48,6 @@ configs=(
   "bulk16_s1 TPVERIFY_INT4=bulk16 TPVERIFY_INT4_SLICES=1"
   "u4_s1 TPVERIFY_INT4=u4 TPVERIFY_INT4_SLICES=1"
   "sk TPVERIFY_INT4=sk"
-  "sk128 TPVERIFY_INT4=sk128"
   "esilu TPVERIFY_FUSE=mla,moe,expert_silu"
   "esum TPVERIFY_FUSE=mla,moe,expert_sum"
   "esilu_sum TPVERIFY_FUSE=mla,moe,expert_silu,expert_sum"

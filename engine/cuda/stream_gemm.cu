@@ -116,14 +116,15 @@ const Int4Kernel& int4_kernel(int count, int max_rows) {
 
 using StreamKKernel = void (*)(Batch, int, int, int, KSplit, int, Workspace);
 
-/// TPVERIFY_INT4=sk (or sk128): INT4 launches on the stream-K kernel (stream_k.cuh) at 80
-/// registers (128) where it can take them (no SiLU in the staging, no fused expert sum, x of the
-/// experts a block touches within its shared memory); the others on the default kernel. Null: not
-/// chosen.
+/// TPVERIFY_INT4=sk: INT4 launches on the stream-K kernel (stream_k.cuh) where it can take them (no
+/// SiLU in the staging, no fused expert sum, x of the experts a block touches within its shared
+/// memory); the others on the default kernel. Null: not chosen. 6 chunks in flight a warp at 2
+/// blocks an SM (127 registers, none spilled), as many as the sliced kernel's 4 at 3 blocks: held
+/// to 80 registers for 3 blocks, 4 chunks in flight spill around the flush, and that form ran the
+/// INT4 launches twice as long on an H100 (docs/benchmarks-gpu.md, 2026-12-07 tenth session).
+constexpr auto k_stream_k_kernel = stream_k_kernel<6, 2>;
 StreamKKernel stream_k_chosen() {
-    static const StreamKKernel chosen = env_is("TPVERIFY_INT4", "sk")      ? stream_k_kernel<4, 3>
-                                        : env_is("TPVERIFY_INT4", "sk128") ? stream_k_kernel<4, 1>
-                                                                           : nullptr;
+    static const StreamKKernel chosen = env_is("TPVERIFY_INT4", "sk") ? k_stream_k_kernel : nullptr;
     return chosen;
 }
 
@@ -140,11 +141,10 @@ cudaError_t setup(int device) {
                                                  g_max_dynamic_smem);
             e != cudaSuccess)
             return e;
-    for (const StreamKKernel kernel : {stream_k_kernel<4, 3>, stream_k_kernel<4, 1>})
-        if (cudaError_t e =
-                cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, g_max_dynamic_smem);
-            e != cudaSuccess)
-            return e;
+    if (cudaError_t e = cudaFuncSetAttribute(k_stream_k_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             g_max_dynamic_smem);
+        e != cudaSuccess)
+        return e;
     return cudaFuncSetAttribute(stream_gemm_kernel<Format::bf16, k_bf16_unroll>,
                                 cudaFuncAttributeMaxDynamicSharedMemorySize, g_max_dynamic_smem);
 }

@@ -28,13 +28,12 @@ namespace tpverify::cuda::sg {
 
 /// The end of an item in a warp (its last chunk, or the warp's last unit): writes the item's y where
 /// the warp holds all of it (`whole`), else the warp's piece, and the warp that completes the item
-/// adds every piece in warp order and writes y. Out of line: it runs once an item, and inlined it
-/// would take registers from the streaming loop.
-/// Scalars only: a struct argument by reference would copy the kernel's parameters to the stack.
-__device__ __noinline__ void stream_k_flush(bf16* y, int m, int n, int accumulate, float* partial,
-                                            unsigned* counters, long long units, long long warps, int chunks,
-                                            long long w, long long item, int col0, bool whole, float a0,
-                                            float a1, float a2, float a3) {
+/// adds every piece in warp order and writes y. Scalars only: taken out of line, a struct argument
+/// by reference would copy the kernel's parameters to the stack (inline, ptxas spilled less).
+__device__ __forceinline__ void stream_k_flush(bf16* y, int m, int n, int accumulate, float* partial,
+                                               unsigned* counters, long long units, long long warps,
+                                               int chunks, long long w, long long item, int col0, bool whole,
+                                               float a0, float a1, float a2, float a3) {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int col = col0 + g;
     KSplit split;
@@ -90,8 +89,8 @@ __device__ __noinline__ void stream_k_flush(bf16* y, int m, int n, int accumulat
 
 /// The stream-K kernel: grid W / 8 blocks of 8 warps (warps past W idle); dynamic shared memory
 /// slots x max_rows x (k + k_pad) bf16. ws.counters: one per item (experts x tiles), zero before
-/// and after; ws.partial: ks_partial_floats(split). MinBlocks: __launch_bounds__'s blocks an SM
-/// (3: 80 registers, as the sliced kernel, with some spilled around the flush; 1: 128, none).
+/// and after; ws.partial: ks_partial_floats(split). U chunks in flight a warp; MinBlocks:
+/// __launch_bounds__'s blocks an SM (the launcher's choice: stream_gemm.cu k_stream_k_kernel).
 template <int U, int MinBlocks>
 __global__ void __launch_bounds__(k_threads, MinBlocks)
     stream_k_kernel(Batch batch, int n, int k, int ldx, KSplit split, int accumulate, Workspace ws) {
@@ -189,16 +188,16 @@ __global__ void __launch_bounds__(k_threads, MinBlocks)
         }
     };
 
+    // Each chunk's registers are refilled with the chunk U later as soon as it is taken: U chunks
+    // stay in flight with one set of registers (the sliced kernel copies the set first).
     for (int i0 = 0; i0 < len; i0 += U) {
-        Fragments<Format::int4> cur[U];
 #pragma unroll
-        for (int i = 0; i < U; ++i) cur[i] = next[i];
-#pragma unroll
-        for (int i = 0; i < U; ++i)
+        for (int i = 0; i < U; ++i) {
+            if (i0 + i >= len) break;
+            const Fragments<Format::int4> f = next[i];
             if (i0 + U + i < len) next[i] = load_next();
-#pragma unroll
-        for (int i = 0; i < U; ++i)
-            if (i0 + i < len) multiply_one(cur[i], i0 + i);
+            multiply_one(f, i0 + i);
+        }
     }
 }
 
