@@ -31,7 +31,8 @@ fi
 # launch's chunks cut evenly over exactly the warps the SMs hold); u4e / u5e / u6e the plain
 # kernel with each chunk's registers refilled as soon as it is taken (4, 5, 6 chunks in flight:
 # 70, 86, 100 registers), u4e4 the 4 held to 64 registers (4 blocks an SM; 8 bytes spilled), u5e3
-# the 5 held to 80 (3 blocks; 16 bytes spilled). The no_* configurations leave steps out of the pass (TPVERIFY_OMIT,
+# the 5 held to 80 (3 blocks; 16 bytes spilled); _d1 / _d1g2: the 1-token down (and gate_up) launch
+# in one round of 4 blocks an SM (448 and 512 blocks for 528 slots). The no_* configurations leave steps out of the pass (TPVERIFY_OMIT,
 # measuring only): the pass without them, so what each costs inside it; `one` runs the MoE
 # block on one stream; two_pass the two-pass MLA attention, cluster the cluster one, fused the
 # split kernel with its combine, softmax_pdl the cuBLAS path's softmax on PDL, values (values16) the
@@ -56,6 +57,7 @@ configs=(
   "u6e TPVERIFY_INT4=u6e"
   "u4e4 TPVERIFY_INT4=u4e4"
   "u4e4_d1 TPVERIFY_INT4=u4e4 TPVERIFY_INT4_SLICES=7168x2048=1"
+  "u4e4_d1g2 TPVERIFY_INT4=u4e4 TPVERIFY_INT4_SLICES=7168x2048=1,4096x7168=2"
   "u5e3 TPVERIFY_INT4=u5e3"
   "esilu TPVERIFY_FUSE=mla,moe,expert_silu"
   "esum TPVERIFY_FUSE=mla,moe,expert_sum"
