@@ -28,11 +28,8 @@ fi
 # and the layer's expert sum in that launch (expert_sum); k slices per shape for the 1-token
 # launches (down 7168x2048: 1 by the rule; gate_up 4096x7168: 4; blocks4 is the rule before
 # it, 2 and 3 at 1 token); sk the stream-K kernel (engine/cuda/stream_k.cuh: the
-# launch's chunks cut evenly over exactly the warps the SMs hold); u4e / u5e / u6e the plain
-# kernel with each chunk's registers refilled as soon as it is taken (4, 5, 6 chunks in flight:
-# 70, 86, 100 registers), u4e4 the 4 held to 64 registers (4 blocks an SM; 8 bytes spilled), u5e3
-# the 5 held to 80 (3 blocks; 16 bytes spilled); _d1 / _d1g2: the 1-token down (and gate_up) launch
-# in one round of 4 blocks an SM (448 and 512 blocks for 528 slots). The no_* configurations leave steps out of the pass (TPVERIFY_OMIT,
+# launch's chunks cut evenly over exactly the warps the SMs hold; run29-h100-stream-k.log and
+# run30-h100-refill.log have it and the refilling forms of the plain kernel, since taken out). The no_* configurations leave steps out of the pass (TPVERIFY_OMIT,
 # measuring only): the pass without them, so what each costs inside it; `one` runs the MoE
 # block on one stream; two_pass the two-pass MLA attention, cluster the cluster one, fused the
 # split kernel with its combine, softmax_pdl the cuBLAS path's softmax on PDL, values (values16) the
@@ -52,13 +49,6 @@ configs=(
   "bulk16_s1 TPVERIFY_INT4=bulk16 TPVERIFY_INT4_SLICES=1"
   "u4_s1 TPVERIFY_INT4=u4 TPVERIFY_INT4_SLICES=1"
   "sk TPVERIFY_INT4=sk"
-  "u4e TPVERIFY_INT4=u4e"
-  "u5e TPVERIFY_INT4=u5e"
-  "u6e TPVERIFY_INT4=u6e"
-  "u4e4 TPVERIFY_INT4=u4e4"
-  "u4e4_d1 TPVERIFY_INT4=u4e4 TPVERIFY_INT4_SLICES=7168x2048=1"
-  "u4e4_d1g2 TPVERIFY_INT4=u4e4 TPVERIFY_INT4_SLICES=7168x2048=1,4096x7168=2"
-  "u5e3 TPVERIFY_INT4=u5e3"
   "esilu TPVERIFY_FUSE=mla,moe,expert_silu"
   "esum TPVERIFY_FUSE=mla,moe,expert_sum"
   "esilu_sum TPVERIFY_FUSE=mla,moe,expert_silu,expert_sum"

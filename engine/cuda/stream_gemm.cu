@@ -89,11 +89,6 @@ constexpr Int4Kernel k_int4_kernels[] = {
     {"bulk8", 4, false, 8, stream_gemm_kernel<Format::int4, 4, false, false, 8>},
     {"bulk16", 4, false, 16, stream_gemm_kernel<Format::int4, 4, false, false, 16>},
     {"bulk8f", 4, true, 8, stream_gemm_kernel<Format::int4, 4, true, false, 8>},
-    {"u4e", 4, false, 0, stream_gemm_kernel<Format::int4, 4, false, false, 0, true>},
-    {"u5e", 5, false, 0, stream_gemm_kernel<Format::int4, 5, false, false, 0, true>},
-    {"u6e", 6, false, 0, stream_gemm_kernel<Format::int4, 6, false, false, 0, true>},
-    {"u4e4", 4, false, 0, stream_gemm_kernel<Format::int4, 4, false, false, 0, true, 4>},
-    {"u5e3", 5, false, 0, stream_gemm_kernel<Format::int4, 5, false, false, 0, true, 3>},
 };
 /// The default kernel of a launch: the folded one, except for a launch of at most
 /// k_plain_max_experts experts of one row of x each (the one-token pass at top-8), which runs the

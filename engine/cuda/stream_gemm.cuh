@@ -368,9 +368,8 @@ __host__ __device__ constexpr std::size_t fold_bytes(int slice_chunks) {
 /// registers; each warp keeps `Ring` chunks in flight in shared-memory stages (ring_bytes(), at
 /// the start of the dynamic shared memory) that the copy engine fills, one chunk a stage, and
 /// refills a stage once the warp has multiplied its chunk; U and Rotate are then unused.
-template <Format F, int U, bool Fold = false, bool Rotate = false, int Ring = 0, bool Refill = false,
-          int MinBlocks = 1>
-__global__ void __launch_bounds__(k_threads, MinBlocks)
+template <Format F, int U, bool Fold = false, bool Rotate = false, int Ring = 0>
+__global__ void __launch_bounds__(k_threads)
     stream_gemm_kernel(Batch batch, int n, int k, int ldx, int slice_chunks, int slices, int accumulate,
                        Workspace ws, int prefetch, int silu, ExpertSum sum) {
     static_assert(!Fold || F == Format::int4, "only INT4 has a bias to fold");
@@ -489,18 +488,6 @@ __global__ void __launch_bounds__(k_threads, MinBlocks)
                     __syncwarp();
                     if (lane == 0)
                         ring_fill(stage, bars + 8 * s, stream.w + (c + Ring) * 32, stream.s + (c + Ring) * 8);
-                }
-            }
-        } else if constexpr (Refill) {
-            // Each chunk's registers refilled with the chunk U later as soon as it is taken: one
-            // set of U in flight instead of a set and its copy.
-            for (int c0 = 0; c0 < len; c0 += U) {
-#pragma unroll
-                for (int u = 0; u < U; ++u) {
-                    if (c0 + u >= len) break;
-                    const Fragments<F> f = next[u];
-                    if (c0 + U + u < len) next[u] = stream.load(c0 + U + u);
-                    multiply_one(f, c0 + u);
                 }
             }
         } else if constexpr (Rotate) {
