@@ -9,8 +9,9 @@
 // last 52 blocks stream their weights alone, at a fraction of the bandwidth. Here the work is the
 // launch's "units" (one chunk of 64 k of one 16-column tile of one expert, expert-major, then tile,
 // then chunk, which is also the order of the weights in memory within an expert) and warp w of the
-// grid's W takes units [w U / W, (w + 1) U / W): the grid is exactly the block slots the SMs hold at
-// once, and every warp streams the same number of chunks (± 1).
+// grid's W takes units [w N / W, (w + 1) N / W) of the N: the grid is exactly the block slots the SMs hold at
+// once, and every warp streams the same number of chunks (± 1). On H100s it was right and slower
+// than the sliced kernel (docs/benchmarks-gpu.md, 2026-12-07 tenth session): off by default.
 //
 // An item (one tile of one expert, all its chunks) whose units all belong to one warp is written by
 // it. Otherwise each warp that holds part of it (a "piece") writes its fp32 sums to a slot of its

@@ -6,7 +6,7 @@
 //
 // Units are one chunk (64 k) of one 16-column tile of one expert, numbered expert-major, then tile,
 // then chunk; an item is one tile of one expert (`chunks` units). Warp w of the grid's W takes units
-// [w U / W, (w + 1) U / W).
+// [w N / W, (w + 1) N / W) of the launch's N.
 #if defined(__CUDACC__)
 #define TPV_HOST_DEVICE __host__ __device__
 #else
@@ -43,7 +43,8 @@ constexpr int k_piece_floats = 8 * 16;
 TPV_HOST_DEVICE constexpr unsigned long long ks_partial_floats(const KSplit& s) {
     return (unsigned long long)(2 * s.warps) * k_piece_floats;
 }
-/// The experts block b (warps 8b .. 8b + 7 of `warps_per_block`) touches: its first, and how many.
+/// The experts block b (its warps_per_block warps from b x warps_per_block) touches: its first,
+/// and how many.
 TPV_HOST_DEVICE inline long long ks_block_first_expert(const KSplit& s, long long b, int warps_per_block) {
     return ks_begin(s, b * warps_per_block) / (long long)(s.tiles * s.chunks);
 }
@@ -71,3 +72,5 @@ inline KSplit ks_make(int count, int n, int k, int max_rows, long long warps, in
 }
 
 }  // namespace tpverify::cuda::sg
+
+#undef TPV_HOST_DEVICE
