@@ -190,7 +190,10 @@ __global__ void __launch_bounds__(k_threads, MinBlocks)
     };
 
     // Each chunk's registers are refilled with the chunk U later as soon as it is taken: U chunks
-    // stay in flight with one set of registers (the sliced kernel copies the set first).
+    // stay in flight with one set of registers. (The sliced kernel copies the set first, which
+    // sends the U loads out together; refilling made it slower, docs/benchmarks-gpu.md. Here both
+    // ways measured the same: the copy at U = 4 and 2 blocks an SM, 660 us slower than the sliced
+    // kernel a 1-token pass, this at U = 6, 655 us, on two H100s.)
     for (int i0 = 0; i0 < len; i0 += U) {
 #pragma unroll
         for (int i = 0; i < U; ++i) {
