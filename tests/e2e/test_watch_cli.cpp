@@ -2,6 +2,7 @@
 // No test here reads a clock: a server that hangs sleeps far longer than any test may run, so a
 // verdict that waited for it could not pass; what is checked is that it was killed (a signal)
 // and why (the class, the timeout's kind).
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -77,25 +78,31 @@ TEST_CASE("watch --log --follow: lines appended by another process are judged as
     TempDir dir;
     auto log = dir.write("server.log", "loading weights\n");
     // A writer that appends a capture failure once the watcher has the log open (a process's fd
-    // links to it in /proc: state, not a guess at how long start-up takes), then stays alive and
-    // idle for longer than any test runs.
+    // links to it in /proc: state, not a guess at how long start-up takes; the poll's pause only
+    // paces it), then stays alive until the test closes the pipe on its stdin (state again, not a
+    // sleep longer than the test).
     const std::string quoted = ncclsweep::shell_quote(log.string());
     std::string writer = "until ls -l /proc/[0-9]*/fd 2>/dev/null | grep -qF -- " +
                          ncclsweep::shell_quote("-> " + log.string()) + "; do sleep 0.05; done; " +
                          "echo 'Capture cuda graph begin' >> " + quoted +
-                         "; echo 'Capture cuda graph failed: out of memory' >> " + quoted + "; sleep 3600";
+                         "; echo 'Capture cuda graph failed: out of memory' >> " + quoted + "; read -r _";
+    int hold[2];
+    REQUIRE(::pipe2(hold, O_CLOEXEC) == 0);
     pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
-        ::setpgid(0, 0);  // its own group, so that killing it takes its `sleep` too
+        ::setpgid(0, 0);  // its own group, so that killing it takes its poll too
+        ::dup2(hold[0], 0);
         execl("/bin/sh", "sh", "-c", writer.c_str(), static_cast<char*>(nullptr));
         _exit(127);
     }
     ::setpgid(pid, pid);  // also here: whichever of the two runs first
+    ::close(hold[0]);
     auto r = run_ncclsweep({"watch", "--json", "--log", log.string(), "--follow"});
     // The verdict came from the appended lines while the writer was still there, not from it ending.
     const bool writer_alive = waitpid(pid, nullptr, WNOHANG) == 0;
-    kill(-pid, SIGKILL);  // the whole group: a leftover sleep would hold CTest's pipe
+    ::close(hold[1]);     // the writer's read ends
+    kill(-pid, SIGKILL);  // the whole group, should the watcher have failed before the writer wrote
     waitpid(pid, nullptr, 0);
     INFO(r.out << r.err);
     CHECK(r.exit_code == 1);
