@@ -114,17 +114,15 @@ const Int4Kernel& int4_kernel(int count, int max_rows) {
     return k_int4_kernels[plain ? k_int4_plain : k_int4_folded];
 }
 
-using StreamKKernel = void (*)(Batch, int, int, int, KSplit, int, Workspace);
-
 /// TPVERIFY_INT4=sk: INT4 launches on the stream-K kernel (stream_k.cuh) where it can take them (no
 /// SiLU in the staging, no fused expert sum, x of the experts a block touches within its shared
-/// memory); the others on the default kernel. Null: not chosen. 6 chunks in flight a warp at 2
+/// memory); the others on the default kernel. 6 chunks in flight a warp at 2
 /// blocks an SM (127 registers, none spilled), as many as the sliced kernel's 4 at 3 blocks: held
 /// to 80 registers for 3 blocks, 4 chunks in flight spill around the flush, and that form ran the
 /// INT4 launches twice as long on an H100 (docs/benchmarks-gpu.md, 2026-12-07 tenth session).
 constexpr auto k_stream_k_kernel = stream_k_kernel<6, 2>;
-StreamKKernel stream_k_chosen() {
-    static const StreamKKernel chosen = env_is("TPVERIFY_INT4", "sk") ? k_stream_k_kernel : nullptr;
+bool stream_k_chosen() {
+    static const bool chosen = env_is("TPVERIFY_INT4", "sk");
     return chosen;
 }
 
@@ -239,7 +237,7 @@ struct StreamKShape {
     bool ok = false;
 };
 
-StreamKShape plan_stream_k(StreamKKernel kernel, int n, int k, int count, int max_rows, const Workspace& ws) {
+StreamKShape plan_stream_k(int n, int k, int count, int max_rows, const Workspace& ws) {
     StreamKShape shape;
     const auto smem_of = [&](int slots) {
         return std::size_t(slots) * std::size_t(std::max(max_rows, 1)) * (k + k_pad) * sizeof(bf16);
@@ -250,8 +248,8 @@ StreamKShape plan_stream_k(StreamKKernel kernel, int n, int k, int count, int ma
     for (int slots = 1; slots <= k_max_batch;) {
         int resident = 0;
         if (smem_of(slots) > std::size_t(g_max_dynamic_smem) ||
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, k_threads, smem_of(slots)) !=
-                cudaSuccess ||
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, k_stream_k_kernel, k_threads,
+                                                          smem_of(slots)) != cudaSuccess ||
             resident < 1)
             return shape;
         const KSplit split = ks_make(count, n, k, max_rows, (long long)resident * g_sms * k_warps, k_warps);
@@ -297,13 +295,12 @@ cudaError_t run(Format format, const Batch& batch, int n, int k, int ldx, bool a
             max_rows = std::max(max_rows, part.rows[i]);
         }
         const int acc = accumulate ? 1 : 0;
-        if (const StreamKKernel kernel = stream_k_chosen();
-            format == Format::int4 && kernel != nullptr && !silu && sum.y == nullptr) {
-            const StreamKShape sk = plan_stream_k(kernel, n, k, part.count, max_rows, ws);
+        if (format == Format::int4 && stream_k_chosen() && !silu && sum.y == nullptr) {
+            const StreamKShape sk = plan_stream_k(n, k, part.count, max_rows, ws);
             if (sk.ok) {
                 if (cudaError_t e =
-                        skinny::launch_pdl(kernel, dim3(unsigned(sk.blocks)), k_threads, sk.smem, stream,
-                                           skinny::pdl_enabled(), part, n, k, ldx, sk.split, acc, ws);
+                        skinny::launch_pdl(k_stream_k_kernel, dim3(unsigned(sk.blocks)), k_threads, sk.smem,
+                                           stream, skinny::pdl_enabled(), part, n, k, ldx, sk.split, acc, ws);
                     e != cudaSuccess)
                     return e;
                 if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;

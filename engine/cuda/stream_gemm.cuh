@@ -328,6 +328,20 @@ __device__ __forceinline__ void chunk_mma(const Fragments<Format::bf16>& f, unsi
     }
 }
 
+/// A lane's four outputs of a 16-column tile (v[0], v[1]: column col, tokens 2t and 2t + 1;
+/// v[2], v[3]: column col + 8) into y [tokens x n], added to what is there with `accumulate`;
+/// tokens from m on are dropped.
+__device__ __forceinline__ void store_lane_outputs(bf16* y, int n, int col, int m, int t, const float (&v)[4],
+                                                   int accumulate) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int token = 2 * t + (i & 1);
+        if (token >= m) continue;
+        bf16* out = y + std::uint64_t(token) * n + col + (i >> 1) * 8;
+        *out = __float2bfloat16(v[i] + (accumulate ? __bfloat162float(*out) : 0.0f));
+    }
+}
+
 /// The fused expert sum (ExpertSum) at the end of a block that has written its expert's rows of
 /// column group `group`: the last of the launch's experts to get there sums the group's columns.
 /// Every thread of the block calls it; `flag` is the block's shared int.
@@ -512,15 +526,7 @@ __global__ void __launch_bounds__(k_threads)
     const int g = lane >> 2, t = lane & 3;
     const int col = tile * k_tile + g;
     if (slices == 1) {
-        bf16* y = batch.y[e];
-        if (active)
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                const int token = 2 * t + (i & 1);
-                if (token >= m) continue;
-                bf16* out = y + std::uint64_t(token) * n + col + (i >> 1) * 8;
-                *out = __float2bfloat16(acc[i] + (accumulate ? __bfloat162float(*out) : 0.0f));
-            }
+        if (active) store_lane_outputs(batch.y[e], n, col, m, t, acc, accumulate);
         if (sum.y != nullptr) expert_sum_last(batch, n, ws, sum, group, last_block);
         return;
     }

@@ -42,17 +42,8 @@ __device__ __forceinline__ void stream_k_flush(bf16* y, int m, int n, int accumu
     split.warps = warps;
     split.chunks = chunks;
     const float acc[4] = {a0, a1, a2, a3};
-    auto write = [&](const float(&v)[4]) {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const int token = 2 * t + (i & 1);
-            if (token >= m) continue;
-            bf16* out = y + std::uint64_t(token) * n + col + (i >> 1) * 8;
-            *out = __float2bfloat16(v[i] + (accumulate ? __bfloat162float(*out) : 0.0f));
-        }
-    };
     if (whole) {
-        write(acc);
+        store_lane_outputs(y, n, col, m, t, acc, accumulate);
         return;
     }
     float* mine = partial + std::uint64_t(ks_piece_slot(split, w, item)) * k_piece_floats;
@@ -85,7 +76,7 @@ __device__ __forceinline__ void stream_k_flush(bf16* y, int m, int n, int accumu
             if (token < m) total[i] += __ldcg(piece + token * k_tile + g + (i >> 1) * 8);
         }
     }
-    write(total);
+    store_lane_outputs(y, n, col, m, t, total, accumulate);
 }
 
 /// The stream-K kernel: grid W / 8 blocks of 8 warps (warps past W idle); dynamic shared memory
