@@ -25,8 +25,7 @@ fi
 # bulk16 stages a warp, bulk8f folded; engine-cuda.md) against the default (u4 plain at one row
 # of 8 experts, u4f folded elsewhere), with the slice rule's k slices or TPVERIFY_INT4_SLICES's;
 # the routed experts' SiLU-and-mul in their down launch's staging of x (fusion group expert_silu)
-# and the layer's expert sum in that launch (expert_sum); topk the router launch that ends in its
-# own top-k (fusion group topk), topk_spdl that and softmax_pdl; k slices per shape for the 1-token
+# and the layer's expert sum in that launch (expert_sum); k slices per shape for the 1-token
 # launches (down 7168x2048: 1 by the rule; gate_up 4096x7168: 4; blocks4 is the rule before
 # it, 2 and 3 at 1 token); sk the stream-K kernel (engine/cuda/stream_k.cuh: the
 # launch's chunks cut evenly over exactly the warps the SMs hold; run29-h100-stream-k.log and
@@ -53,8 +52,6 @@ configs=(
   "esilu TPVERIFY_FUSE=mla,moe,expert_silu"
   "esum TPVERIFY_FUSE=mla,moe,expert_sum"
   "esilu_sum TPVERIFY_FUSE=mla,moe,expert_silu,expert_sum"
-  "topk TPVERIFY_FUSE=mla,moe,topk"
-  "topk_spdl TPVERIFY_FUSE=mla,moe,topk TPVERIFY_SOFTMAX_PDL=1"
   "down1 TPVERIFY_INT4_SLICES=7168x2048=1"
   "down4 TPVERIFY_INT4_SLICES=7168x2048=4"
   "gu2 TPVERIFY_INT4_SLICES=4096x7168=2"

@@ -12,7 +12,6 @@
 #include "engine/cuda/kernels.cuh"
 #include "engine/cuda/ops.cuh"
 #include "engine/cuda/rank.cuh"
-#include "engine/cuda/topk.cuh"
 
 namespace tpverify::cuda {
 namespace {
@@ -188,40 +187,8 @@ Status check_case(RankEngine& engine, const Case& c, std::uint64_t seed, CheckOu
     return {};
 }
 
-/// Choices of `ids` / `weights` (tokens x k, as the top-k kernels write them) that differ from the
-/// host top-k of `logits` (tokens x experts): ids exactly (by falling sigmoid score, lower id
-/// first among equals), weights (the scores normalised to sum 1) within 1e-4.
-long long topk_wrong(const std::vector<bf16>& logits, int tokens, int experts, int k,
-                     const std::vector<int>& ids, const std::vector<float>& weights) {
-    long long wrong = 0;
-    for (int t = 0; t < tokens; ++t) {
-        std::vector<std::pair<double, int>> order;
-        for (int e = 0; e < experts; ++e)
-            order.push_back(
-                {-1.0 / (1.0 + std::exp(-double(as_float(logits[std::size_t(t) * experts + e])))), e});
-        std::sort(order.begin(), order.end());
-        double sum = 0;
-        for (int j = 0; j < k; ++j) sum -= order[std::size_t(j)].first;
-        for (int j = 0; j < k; ++j) {
-            const std::size_t i = std::size_t(t) * k + j;
-            const double want = -order[std::size_t(j)].first / sum;
-            if (ids[i] != order[std::size_t(j)].second || !(std::fabs(weights[i] - want) <= 1e-4)) ++wrong;
-        }
-    }
-    return wrong;
-}
-
-/// Copies `n` elements of device `d` into `host` (resized), on stream `s`, and waits.
-template <typename T>
-cudaError_t copy_out(std::vector<T>& host, const T* d, std::size_t n, cudaStream_t s) {
-    host.resize(n);
-    if (cudaError_t e = cudaMemcpyAsync(host.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost, s);
-        e != cudaSuccess)
-        return e;
-    return cudaStreamSynchronize(s);
-}
-
-/// The router's top-k at the pass's shape (tokens x experts, k) on random logits with ties.
+/// The router's top-k at the pass's shape (tokens x experts, k) on random logits with ties:
+/// ids exactly (by falling score, lower id first among equals) and the normalised weights.
 Status check_topk(RankEngine& engine, int tokens, int experts, int k, std::uint64_t seed, CheckOutcome& out) {
     std::mt19937_64 rng(seed);
     std::vector<bf16> logits(std::size_t(tokens) * experts);
@@ -237,86 +204,33 @@ Status check_topk(RankEngine& engine, int tokens, int experts, int k, std::uint6
     TPV_CUDA("check", copy_in(d_logits, logits.data(), logits.size() * 2, s));
     TPV_CUDA("check", cudaMemsetAsync(d_ids, 0xff, std::size_t(tokens) * k * sizeof(int), s));
     TPV_CUDA("check", topk(d_logits, tokens, experts, k, d_ids, d_weights, s));
-    std::vector<int> ids;
-    std::vector<float> weights;
-    TPV_CUDA("check", copy_out(ids, d_ids, std::size_t(tokens) * k, s));
-    TPV_CUDA("check", copy_out(weights, d_weights, std::size_t(tokens) * k, s));
-    const long long wrong = topk_wrong(logits, tokens, experts, k, ids, weights);
+    std::vector<int> ids(std::size_t(tokens) * k);
+    std::vector<float> weights(ids.size());
+    TPV_CUDA("check",
+             cudaMemcpyAsync(ids.data(), d_ids, ids.size() * sizeof(int), cudaMemcpyDeviceToHost, s));
+    TPV_CUDA("check", cudaMemcpyAsync(weights.data(), d_weights, weights.size() * sizeof(float),
+                                      cudaMemcpyDeviceToHost, s));
+    TPV_CUDA("check", cudaStreamSynchronize(s));
+    long long wrong = 0;
+    for (int t = 0; t < tokens; ++t) {
+        std::vector<std::pair<double, int>> order;
+        for (int e = 0; e < experts; ++e)
+            order.push_back(
+                {-1.0 / (1.0 + std::exp(-double(as_float(logits[std::size_t(t) * experts + e])))), e});
+        std::sort(order.begin(), order.end());
+        double sum = 0;
+        for (int j = 0; j < k; ++j) sum -= order[std::size_t(j)].first;
+        for (int j = 0; j < k; ++j) {
+            const std::size_t i = std::size_t(t) * k + j;
+            const double want = -order[std::size_t(j)].first / sum;
+            if (ids[i] != order[std::size_t(j)].second || !(std::fabs(weights[i] - want) <= 1e-4)) ++wrong;
+        }
+    }
     out.checked += (long long)ids.size();
     out.wrong += wrong;
     if (wrong > 0 && out.detail.empty())
         out.detail = "router top-" + std::to_string(k) + ": " + std::to_string(wrong) + " of " +
                      std::to_string(ids.size()) + " choices differ from the host reference";
-    return {};
-}
-
-/// The router launch that ends in its own top-k (fusion group topk, skinny::TopkTail) at the
-/// pass's shape on random weights and input, launched twice with the choices wiped in between
-/// (a ticket the first launch left behind would leave the second without a top-k): its logits
-/// against the double-precision reference, its choices against the host top-k of those logits.
-Status check_router_topk(RankEngine& engine, const Gemm& router, int k, std::uint64_t seed,
-                         CheckOutcome& out) {
-    const int m = router.m, n = router.n, kd = router.k;
-    std::mt19937_64 rng(seed);
-    std::vector<bf16> w(std::uint64_t(n) * kd), x(std::uint64_t(m) * kd);
-    for (auto& v : w) v = as_bf16(float(int(rng() % 2001) - 1000) / 64000.0f);
-    for (auto& v : x) v = as_bf16(float(int(rng() % 2001) - 1000) / 500.0f);
-    Scratch scratch;
-    bf16 *d_w = nullptr, *d_x = nullptr, *d_y = nullptr;
-    int* d_ids = nullptr;
-    float* d_weights = nullptr;
-    unsigned* d_ticket = nullptr;
-    TPV_TRY(scratch.alloc(d_w, w.size()));
-    TPV_TRY(scratch.alloc(d_x, x.size()));
-    TPV_TRY(scratch.alloc(d_y, std::uint64_t(m) * n));
-    TPV_TRY(scratch.alloc(d_ids, std::uint64_t(m) * k));
-    TPV_TRY(scratch.alloc(d_weights, std::uint64_t(m) * k));
-    TPV_TRY(scratch.alloc(d_ticket, 1));
-    cudaStream_t s = engine.stream();
-    TPV_CUDA("check", copy_in(d_w, w.data(), w.size() * 2, s));
-    TPV_CUDA("check", copy_in(d_x, x.data(), x.size() * 2, s));
-    TPV_CUDA("check", cudaMemsetAsync(d_ticket, 0, sizeof(unsigned), s));
-    skinny::TopkTail tail;
-    tail.ids = d_ids, tail.weights = d_weights, tail.k = k, tail.ticket = d_ticket;
-    for (int launch = 0; launch < 2; ++launch) {
-        TPV_CUDA("check", cudaMemsetAsync(d_ids, 0xff, std::size_t(m) * k * sizeof(int), s));
-        TPV_CUDA("check", cudaMemsetAsync(d_weights, 0xff, std::size_t(m) * k * sizeof(float), s));  // NaN
-        TPV_CUDA("check", cudaMemsetAsync(d_y, 0xff, std::size_t(m) * n * 2, s));
-        TPV_CUDA("check", skinny::run(d_w, d_x, kd, d_y, m, n, kd, false, s, &tail));
-    }
-    std::vector<bf16> y;
-    std::vector<int> ids;
-    std::vector<float> weights;
-    TPV_CUDA("check", copy_out(y, d_y, std::size_t(m) * n, s));
-    TPV_CUDA("check", copy_out(ids, d_ids, std::size_t(m) * k, s));
-    TPV_CUDA("check", copy_out(weights, d_weights, std::size_t(m) * k, s));
-    std::vector<double> ref(y.size());
-    double squares = 0;
-    for (int r = 0; r < m; ++r)
-        for (int c = 0; c < n; ++c) {
-            double acc = 0;
-            for (int j = 0; j < kd; ++j)
-                acc +=
-                    double(as_float(w[std::uint64_t(c) * kd + j])) * as_float(x[std::uint64_t(r) * kd + j]);
-            ref[std::size_t(r) * n + c] = acc;
-            squares += acc * acc;
-        }
-    const double rms = std::sqrt(squares / double(std::max<std::size_t>(ref.size(), 1)));
-    long long wrong_logits = 0;
-    for (std::size_t i = 0; i < ref.size(); ++i) {
-        const double err = std::fabs(double(as_float(y[i])) - ref[i]);
-        if (!(err <= 1e-2 * std::fabs(ref[i]) + 1e-2 * rms)) ++wrong_logits;
-    }
-    const long long wrong = topk_wrong(y, m, n, k, ids, weights);
-    out.gemm_checked += (long long)ref.size();
-    out.checked += (long long)(ref.size() + ids.size());
-    out.wrong += wrong_logits + wrong;
-    if (wrong_logits + wrong > 0 && out.detail.empty())
-        out.detail = "router launch with its top-" + std::to_string(k) + ": " + std::to_string(wrong_logits) +
-                     " of " + std::to_string(ref.size()) +
-                     " logits differ from the double-precision reference, " + std::to_string(wrong) + " of " +
-                     std::to_string(ids.size()) +
-                     " choices from the host top-k of its logits (second launch)";
     return {};
 }
 
@@ -718,17 +632,11 @@ Status check_stream_gemms(RankEngine& engine, const PassPlan& plan, CheckOutcome
     std::uint64_t seed = 12345 + std::uint64_t(engine.comm().rank());
     for (const Case& c : cases) TPV_TRY(check_case(engine, c, seed++, out));
     TPV_TRY(check_skinny_group(engine, plan, seed++, out));
-    for (std::size_t i = 0; i < plan.steps.size(); ++i) {
-        const Step& s = plan.steps[i];
-        if (s.kind != Step::Kind::op || s.op != Op::topk || plan.model.active_experts <= 0) continue;
-        TPV_TRY(check_topk(engine, s.op_rows, s.op_width, plan.model.active_experts, seed++, out));
-        // The router launch that ends in the top-k, where the pass runs one.
-        const Step* router = i > 0 ? &plan.steps[i - 1] : nullptr;
-        if (kernel_fusion().topk && router != nullptr && router->kind == Step::Kind::gemm &&
-            skinny_chosen(engine.gemm_path(), router->gemm) && plan.model.active_experts <= topk_dev::k_max_k)
-            TPV_TRY(check_router_topk(engine, router->gemm, plan.model.active_experts, seed, out));
-        break;
-    }
+    for (const Step& s : plan.steps)
+        if (s.kind == Step::Kind::op && s.op == Op::topk && plan.model.active_experts > 0) {
+            TPV_TRY(check_topk(engine, s.op_rows, s.op_width, plan.model.active_experts, seed, out));
+            break;
+        }
     return {};
 }
 

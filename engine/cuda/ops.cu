@@ -4,7 +4,6 @@
 
 #include "engine/cuda/ops.cuh"
 #include "engine/cuda/skinny_gemm.cuh"
-#include "engine/cuda/topk.cuh"
 #include "engine/knobs.hpp"
 
 namespace tpverify::cuda {
@@ -147,6 +146,12 @@ __global__ void topk_kernel(const bf16* logits, int tokens, int experts, int k, 
 // positive floats order as their bits) and the warp's reductions in hardware: per round one
 // redux.max over the lanes' best keys, one redux.min over the tied lanes' expert ids (the lowest
 // id wins a tie, as above), and only the winning lane rescans its keys (a tree of maxima).
+// The router score of a logit as a top-k key: the sigmoid's bits + 1 (0 means "taken"); keys
+// order as the scores do, the sigmoid being positive.
+__device__ __forceinline__ unsigned sigmoid_key(bf16 logit) {
+    return __float_as_uint(1.0f / (1.0f + __expf(-__bfloat162float(logit)))) + 1u;
+}
+
 __global__ void topk_redux_kernel(const bf16* logits, int tokens, int experts, int k, int* ids,
                                   float* weights) {
     skinny::pdl_trigger();
@@ -160,7 +165,7 @@ __global__ void topk_redux_kernel(const bf16* logits, int tokens, int experts, i
 #pragma unroll
     for (int j = 0; j < k_per_lane; ++j) {
         const int e = lane + 32 * j;
-        key[j] = e < experts ? topk_dev::sigmoid_key(row[e]) : 0u;
+        key[j] = e < experts ? sigmoid_key(row[e]) : 0u;
     }
     auto lane_best = [&](unsigned& best, int& best_j) {
         unsigned m[k_per_lane / 2];
@@ -207,13 +212,13 @@ __global__ void topk_redux_kernel(const bf16* logits, int tokens, int experts, i
     }
 }
 
-// One block of topk_dev::k_split_warps warps per token (engine/cuda/topk.cuh): warp w ranks the
-// experts of the 32-wide groups w, w + 4, ... (up to 4 keys a lane) and keeps its own top k, as
-// topk_redux_kernel does for a whole row; warp 0 then takes the top k of the 4 x k candidates
-// (k <= 8), one candidate a lane. Each warp's chain is 4 keys a lane instead of 16 and the warps
-// run on the SM's four schedulers at once. The same experts as the other two kernels: a warp's
-// top k holds every expert of the row's top k among its own, ties to the lower id.
-using topk_dev::k_split_warps;
+// One block of k_split_warps warps per token: warp w ranks the experts of the 32-wide groups w,
+// w + k_split_warps, ... (up to 4 keys a lane) and keeps its own top k, as topk_redux_kernel does
+// for a whole row; warp 0 then takes the top k of the k_split_warps x k candidates (k <= 32 /
+// k_split_warps), one candidate a lane. Each warp's chain is 4 keys a lane instead of 16 and the
+// warps run on the SM's four schedulers at once. The same experts as the other two kernels: a
+// warp's top k holds every expert of the row's top k among its own, ties to the lower id.
+constexpr int k_split_warps = 4;
 
 __global__ void __launch_bounds__(k_split_warps * 32)
     topk_split_kernel(const bf16* logits, int tokens, int experts, int k, int* ids, float* weights) {
@@ -223,11 +228,54 @@ __global__ void __launch_bounds__(k_split_warps * 32)
     __shared__ int cand_id[32];
     const int token = blockIdx.x, warp = threadIdx.x / 32, lane = threadIdx.x & 31;
     if (token >= tokens) return;
-    topk_dev::candidates(logits + std::uint64_t(token) * experts, experts, k, warp, lane, cand_key, cand_id);
+    const bf16* row = logits + std::uint64_t(token) * experts;
+    constexpr int k_per_lane = 512 / 32 / k_split_warps;
+    unsigned key[k_per_lane];
+#pragma unroll
+    for (int j = 0; j < k_per_lane; ++j) {
+        const int e = lane + 32 * (warp + k_split_warps * j);
+        key[j] = e < experts ? sigmoid_key(row[e]) : 0u;
+    }
+    // This lane's best key and its j (the lowest j, so the lowest expert id, among equal keys).
+    auto lane_best = [&](unsigned& best, int& best_j) {
+        best = key[0], best_j = 0;
+#pragma unroll
+        for (int j = 1; j < k_per_lane; ++j)
+            if (key[j] > best) best = key[j], best_j = j;
+    };
+    unsigned best;
+    int best_j;
+    lane_best(best, best_j);
+    for (int round = 0; round < k; ++round) {
+        const unsigned top = __reduce_max_sync(0xffffffffu, best);
+        const unsigned id = __reduce_min_sync(
+            0xffffffffu, best == top ? unsigned(lane + 32 * (warp + k_split_warps * best_j)) : ~0u);
+        if (lane == 0) cand_key[warp * k + round] = top, cand_id[warp * k + round] = int(id);
+        if (int(id & 31u) == lane) {
+#pragma unroll
+            for (int j = 0; j < k_per_lane; ++j)  // (a constant index keeps key in registers)
+                if (j == int(id >> 5) / k_split_warps) key[j] = 0u;  // taken
+            lane_best(best, best_j);
+        }
+    }
     __syncthreads();
-    if (warp == 0)
-        topk_dev::finish(cand_key, cand_id, k, lane, ids + std::uint64_t(token) * k,
-                         weights + std::uint64_t(token) * k);
+    if (warp != 0) return;
+    unsigned mine_key = lane < k_split_warps * k ? cand_key[lane] : 0u;
+    const unsigned mine_id = lane < k_split_warps * k ? unsigned(cand_id[lane]) : ~0u;
+    float sum = 0.0f, mine = 0.0f;
+    int my_id = -1;
+    for (int round = 0; round < k; ++round) {
+        const unsigned top = __reduce_max_sync(0xffffffffu, mine_key);
+        const unsigned id = __reduce_min_sync(0xffffffffu, mine_key == top ? mine_id : ~0u);
+        const float score = top == 0u ? 0.0f : __uint_as_float(top - 1u);
+        if (lane == round) mine = score, my_id = int(id);
+        sum += score;
+        if (mine_id == id) mine_key = 0u;  // taken
+    }
+    if (lane < k) {
+        ids[std::uint64_t(token) * k + lane] = my_id;
+        weights[std::uint64_t(token) * k + lane] = sum > 0.0f ? mine / sum : 0.0f;
+    }
 }
 
 __global__ void silu_mul_kernel(bf16* x, int rows, int inter, int ld) {
@@ -336,7 +384,7 @@ cudaError_t topk(const bf16* logits, int tokens, int experts, int k, int* ids, f
                  cudaStream_t s) {
     if (k < 1 || k > 32 || experts > 512 || experts < k) return cudaErrorInvalidValue;
     const TopkKernel choice = topk_kernel_choice();
-    if (choice == TopkKernel::split && k <= topk_dev::k_max_k)
+    if (choice == TopkKernel::split && k * k_split_warps <= 32)
         return launch(topk_split_kernel, unsigned(tokens), unsigned(k_split_warps * 32), s, logits, tokens,
                       experts, k, ids, weights);
     return launch(choice == TopkKernel::shfl ? topk_kernel : topk_redux_kernel,

@@ -9,7 +9,6 @@
 #include "engine/cuda/ops.cuh"
 #include "engine/cuda/prefetch.cuh"
 #include "engine/cuda/rank.cuh"
-#include "engine/cuda/topk.cuh"
 #include "engine/knobs.hpp"
 
 namespace tpverify::cuda {
@@ -47,7 +46,6 @@ const KernelFusion& kernel_fusion() {
         k.silu = on("silu");
         k.expert_silu = on("expert_silu");
         k.expert_sum = on("expert_sum");
-        k.topk = on("topk");
         return k;
     }();
     return f;
@@ -56,8 +54,7 @@ const KernelFusion& kernel_fusion() {
 std::string kernel_fusion_name(const KernelFusion& f) {
     std::string s;
     for (auto [on, name] : {std::pair{f.mla, "mla"}, std::pair{f.moe, "moe"}, std::pair{f.silu, "silu"},
-                            std::pair{f.expert_silu, "expert_silu"}, std::pair{f.expert_sum, "expert_sum"},
-                            std::pair{f.topk, "topk"}})
+                            std::pair{f.expert_silu, "expert_silu"}, std::pair{f.expert_sum, "expert_sum"}})
         if (on) s += (s.empty() ? "" : ",") + std::string(name);
     return s.empty() ? "none" : s;
 }
@@ -263,11 +260,6 @@ Status RankEngine::setup(const std::vector<const PassPlan*>& plans, const ncclUn
     TPV_CUDA("init", cudaMemsetAsync(weights, 0, choices * sizeof(float), m_stream));
     m_topk_ids = static_cast<int*>(ids);
     m_topk_weights = static_cast<float*>(weights);
-    void* ticket = nullptr;
-    TPV_CUDA("init", cudaMalloc(&ticket, sizeof(unsigned)));
-    m_allocations.push_back(ticket);
-    TPV_CUDA("init", cudaMemsetAsync(ticket, 0, sizeof(unsigned), m_stream));
-    m_topk_ticket = static_cast<unsigned*>(ticket);
     TPV_CUDA("init", cudaStreamSynchronize(m_stream));
     TPV_TRY(m_comm.init(id, m_nranks, m_rank));
     return {};
@@ -520,41 +512,6 @@ Status RankEngine::enqueue_fused(const PassPlan& plan, std::size_t index, PassKi
             return {};
         }
     }
-    return enqueue_router_topk(plan, index, kind, phase, used);
-}
-
-skinny::TopkTail RankEngine::router_tail(const PassPlan& plan) const {
-    skinny::TopkTail tail;
-    const int k = plan.model.active_experts;
-    if (k < 1 || k > topk_dev::k_max_k) return tail;  // k = 0: the top-k kernel's other forms
-    tail.ids = m_topk_ids, tail.weights = m_topk_weights, tail.k = k, tail.ticket = m_topk_ticket;
-    return tail;
-}
-
-Status RankEngine::enqueue_router_topk(const PassPlan& plan, std::size_t index, PassKind kind,
-                                       const char* phase, std::size_t& used) {
-    used = 0;
-    const std::vector<Step>& st = plan.steps;
-    if (!kernel_fusion().topk || index + 1 >= st.size()) return {};
-    const Step &router = st[index], &tk = st[index + 1];
-    if (router.kind != Step::Kind::gemm || tk.kind != Step::Kind::op || tk.op != Op::topk) return {};
-    const Gemm& g = router.gemm;
-    const skinny::TopkTail tail = router_tail(plan);
-    if (!skinny_chosen(m_gemm, g) || g.k != m_hidden || g.n == m_hidden || tk.op_rows != g.m ||
-        tk.op_width != g.n || g.n > topk_dev::k_max_experts || tail.k == 0)
-        return {};
-    const bool gemms = kind == PassKind::full || kind == PassKind::gemm_only;
-    const bool ops = kind == PassKind::full || kind == PassKind::ops_only;
-    if (gemms) {
-        bf16* logits = m_scratch[m_last_scratch ^ 1];
-        m_last_scratch ^= 1;  // as enqueue_step leaves it: the router's output is the last one
-        TPV_CUDA(phase, skinny::run(static_cast<const bf16*>(m_weights.weight(plan, index)), m_buf.normed,
-                                    m_hidden, logits, g.m, g.n, g.k, false, m_stream, ops ? &tail : nullptr));
-    } else if (ops) {
-        TPV_CUDA(phase, topk(m_scratch[m_last_scratch], tk.op_rows, tk.op_width, tail.k, m_topk_ids,
-                             m_topk_weights, m_stream));
-    }
-    used = 2;
     return {};
 }
 
@@ -586,9 +543,7 @@ Status RankEngine::enqueue_moe_streams(const PassPlan& plan, std::size_t index, 
         if (alt) on.emplace(*this, m_alt);
         for (std::size_t i = from; i < to;) {
             std::size_t fused = 0;
-            if (i + 1 < to) TPV_TRY(enqueue_router_topk(plan, i, PassKind::full, phase, fused));
-            if (i + 1 < to && fused == 0)
-                TPV_TRY(enqueue_expert_down(plan, i, PassKind::full, phase, fused, false));
+            if (i + 1 < to) TPV_TRY(enqueue_expert_down(plan, i, PassKind::full, phase, fused, false));
             if (fused == 0) {
                 TPV_TRY(enqueue_step(plan, i, PassKind::full, phase));
                 fused = 1;

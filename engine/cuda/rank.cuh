@@ -20,17 +20,16 @@ namespace tpverify::cuda {
 enum class PassKind { full, comm_only, norm_only, gemm_only, attention_only, norm_kernels, ops_only };
 
 /// Which groups of steps enqueue() runs as fewer kernels (TPVERIFY_FUSE: a comma list of mla,
-/// moe, silu, expert_silu, expert_sum, topk; all; none; unset: mla,moe, the fastest measured on the
+/// moe, silu, expert_silu, expert_sum; all; none; unset: mla,moe, the fastest measured on the
 /// H200): mla = q_a+kv_a as one launch, their two norms as one, q_b+kv_b as one, RoPE+KV write as
 /// one; moe = a MoE layer's router + shared gate_up as one launch; silu = the shared expert's down with
 /// SiLU-and-mul in its input load (measured slower, docs/benchmarks-gpu.md); expert_silu = the
 /// routed experts' down launch with the SiLU-and-mul in its staging of x (ExpertSet::run);
 /// expert_sum = that launch also does the layer's weighted sum of the experts' rows (its last
-/// block of a column group; sg::ExpertSum), where the down is one streaming launch; topk = a
-/// router launch of its own (the MoE block on two streams, or moe off) ends in the top-k (its
-/// last block; skinny::TopkTail). --measure-kernels times steps one by one.
+/// block of a column group; sg::ExpertSum), where the down is one streaming launch.
+/// --measure-kernels times steps one by one.
 struct KernelFusion {
-    bool mla = true, moe = true, silu = false, expert_silu = false, expert_sum = false, topk = false;
+    bool mla = true, moe = true, silu = false, expert_silu = false, expert_sum = false;
 };
 const KernelFusion& kernel_fusion();
 /// The groups that are on, comma-separated in the order above ("mla,moe"), or "none".
@@ -181,13 +180,6 @@ private:
                                std::size_t& used);
     Status enqueue_silu_down(const PassPlan& plan, std::size_t index, PassKind kind, const char* phase,
                              std::size_t& used);
-    /// Where step `index` is a MoE layer's router GEMM on the skinny kernel with its top-k after
-    /// it and fusion group topk is on: the router launch that ends in the top-k (used = 2).
-    Status enqueue_router_topk(const PassPlan& plan, std::size_t index, PassKind kind, const char* phase,
-                               std::size_t& used);
-    /// The top-k a router launch ends in (skinny::TopkTail) for `plan`'s k; k = 0 where the split
-    /// top-k does not take that k (the top-k kernel then runs).
-    [[nodiscard]] skinny::TopkTail router_tail(const PassPlan& plan) const;
     /// The routed experts' down launch with what it can fuse: from op step `index` (their
     /// silu_mul, fusion group expert_silu) or from the experts down step itself, and with
     /// `with_sum` the layer's expert_sum after it (fusion group expert_sum, one streaming launch).
@@ -230,7 +222,6 @@ private:
     sg::Workspace m_ws;         ///< split-k scratch of the streaming GEMMs
     int* m_topk_ids = nullptr;  ///< the router's top-k of the current layer (device)
     float* m_topk_weights = nullptr;
-    unsigned* m_topk_ticket = nullptr;  ///< the router launches' top-k ticket (skinny::TopkTail)
     AttentionSet m_attention;
     RankComm m_comm;
     std::vector<void*> m_allocations;

@@ -5,7 +5,6 @@
 #include <algorithm>
 
 #include "engine/cuda/skinny_gemm.cuh"
-#include "engine/cuda/topk.cuh"
 #include "engine/knobs.hpp"
 
 namespace tpverify::cuda::skinny {
@@ -44,45 +43,9 @@ struct DevParts {
 // Grid (ceil(tiles / tiles_per_block), cluster); a cluster of gridDim.y blocks shares each
 // block's tiles, splitting k with the k_split = k_warps / tiles_per_block warps of each block.
 // The tiles of the parts follow one another; a warp's tile says which part it computes.
-// The top-k of part 0's outputs in the last block to finish (TopkTail), after its own writes.
-// Every thread of a block with blockIdx.y == 0 calls it (blocks of cluster rank > 0 write nothing);
-// those are gridDim.x blocks, each taking one ticket.
-__device__ __forceinline__ void topk_tail(const DevPart& router, int m, const TopkTail& tail) {
-    __shared__ int last;
-    __shared__ unsigned cand_key[2][32];
-    __shared__ int cand_id[2][32];
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        const unsigned arrived = atomicAdd(tail.ticket, 1u);
-        last = arrived == gridDim.x - 1;
-        if (last) *tail.ticket = 0;  // every block is in: ready for the next launch
-    }
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
-    // Two tokens at a time, topk_dev::k_split_warps warps each.
-    constexpr int groups = k_warps / topk_dev::k_split_warps;
-    static_assert(groups == 2, "cand_key holds two tokens' candidates");
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int group = warp / topk_dev::k_split_warps, w = warp % topk_dev::k_split_warps;
-    for (int first = 0; first < m; first += groups) {
-        const int token = first + group;
-        if (token < m)
-            topk_dev::candidates(router.y + std::uint64_t(token) * router.n, router.n, tail.k, w, lane,
-                                 cand_key[group], cand_id[group]);
-        __syncthreads();
-        if (token < m && w == 0)
-            topk_dev::finish(cand_key[group], cand_id[group], tail.k, lane,
-                             tail.ids + std::uint64_t(token) * tail.k,
-                             tail.weights + std::uint64_t(token) * tail.k);
-        __syncthreads();  // cand_key is the next pair's
-    }
-}
-
-template <bool kSilu, bool kTopk>
+template <bool kSilu>
 __global__ void __launch_bounds__(k_threads, 2)
-    skinny_kernel(DevParts parts, int m, int accumulate, int tiles_per_block, int prefetch, TopkTail tail) {
+    skinny_kernel(DevParts parts, int m, int accumulate, int tiles_per_block, int prefetch) {
     __shared__ float4 part[k_warps][32];
     pdl_trigger();
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -199,16 +162,14 @@ __global__ void __launch_bounds__(k_threads, 2)
         const float4 s = part[warp][lane];
         acc[0] = s.x, acc[1] = s.y, acc[2] = s.z, acc[3] = s.w;
     }
-    if (writer)
+    if (!writer) return;
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const int token = 2 * t + (i & 1);
-            if (token >= m) continue;
-            bf16* out = y + std::uint64_t(token) * n + tile * 16 + g + (i >> 1) * 8;
-            *out = __float2bfloat16(acc[i] + (accumulate ? __bfloat162float(*out) : 0.0f));
-        }
-    if constexpr (kTopk)
-        if (blockIdx.y == 0) topk_tail(parts.p[0], m, tail);
+    for (int i = 0; i < 4; ++i) {
+        const int token = 2 * t + (i & 1);
+        if (token >= m) continue;
+        bf16* out = y + std::uint64_t(token) * n + tile * 16 + g + (i >> 1) * 8;
+        *out = __float2bfloat16(acc[i] + (accumulate ? __bfloat162float(*out) : 0.0f));
+    }
 }
 
 int g_sms = 0;
@@ -246,19 +207,14 @@ bool fits(int m, int n, int k) {
 }
 
 cudaError_t run(const bf16* w, const bf16* x, int ldx, bf16* y, int m, int n, int k, bool accumulate,
-                cudaStream_t stream, const TopkTail* topk) {
+                cudaStream_t stream) {
     Part p;
     p.w = w, p.x = x, p.y = y, p.ldx = ldx, p.n = n, p.k = k;
-    return run_group(&p, 1, m, accumulate, stream, topk);
+    return run_group(&p, 1, m, accumulate, stream);
 }
 
-cudaError_t run_group(const Part* parts, int count, int m, bool accumulate, cudaStream_t stream,
-                      const TopkTail* topk) {
+cudaError_t run_group(const Part* parts, int count, int m, bool accumulate, cudaStream_t stream) {
     if (count < 1 || count > k_max_parts) return cudaErrorInvalidValue;
-    if (topk != nullptr &&
-        (topk->ids == nullptr || topk->weights == nullptr || topk->ticket == nullptr || topk->k < 1 ||
-         topk->k > topk_dev::k_max_k || parts[0].n > topk_dev::k_max_experts || parts[0].n < topk->k))
-        return cudaErrorInvalidValue;
     DevParts dev{};
     dev.count = count;
     int tiles = 0, iterations = 1 << 30;
@@ -311,20 +267,12 @@ cudaError_t run_group(const Part* parts, int count, int m, bool accumulate, cuda
     config.numAttrs = unsigned(n_attributes);
     bool silu = false;
     for (int i = 0; i < count; ++i) silu = silu || parts[i].silu;
-    // A kernel of its own for the SiLU load and one for the top-k, so that the plain one keeps
-    // its registers.
+    // A kernel of its own for the SiLU load, so that the plain one keeps its registers.
     const int prefetch = prefetch_kib();  // an iteration is 1 KiB of a warp's tile
-    const int acc = accumulate ? 1 : 0;
-    if (topk != nullptr) {
-        if (silu) return cudaErrorInvalidValue;
-        return cudaLaunchKernelEx(&config, skinny_kernel<false, true>, dev, m, acc, per_block, prefetch,
-                                  *topk);
-    }
     if (silu)
-        return cudaLaunchKernelEx(&config, skinny_kernel<true, false>, dev, m, acc, per_block, prefetch,
-                                  TopkTail{});
-    return cudaLaunchKernelEx(&config, skinny_kernel<false, false>, dev, m, acc, per_block, prefetch,
-                              TopkTail{});
+        return cudaLaunchKernelEx(&config, skinny_kernel<true>, dev, m, accumulate ? 1 : 0, per_block,
+                                  prefetch);
+    return cudaLaunchKernelEx(&config, skinny_kernel<false>, dev, m, accumulate ? 1 : 0, per_block, prefetch);
 }
 
 }  // namespace tpverify::cuda::skinny

@@ -23,22 +23,11 @@ namespace tpverify::cuda::skinny {
 constexpr int k_threads = 256;  ///< 8 warps
 constexpr int k_max_rows = 8;   ///< rows of x (mma n8)
 
-/// The router's top-k at the end of its own launch (TPVERIFY_FUSE group `topk`): once every block
-/// has written its outputs, the last to finish (by a ticket counter) ranks part 0's y as router
-/// logits (m tokens of n <= 512 experts) with the top-k kernel's code (engine/cuda/topk.cuh) and
-/// writes the m x k ids and weights (k <= 8). `ticket`: an unsigned, zero before the first launch;
-/// each launch leaves it zero. Launches that share a ticket must not run at the same time.
-struct TopkTail {
-    int* ids = nullptr;
-    float* weights = nullptr;
-    int k = 0;
-    unsigned* ticket = nullptr;
-};
 /// Whether the kernel takes this GEMM: m <= 8, n % 16 == 0, k % 32 == 0.
 bool fits(int m, int n, int k);
 /// Enqueues y (+)= x W^T; x rows `ldx` apart (ldx % 8 == 0, 16-byte aligned pointers).
 cudaError_t run(const bf16* w, const bf16* x, int ldx, bf16* y, int m, int n, int k, bool accumulate,
-                cudaStream_t stream, const TopkTail* topk = nullptr);
+                cudaStream_t stream);
 
 /// One GEMM of a grouped launch: y [m x n] = x' W^T, W [n][k] row-major, x rows `ldx` apart.
 /// With `silu`, x' = SiLU(gate) * up of the gate_up rows x (gate at [0, k), up at [k, 2k),
@@ -53,9 +42,7 @@ struct Part {
 constexpr int k_max_parts = 3;
 /// Enqueues up to k_max_parts independent GEMMs of the same m as one launch (their tiles side by
 /// side in one grid): one launch and one tail instead of several. `accumulate` adds into every y.
-/// With `topk`, the launch ends in that top-k (no part may have `silu`).
-cudaError_t run_group(const Part* parts, int count, int m, bool accumulate, cudaStream_t stream,
-                      const TopkTail* topk = nullptr);
+cudaError_t run_group(const Part* parts, int count, int m, bool accumulate, cudaStream_t stream);
 /// Whether launches use programmatic dependent launch (TPVERIFY_PDL=0: no).
 bool pdl_enabled();
 /// KiB of weights each warp of the skinny and streaming kernels asks the L2 to fetch before it
