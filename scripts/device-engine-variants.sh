@@ -38,8 +38,12 @@ fi
 # the draft's GQA attention on the cuBLAS path instead of its one kernel (head_decode.cu;
 # engine-cuda.md; run27-h100-head-probs.log has the comparison).
 # The L2 prefetch comparison: run17-h100-prefetch.log and run18-h100-prefetch-modes.log.
+# (A configuration's VAR=VALUE words go to the environment, its --flag=value words to tpverify.)
+# bare: NCCL's one-rank collectives called as bare NCCL calls them (--server none), with SGLang's
+# variables and global capture, so that only the skipped collectives differ from the default.
 configs=(
   "default"
+  "bare NCCL_CUMEM_ENABLE=0 NCCL_NVLS_ENABLE=0 CUDA_DEVICE_MAX_CONNECTIONS=8 --server=none --capture-mode=global"
   "bulk4 TPVERIFY_INT4=bulk4"
   "bulk8 TPVERIFY_INT4=bulk8"
   "bulk16 TPVERIFY_INT4=bulk16"
@@ -77,25 +81,29 @@ configs=(
   "one TPVERIFY_MOE_STREAMS=1"
 )
 all_configs=$(for c in "${configs[@]}"; do printf '%s ' "${c%% *}"; done)
+split_settings() {  # $1: VAR=VALUE words into envs, --flag=value words into flags
+  envs=() flags=()
+  local w
+  for w in $1; do case "$w" in --*) flags+=("$w") ;; *) envs+=("$w") ;; esac; done
+}
 for c in "${configs[@]}"; do
   read -r name settings <<<"$c"
   case " ${T4:-$all_configs} " in *" $name "*) ;; *) continue ;; esac
-  # shellcheck disable=SC2086
-  run "t4_$name" env $settings $tpv "${K[@]}" --tokens 4
+  split_settings "$settings"
+  run "t4_$name" env "${envs[@]}" $tpv "${K[@]}" --tokens 4 "${flags[@]}"
 done
 for c in "${configs[@]}"; do
   read -r name settings <<<"$c"
   case " ${T1:-$all_configs} " in *" $name "*) ;; *) continue ;; esac
-  # shellcheck disable=SC2086
-  run "t1_$name" env $settings $tpv "${K[@]}" --tokens 1
+  split_settings "$settings"
+  run "t1_$name" env "${envs[@]}" $tpv "${K[@]}" --tokens 1 "${flags[@]}"
 done
 for c in "${configs[@]}"; do
   read -r name settings <<<"$c"
   case " ${CHECKS:-bulk8 bulk8f} " in *" $name "*) ;; *) continue ;; esac
-  # shellcheck disable=SC2086
-  run "t4_check_$name" env $settings $tpv "${K[@]}" --tokens 4 --check --iters 10
-  # shellcheck disable=SC2086
-  run "t1_check_$name" env $settings $tpv "${K[@]}" --tokens 1 --check --iters 10
+  split_settings "$settings"
+  run "t4_check_$name" env "${envs[@]}" $tpv "${K[@]}" --tokens 4 --check --iters 10 "${flags[@]}"
+  run "t1_check_$name" env "${envs[@]}" $tpv "${K[@]}" --tokens 1 --check --iters 10 "${flags[@]}"
 done
 run t4_default_again $tpv "${K[@]}" --tokens 4
 run t1_default_again $tpv "${K[@]}" --tokens 1
@@ -103,10 +111,9 @@ for name in ${AGAIN:-bulk8}; do
   for c in "${configs[@]}"; do
     read -r n settings <<<"$c"
     [ "$n" = "$name" ] || continue
-    # shellcheck disable=SC2086
-    run "t4_${name}_again" env $settings $tpv "${K[@]}" --tokens 4
-    # shellcheck disable=SC2086
-    run "t1_${name}_again" env $settings $tpv "${K[@]}" --tokens 1
+    split_settings "$settings"
+    run "t4_${name}_again" env "${envs[@]}" $tpv "${K[@]}" --tokens 4 "${flags[@]}"
+    run "t1_${name}_again" env "${envs[@]}" $tpv "${K[@]}" --tokens 1 "${flags[@]}"
   done
 done
 ${EXTRA_RUNS:-true}
@@ -116,8 +123,8 @@ for c in "${configs[@]}"; do
   read -r name settings <<<"$c"
   case " ${KERNELS:-default bulk8} " in *" $name "*) ;; *) continue ;; esac
   echo "== int4 kernels: $name"
-  # shellcheck disable=SC2086
-  env $settings timeout 200 $tpv --backend cuda --measure-kernels --tokens 4 2>/dev/null | grep '^gemm int4\|^attention'
+  split_settings "$settings"
+  env "${envs[@]}" timeout 200 $tpv --backend cuda --measure-kernels --tokens 4 "${flags[@]}" 2>/dev/null | grep '^gemm int4\|^attention'
 done
 if [ -n "${KERNEL_TABLE:-}" ]; then
   echo "== kernel table"

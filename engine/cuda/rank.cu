@@ -10,6 +10,7 @@
 #include "engine/cuda/prefetch.cuh"
 #include "engine/cuda/rank.cuh"
 #include "engine/knobs.hpp"
+#include "engine/run/server_env.hpp"
 
 namespace tpverify::cuda {
 namespace {
@@ -230,6 +231,7 @@ Status RankEngine::setup(const std::vector<const PassPlan*>& plans, const ncclUn
     TPV_CUDA("init", fill_bits(m_buf.gamma, m_hidden, 0x3f80, m_stream));  // gamma = 1.0
     for (const Injection& inj : m_options.inject)
         if (inj.kind == "stale") TPV_TRY(alloc(m_stale, send, 0.0f, 0));
+    m_skip_collectives = m_nranks == 1 && collectives_skipped(m_options);
     m_fuse_elems = std::uint64_t(m_max_rows) * 65536;
     TPV_TRY(alloc(m_fuse, m_fuse_elems, 1.0f, seed + 8));
     m_buf.send_elems = send;
@@ -327,8 +329,9 @@ Status RankEngine::reduce_norm(int rows, const char* phase, bool allow_fused) {
                                                   m_buf.normed, rows, m_hidden, m_eps, m_stream));
         return {};
     }
-    const bf16* reduced = m_buf.send;  // fused at N = 1: the all-reduce is the identity
-    if (!fuse) {
+    // Fused at N = 1, or skipped as the server skips it: the all-reduce is the identity.
+    const bf16* reduced = m_buf.send;
+    if (!fuse && !m_skip_collectives) {
         TPV_TRY(collective_call(CollectiveKind::all_reduce, m_buf.send, m_buf.recv, elems, phase));
         reduced = m_buf.recv;
     }
@@ -342,17 +345,19 @@ Status RankEngine::collective(const Step& step, PassKind kind, const char* phase
     if (kind == PassKind::gemm_only || kind == PassKind::attention_only || kind == PassKind::ops_only)
         return {};
     if (kind == PassKind::norm_kernels) {
-        // Only the separate residual + RMSNorm kernel (with fusion it is part of the collective).
+        // Only the separate residual + RMSNorm kernel (with fusion it is part of the collective;
+        // with the collective skipped it is all that runs).
         std::uint64_t row_bytes = std::uint64_t(m_hidden) * 2;
-        if (!step.fused_norm || fused() || step.bytes % row_bytes != 0 ||
+        if (!step.fused_norm || (fused() && !m_skip_collectives) || step.bytes % row_bytes != 0 ||
             step.bytes / row_bytes > std::uint64_t(m_max_rows))
             return {};
-        TPV_CUDA(phase, add_rmsnorm(m_buf.recv, m_buf.residual, m_buf.gamma, m_buf.normed,
+        TPV_CUDA(phase, add_rmsnorm(reduced_rows(), m_buf.residual, m_buf.gamma, m_buf.normed,
                                     int(step.bytes / row_bytes), m_hidden, m_eps, m_stream));
         return {};
     }
     if (step.collective == CollectiveKind::all_gather) {
-        if (kind == PassKind::norm_only) return {};
+        // Skipped: the logits stay in this rank's shard, the whole of them at one rank.
+        if (kind == PassKind::norm_only || m_skip_collectives) return {};
         // Logits: this rank's shard is the last GEMM output (lm_head), gathered from every rank.
         return collective_call(CollectiveKind::all_gather, m_scratch[m_last_scratch], m_buf.gather, elems,
                                phase);
@@ -360,9 +365,10 @@ Status RankEngine::collective(const Step& step, PassKind kind, const char* phase
     std::uint64_t row_bytes = std::uint64_t(m_hidden) * 2;
     bool hidden_rows = step.bytes % row_bytes == 0 && step.bytes / row_bytes <= std::uint64_t(m_max_rows);
     bool norm = step.fused_norm && hidden_rows;
-    if (norm && (kind != PassKind::comm_only || fused()))
+    // Skipped, the comm-only pass has nothing to run (the norm is the norm kernels' part).
+    if (norm && (kind != PassKind::comm_only || (fused() && !m_skip_collectives)))
         return reduce_norm(int(step.bytes / row_bytes), phase);
-    if (kind == PassKind::norm_only) return {};
+    if (kind == PassKind::norm_only || m_skip_collectives) return {};
     return collective_call(CollectiveKind::all_reduce, m_buf.send, m_buf.recv, elems, phase);
 }
 
@@ -720,7 +726,7 @@ Status RankEngine::enqueue_step(const PassPlan& plan, std::size_t index, PassKin
             break;
         case Step::Kind::norm:
             if (kind != PassKind::full && kind != PassKind::norm_kernels) break;
-            TPV_CUDA(phase, add_rmsnorm(m_buf.recv, m_buf.residual, m_buf.gamma, m_buf.normed,
+            TPV_CUDA(phase, add_rmsnorm(reduced_rows(), m_buf.residual, m_buf.gamma, m_buf.normed,
                                         std::clamp(m_last_rows, 1, m_max_rows), m_hidden, m_eps, m_stream));
             break;
     }

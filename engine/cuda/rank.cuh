@@ -138,6 +138,10 @@ public:
     [[nodiscard]] RankComm& comm() { return m_comm; }
     [[nodiscard]] cudaStream_t stream() const { return m_stream; }
     [[nodiscard]] bool fused() const { return m_options.fusion && !m_fused_fallback; }
+    /// Whether the pass's collectives are skipped, as the server skips them at one rank
+    /// (collectives_skipped(), engine/run/server_env.hpp): an all-reduce leaves its input in the
+    /// send buffer, where the norm after it reads it, and the logits all-gather does nothing.
+    [[nodiscard]] bool skips_collectives() const { return m_skip_collectives; }
     [[nodiscard]] bool fused_fallback() const { return m_fused_fallback; }
     [[nodiscard]] std::uint64_t weight_bytes() const { return m_weights.bytes(); }
     [[nodiscard]] std::uint64_t weight_arena_bytes() const { return m_weights.arena_bytes(); }
@@ -228,8 +232,11 @@ private:
     Buffers m_buf{};
     bf16* m_scratch[2] = {};
     std::uint64_t m_scratch_elems = 0;
-    bf16* m_stale = nullptr;  ///< --inject stale: the previous call's collective input
-    bf16* m_fuse = nullptr;   ///< the fused groups' outputs (enqueue_fused)
+    bf16* m_stale = nullptr;          ///< --inject stale: the previous call's collective input
+    bool m_skip_collectives = false;  ///< skips_collectives()
+    /// Where an all-reduce's result is: its input (send) where collectives are skipped, else recv.
+    [[nodiscard]] const bf16* reduced_rows() const { return m_skip_collectives ? m_buf.send : m_buf.recv; }
+    bf16* m_fuse = nullptr;  ///< the fused groups' outputs (enqueue_fused)
     std::uint64_t m_fuse_elems = 0;
     int m_last_scratch = 0;
     int m_last_rows = 1;  ///< rows of the last all-reduce (the next norm step's rows)

@@ -49,7 +49,10 @@ public:
         // was under 0.1 %), so the result comes within seconds.
         int aux = std::clamp(m_options.iters, 10, 20);
         TPV_TRY(measure(*m_run.baseline, PassKind::full, aux, m_slot.baseline_us));
-        TPV_TRY(measure(*m_run.plan, PassKind::comm_only, aux, m_slot.comm_us));
+        if (m_engine.skips_collectives())
+            m_slot.comm_us.assign(std::size_t(aux), 0.0);  // nothing to time: no collective runs
+        else
+            TPV_TRY(measure(*m_run.plan, PassKind::comm_only, aux, m_slot.comm_us));
         TPV_TRY(measure(*m_run.plan, PassKind::norm_only, aux, m_slot.norm_us));
         // The parts of the pass, each alone (parts_us), and the draft pass: fewer samples (their
         // spread on the H200 was under 0.1 %), so the result comes sooner.

@@ -13,6 +13,27 @@
 #include "engine/run/server_env.hpp"
 #include "engine/run/validate.hpp"
 
+namespace {
+
+/// Says once, where the caller set NCCL variables, that a one-rank pass under --server sglang
+/// calls no collective (collectives_skipped), so they change nothing in it.
+void note_skipped_collectives(const tpverify::Options& options) {
+    using namespace tpverify;
+    if (!collectives_skipped(options)) return;
+    std::string tuning;
+    for (const EnvSetting& e : process_server_environment(options.server, false))
+        if (e.from_caller && e.name.rfind("NCCL_", 0) == 0 && e.name.rfind("NCCL_DEBUG", 0) != 0 &&
+            e.name != "NCCL_VERSION")
+            tuning += (tuning.empty() ? "" : ", ") + e.name;
+    if (tuning.empty()) return;
+    std::fprintf(stderr,
+                 "tpverify: note: at one rank --server sglang calls no collective, as SGLang does, so %s "
+                 "change%s nothing in the pass; --server none calls NCCL at one rank\n",
+                 tuning.c_str(), tuning.find(',') == std::string::npos ? "s" : "");
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
     using namespace tpverify;
     if (argc == 3 && std::string(argv[1]) == "--describe" && std::string(argv[2]) == "--json") {
@@ -73,6 +94,7 @@ int main(int argc, char** argv) {
         for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
         return run_measure_collectives(options, plan, reporter, command);
     }
+    if (options.rank < 0 || std::getenv(k_bootstrap_env) == nullptr) note_skipped_collectives(options);
     // --backend auto asks once why the CUDA backend cannot run ("" when it can).
     const std::string no_cuda = options.backend == BackendKind::automatic ? cuda_unavailable_reason() : "";
     const bool use_cuda = options.backend == BackendKind::cuda ||

@@ -23,6 +23,13 @@ std::vector<std::pair<std::string, std::string>> server_preset(Server server) {
             {"CUDA_MODULE_LOADING", "AUTO"}};
 }
 
+bool collectives_skipped(const Options& o) {
+    const int ranks = o.rank >= 0 ? o.nranks : o.tp;
+    const bool stale =
+        std::any_of(o.inject.begin(), o.inject.end(), [](const Injection& f) { return f.kind == "stale"; });
+    return ranks == 1 && o.server == Server::sglang && !stale;
+}
+
 std::vector<EnvSetting> server_environment(Server server, bool apply,
                                            const std::function<const char*(const char*)>& get,
                                            const std::function<void(const char*, const char*)>& set,

@@ -36,6 +36,14 @@ std::vector<EnvSetting> server_environment(Server server, bool apply,
 /// The same on this process's environment.
 std::vector<EnvSetting> process_server_environment(Server server, bool apply);
 
+/// Whether the pass calls no collective. SGLang's GroupCoordinator returns a one-rank group's
+/// all-reduce and all-gather input as it is (python/sglang/srt/distributed/parallel_state.py:
+/// "Bypass the function if we are using only 1 GPU"), so at TP 1 the server makes no NCCL call;
+/// --server sglang at one rank does the same (the residual + RMSNorm after each all-reduce still
+/// runs). --server none calls NCCL at one rank, as bare NCCL code does, and so does --inject
+/// stale, whose fault is the collective's.
+bool collectives_skipped(const Options& o);
+
 /// {"NAME":"value",...} in the order given.
 std::string env_json(const std::vector<EnvSetting>& settings);
 /// ["NAME",...] of the settings the caller set.

@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/run/server_env.hpp"
+
 namespace tpverify {
 
 namespace {
@@ -45,6 +47,7 @@ JsonLine start_event_fields(const Options& o, const PassPlan& plan, const StartF
         .add("fusion", o.fusion)
         .add("fused", o.fusion && facts.fusion_fallback.empty())
         .add("collectives", plan.collective_count())
+        .add("collectives_skipped", collectives_skipped(o))
         .add("all_reduces", plan.all_reduce_count())
         .add("all_reduce_bytes", static_cast<std::int64_t>(plan.all_reduce_bytes()))
         .add("all_gather_bytes", static_cast<std::int64_t>(plan.all_gather_bytes()))

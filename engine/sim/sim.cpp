@@ -84,9 +84,10 @@ struct PassCost {
     bool ll128 = false;  ///< some NCCL collective ran LL128
 };
 
-/// `fusion`: the fused one-shot kernel really runs (requested and possible).
+/// `fusion`: the fused one-shot kernel really runs (requested and possible). `skip`: the pass
+/// calls no collective (collectives_skipped(): the server at one rank), only the norms after them.
 PassCost cost_pass(const PassPlan& plan, const sim::TopologyModel& topo, const sim::Comm& comm,
-                   sim::Pricer& pricer, bool graph, bool fusion) {
+                   sim::Pricer& pricer, bool graph, bool fusion, bool skip) {
     const sim::GpuModel& gpu = topo.gpu;
     PassCost c;
     const double launch = graph ? gpu.launch_graph_us : gpu.launch_eager_us;
@@ -150,7 +151,9 @@ PassCost cost_pass(const PassPlan& plan, const sim::TopologyModel& topo, const s
                 c.norm_us += kernel(gpu.norm_us(s.bytes));
                 break;
             case Step::Kind::collective:
-                if (fusion && s.fused_norm) {  // one kernel: all-reduce + residual + RMSNorm
+                if (skip) {
+                    if (s.fused_norm) c.norm_us += kernel(gpu.norm_us(s.bytes));
+                } else if (fusion && s.fused_norm) {  // one kernel: all-reduce + residual + RMSNorm
                     const sim::OneShotPrice one_shot = sim::one_shot_price(topo, comm, s.bytes);
                     const double us = pricer.fused(one_shot.us, one_shot.measured, one_shot.source).us;
                     c.comm_us += kernel(us + gpu.norm_us(s.bytes));
@@ -264,6 +267,7 @@ int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter,
     }
     std::string fusion_fallback;
     const bool fused = options.fusion && sim::fusion_possible(topo, env, plan.tp, fusion_fallback);
+    const bool skip = collectives_skipped(options);  // as the CUDA backend: no collective at one rank
     if (!options.fusion) fusion_fallback.clear();
 
     reporter.event("start", start_fields(options, plan, topo, noise, backend_fallback, fusion_fallback));
@@ -309,7 +313,7 @@ int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter,
     if (auto rc = injector.at_phase(Phase::warmup, reporter)) return *rc;
     if (eager_warmup) {
         for (const Step& s : plan.steps) {
-            if (s.kind != Step::Kind::collective || (fused && s.fused_norm)) continue;
+            if (s.kind != Step::Kind::collective || skip || (fused && s.fused_norm)) continue;
             if (!comm.use(func_of(s), s.bytes).ok) {
                 report_no_algo(comm, env, rank, func_of(s), "warmup", reporter);
                 return fail;
@@ -326,13 +330,13 @@ int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter,
     if (!options.calibration.empty()) index.emplace(calibration, topo, setting, plan.tp);
     const sim::CalibrationIndex* measured = index ? &*index : nullptr;
     sim::Pricer pricer(base_comm, defaults_comm, measured);
-    PassCost cost = cost_pass(plan, topo, base_comm, pricer, options.graph, fused);
+    PassCost cost = cost_pass(plan, topo, base_comm, pricer, options.graph, fused, skip);
     double capture_s = 0;
     if (options.graph) {
         reporter.event("capture", JsonLine().add("phase", "begin"));
         if (auto rc = injector.at_phase(Phase::capture, reporter)) return *rc;
         for (const Step& s : plan.steps) {  // first uses inside the capture (no eager warm-up)
-            if (s.kind != Step::Kind::collective || (fused && s.fused_norm)) continue;
+            if (s.kind != Step::Kind::collective || skip || (fused && s.fused_norm)) continue;
             bool new_connection = false;
             const Choice c = comm.use(func_of(s), s.bytes, &new_connection);
             const bool lazy_alloc_in_global_capture =
@@ -360,7 +364,7 @@ int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter,
     // replay: measure.
     if (auto rc = injector.at_phase(Phase::replay, reporter)) return *rc;
     for (const Step& s : plan.steps) {  // eager runs without warm-up meet their collectives here
-        if (s.kind != Step::Kind::collective || (fused && s.fused_norm)) continue;
+        if (s.kind != Step::Kind::collective || skip || (fused && s.fused_norm)) continue;
         if (!comm.use(func_of(s), s.bytes).ok) {
             report_no_algo(comm, env, rank, func_of(s), "replay", reporter);
             return fail;
@@ -417,12 +421,12 @@ int run_sim(const Options& options, const PassPlan& plan, Reporter& reporter,
     const PassShape shape = pass_shape(options, plan.model);
     const PassPlan one = build_pass(plan.model, plan.tp, 1, shape);
     sim::Pricer baseline_pricer(base_comm, defaults_comm, measured);
-    const PassCost baseline = cost_pass(one, topo, base_comm, baseline_pricer, options.graph, fused);
+    const PassCost baseline = cost_pass(one, topo, base_comm, baseline_pricer, options.graph, fused, skip);
     const PassPlan draft_plan = build_draft_pass(plan.model, plan.tp, options.draft_steps, shape);
     sim::Pricer draft_pricer(base_comm, defaults_comm, measured);
     const double draft_us =
         options.draft_steps > 0
-            ? cost_pass(draft_plan, topo, base_comm, draft_pricer, options.graph, fused).pass_us
+            ? cost_pass(draft_plan, topo, base_comm, draft_pricer, options.graph, fused, skip).pass_us
             : options.draft_us;
     const PassCost comm_only = cost;
     r.verify = summarize(samples);

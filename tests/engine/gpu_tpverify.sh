@@ -35,6 +35,14 @@ grep -q '"parts_us":{"gemm":[0-9]' <<<"$out" || fail "no parts_us"
 grep -q '"expert_format":"int4-g32"' <<<"$out" || fail "kimi-k2.5 does not run INT4 experts by default"
 grep -q '"server":"sglang"' <<<"$out" || fail "the default server preset is not sglang"
 grep -q '"capture_mode":"global"' <<<"$out" || fail "sglang does not capture in global mode"
+# SGLang calls no collective at one rank (its GroupCoordinator returns the input): nor does the
+# sglang preset, so the comm-only pass has nothing to time; with more ranks it calls them all.
+if [ "$n" -eq 1 ]; then
+  grep -q '"collectives_skipped":true' <<<"$out" || fail "one rank under sglang still calls its collectives"
+  grep -q '"comm_pass_us":0[,}]' <<<"$out" || fail "one rank under sglang: the comm-only pass is not empty"
+else
+  grep -q '"collectives_skipped":false' <<<"$out" || fail "$n ranks under sglang skip their collectives"
+fi
 grep -q '"nccl_env":{"NCCL_CUMEM_ENABLE":"0","NCCL_NVLS_ENABLE":"0"' <<<"$out" || fail "nccl_env lacks SGLang's NCCL variables"
 grep -q '"libnccl":"/' <<<"$out" || fail "no libnccl path in the start event"
 grep -q '"check_graph_replays":2' <<<"$out" || fail "the check's graph was not replayed twice (initial check + one sampled replay)"
@@ -145,6 +153,8 @@ grep -q "wrong elements" <<<"$out" || fail "--inject stale: the check did not re
 out=$("$tpv" "${small[@]}" --server none 2>&1); rc=$?
 [ $rc -eq 0 ] || fail "--server none exited $rc"
 grep -q '"capture_mode":"thread-local"' <<<"$out" || fail "--server none does not capture thread-local"
+grep -q '"collectives_skipped":false' <<<"$out" || fail "--server none skips its collectives"
+grep -q '"comm_pass_us":[1-9]' <<<"$out" || fail "--server none: the comm-only pass timed nothing"
 out=$("$tpv" "${small[@]}" --check --expert-format bf16 2>&1); rc=$?
 [ $rc -eq 0 ] || fail "--expert-format bf16 --check exited $rc (streaming GEMMs vs host reference included)"
 grep -q '"expert_format":"bf16"' <<<"$out" || fail "bf16 not reported in the start event"

@@ -317,3 +317,39 @@ TEST_CASE("tpverify sim: SGLang's preset and the draft's collectives are in the 
                    R"x("gpu_prices":"kernel times measured on NVIDIA H200 (builtin:h200)")x"));
     CHECK(!contains(lines(h200.out).front(), "gpu_price_assumption"));
 }
+
+TEST_CASE("tpverify sim: at one rank SGLang's preset calls no collective; bare NCCL and --inject stale do") {
+    // SGLang's GroupCoordinator returns a one-rank group's all-reduce input as it is: the
+    // sglang preset at TP 1 prices no collective, only the norms after them.
+    const std::vector<std::string> one = {"--json", "--tp", "1", "--topology", "nvlink", "--iters", "3"};
+    const CommandResult sglang = sim_binary_run(one);
+    std::vector<std::string> bare_args = one;
+    bare_args.insert(bare_args.end(), {"--server", "none"});
+    const CommandResult bare = sim_binary_run(bare_args);
+    REQUIRE(sglang.exit_code == 0);
+    REQUIRE(bare.exit_code == 0);
+    CHECK(field(lines(sglang.out).front(), "collectives_skipped") == "true");
+    CHECK(field(lines(bare.out).front(), "collectives_skipped") == "false");
+    const std::string s = result_line(sglang), b = result_line(bare);
+    CHECK(std::stod(field(s, "comm_pass_us")) == 0.0);
+    CHECK(std::stod(field(b, "comm_pass_us")) > 100.0);  // 124 one-rank copies
+    // The pass is shorter by what the collectives took, the norms after them still priced.
+    const double saved = std::stod(field(b, "verify_us_p50")) - std::stod(field(s, "verify_us_p50"));
+    CHECK(saved == Approx(std::stod(field(b, "comm_pass_us"))).epsilon(0.01));
+    // --inject stale faults the collective, so it runs (and --check catches it).
+    std::vector<std::string> stale_args = one;
+    stale_args.insert(stale_args.end(), {"--inject", "stale", "--check"});
+    const CommandResult stale = sim_binary_run(stale_args);
+    CHECK(stale.exit_code == 1);
+    CHECK(field(lines(stale.out).front(), "collectives_skipped") == "false");
+    // A caller's NCCL setting then changes nothing: said once on stderr, not under bare NCCL.
+    const CommandResult tuned = sim_binary_run(one, {"NCCL_PROTO=LL"});
+    CHECK(contains(tuned.err,
+                   "at one rank --server sglang calls no collective, as SGLang does, so NCCL_PROTO "
+                   "changes nothing in the pass"));
+    CHECK(result_line(tuned) == result_line(sglang));
+    CHECK(!contains(sim_binary_run(bare_args, {"NCCL_PROTO=LL"}).err, "calls no collective"));
+    // More than one rank: the server calls them.
+    CHECK(field(lines(sim_binary_run({"--json", "--tp", "2", "--iters", "3"}).out).front(),
+                "collectives_skipped") == "false");
+}

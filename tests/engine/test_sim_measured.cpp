@@ -60,6 +60,8 @@ std::string result_field(const CommandResult& r, const std::string& key) {
     return "";
 }
 
+// A one-rank pass under --server none: bare NCCL calls its collectives at one rank, as the
+// recordings measured them (under --server sglang, the default, one rank calls none).
 CommandResult simulate(const std::string& calibration, const std::vector<std::string>& env = {},
                        const std::vector<std::string>& more = {}) {
     std::vector<std::string> args = {binary_path("engine/tpverify").string(),
@@ -68,6 +70,8 @@ CommandResult simulate(const std::string& calibration, const std::vector<std::st
                                      "--json",
                                      "--tp",
                                      "1",
+                                     "--server",
+                                     "none",
                                      "--tokens",
                                      "4",
                                      "--calibration",
