@@ -73,6 +73,8 @@ TEST_CASE("kernel table: lines parse, errors name the line") {
     CHECK(error == "c.txt: no copy_gbps line");
 }
 
+// The CUDA runs below called NCCL's one-rank collectives (before --server sglang skipped them at
+// one rank, as SGLang does): the sim prices the same pass under --server none.
 TEST_CASE("kernel table: the sim's H200 pass is within 10 % of the CUDA run measured beside the table") {
     // tests/fixtures/tpverify-kernels/run7-t4-int4.jsonl: the CUDA backend on one H200, TP 1,
     // Kimi-K2.5 with INT4 experts, 4 tokens, tpverify's defaults (folded INT4 kernel, skinny kernel,
@@ -82,8 +84,9 @@ TEST_CASE("kernel table: the sim's H200 pass is within 10 % of the CUDA run meas
     const std::string cuda =
         result_of(read_file(source_path("tests/fixtures/tpverify-kernels/run7-t4-int4.jsonl")));
     REQUIRE(!cuda.empty());
-    const auto sim = run_command({binary_path("engine/tpverify").string(), "--backend", "sim", "--json",
-                                  "--tp", "1", "--topology", "nvlink", "--tokens", "4", "--iters", "3"});
+    const auto sim =
+        run_command({binary_path("engine/tpverify").string(), "--backend", "sim", "--json", "--tp", "1",
+                     "--server", "none", "--topology", "nvlink", "--tokens", "4", "--iters", "3"});
     REQUIRE(sim.exit_code == 0);
     const std::string r = result_of(sim.out);
     const double verify = number_after(r, "verify_us_p50"), measured = number_after(cuda, "verify_us_p50");
@@ -102,9 +105,9 @@ TEST_CASE("kernel table: the sim's H200 pass with bf16 experts is within 10 % of
     const std::string cuda =
         result_of(read_file(source_path("tests/fixtures/tpverify-kernels/run7-t4-bf16.jsonl")));
     REQUIRE(!cuda.empty());
-    const auto sim =
-        run_command({binary_path("engine/tpverify").string(), "--backend", "sim", "--json", "--tp", "1",
-                     "--topology", "nvlink", "--tokens", "4", "--iters", "3", "--expert-format", "bf16"});
+    const auto sim = run_command({binary_path("engine/tpverify").string(), "--backend", "sim", "--json",
+                                  "--tp", "1", "--server", "none", "--topology", "nvlink", "--tokens", "4",
+                                  "--iters", "3", "--expert-format", "bf16"});
     REQUIRE(sim.exit_code == 0);
     const std::string r = result_of(sim.out);
     for (const char* key : {"verify_us_p50", "baseline_us"}) {
@@ -128,7 +131,7 @@ TEST_CASE("kernel table: the sim's H200 pass is within 10 % of a later call's ru
         REQUIRE(!cuda.empty());
         const auto sim =
             run_command({binary_path("engine/tpverify").string(), "--backend", "sim", "--json", "--tp", "1",
-                         "--topology", "nvlink", "--tokens", tokens, "--iters", "3"});
+                         "--server", "none", "--topology", "nvlink", "--tokens", tokens, "--iters", "3"});
         REQUIRE(sim.exit_code == 0);
         const double s = number_after(result_of(sim.out), "verify_us_p50");
         const double c = number_after(cuda, "verify_us_p50");
@@ -152,7 +155,7 @@ TEST_CASE(
         REQUIRE(!cuda.empty());
         const auto sim =
             run_command({binary_path("engine/tpverify").string(), "--backend", "sim", "--json", "--tp", "1",
-                         "--topology", "nvlink", "--tokens", tokens, "--iters", "3"});
+                         "--server", "none", "--topology", "nvlink", "--tokens", tokens, "--iters", "3"});
         REQUIRE(sim.exit_code == 0);
         const std::string r = result_of(sim.out);
         for (const char* key : {"verify_us_p50", "baseline_us"}) {
