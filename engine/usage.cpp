@@ -37,7 +37,9 @@ Parallelism and workload
                            environment (NCCL_CUMEM_ENABLE=0, NCCL_NVLS_ENABLE=0,
                            CUDA_DEVICE_MAX_CONNECTIONS=8, CUDA_MODULE_LOADING=AUTO where you
                            did not set them) and captures as SGLang does (global mode, after
-                           two eager passes and a barrier); none: bare NCCL, thread-local
+                           two eager passes and a barrier); at one rank it calls no
+                           collective, as SGLang calls none there; none: bare NCCL (one-rank
+                           collectives called), thread-local
   --graph on|off           capture the pass in a CUDA graph and replay it (default on)
   --capture-mode M         thread-local, global or relaxed (default: the server's)
   --no-warmup-before-capture

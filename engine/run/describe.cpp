@@ -64,7 +64,8 @@ const std::vector<ParameterSchema>& parameter_schema() {
         choice("expert-format", {"bf16", "int4"},
                "routed experts in bf16 or INT4 (group 32, W4A16; kimi-k2.5's default is int4)"),
         choice("server", {"sglang", "none"},
-               "server preset: SGLang's NCCL environment and graph capture, or bare NCCL"),
+               "server preset: SGLang's NCCL environment, graph capture and no collective at one rank, or "
+               "bare NCCL"),
         boolean("graph", "capture the pass in a CUDA graph"),
         boolean("fusion", "fused all-reduce + residual + RMSNorm"),
         boolean("check", "check the results against a reference"),
