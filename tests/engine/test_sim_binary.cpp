@@ -318,7 +318,7 @@ TEST_CASE("tpverify sim: SGLang's preset and the draft's collectives are in the 
     CHECK(!contains(lines(h200.out).front(), "gpu_price_assumption"));
 }
 
-TEST_CASE("tpverify sim: at one rank SGLang's preset calls no collective; bare NCCL and --inject stale do") {
+TEST_CASE("tpverify sim: at one rank SGLang's preset calls no collective, bare NCCL and --inject stale do") {
     // SGLang's GroupCoordinator returns a one-rank group's all-reduce input as it is: the
     // sglang preset at TP 1 prices no collective, only the norms after them.
     const std::vector<std::string> one = {"--json", "--tp", "1", "--topology", "nvlink", "--iters", "3"};
