@@ -197,6 +197,8 @@ private:
     /// expert_sum on, one streaming launch).
     [[nodiscard]] bool expert_sum_fusable(const PassPlan& plan, std::size_t down) const;
     static std::size_t index_of(const PassPlan& plan, const Step& step);
+    /// Where an all-reduce's result is: its input (send) where collectives are skipped, else recv.
+    [[nodiscard]] const bf16* reduced_rows() const { return m_skip_collectives ? m_buf.send : m_buf.recv; }
     /// Joins any earlier prefetch, then forks m_prefetch from the pass's stream and asks the L2
     /// for prefetch_regions(plan, from, budget) there (nothing when budget is 0 or none).
     Status fork_prefetch(const PassPlan& plan, std::size_t from, std::uint64_t budget, const char* phase);
@@ -234,9 +236,7 @@ private:
     std::uint64_t m_scratch_elems = 0;
     bf16* m_stale = nullptr;          ///< --inject stale: the previous call's collective input
     bool m_skip_collectives = false;  ///< skips_collectives()
-    /// Where an all-reduce's result is: its input (send) where collectives are skipped, else recv.
-    [[nodiscard]] const bf16* reduced_rows() const { return m_skip_collectives ? m_buf.send : m_buf.recv; }
-    bf16* m_fuse = nullptr;  ///< the fused groups' outputs (enqueue_fused)
+    bf16* m_fuse = nullptr;           ///< the fused groups' outputs (enqueue_fused)
     std::uint64_t m_fuse_elems = 0;
     int m_last_scratch = 0;
     int m_last_rows = 1;  ///< rows of the last all-reduce (the next norm step's rows)
