@@ -14,7 +14,8 @@ fail() { echo "gpu tuner plugin: $*" >&2; exit 1; }
 command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 || { echo "no GPU: skipped"; exit 77; }
 
 # One GPU means one rank: NCCL sizes the communicator 1, so the rule is written for nRanks 1.
-# (At one rank NCCL may short-circuit collectives before asking a tuner; the log says.)
+# (At one rank NCCL may short-circuit collectives before asking a tuner; the log says.) Bare NCCL
+# (--server none): at one rank the sglang preset calls no collective, as SGLang calls none.
 good="$logs/profile.txt"
 printf '%s\n' '# gpu test profile' 'ncclsweep-tuner-profile 1' \
   'allreduce 0 1000000000 1 1 ring ll 0' 'allgather 0 1000000000 1 1 ring simple 0' >"$good"
@@ -23,8 +24,8 @@ printf '%s\n' 'ncclsweep-tuner-profile 1' 'allreduce 0 10 1 1 rnig ll 0' >"$bad"
 
 run() {  # run PROFILE LOGNAME
   env NCCL_TUNER_PLUGIN="$plugin" NCCLSWEEP_TUNER_PROFILE="$1" NCCL_DEBUG=INFO \
-    NCCL_DEBUG_SUBSYS=INIT,TUNING,ENV "$tpv" --backend cuda --json --tp 1 --layers 3 --iters 5 \
-    --warmup 1 --graph off --timeout 120 >"$logs/$2" 2>&1
+    NCCL_DEBUG_SUBSYS=INIT,TUNING,ENV "$tpv" --backend cuda --json --tp 1 --server none --layers 3 \
+    --iters 5 --warmup 1 --graph off --timeout 120 >"$logs/$2" 2>&1
 }
 
 run "$good" tpverify_plugin.log; rc=$?
