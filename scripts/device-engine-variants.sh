@@ -27,7 +27,9 @@ fi
 # the routed experts' SiLU-and-mul in their down launch's staging of x (fusion group expert_silu)
 # and the layer's expert sum in that launch (expert_sum); k slices per shape for the 1-token
 # launches (down 7168x2048: 1 by the rule; gate_up 4096x7168: 4; blocks4 is the rule before
-# it, 2 and 3 at 1 token); sk the stream-K kernel (engine/cuda/stream_k.cuh: the
+# it, 2 and 3 at 1 token); wps4 / wps16 the skinny bf16 GEMMs split over k for 4 / 16 warps an
+# SM instead of 8 (to compare on the H200, where they took 1-3 us each over their bytes); sk
+# the stream-K kernel (engine/cuda/stream_k.cuh: the
 # launch's chunks cut evenly over exactly the warps the SMs hold; run29-h100-stream-k.log and
 # run30-h100-refill.log have it and the refilling forms of the plain kernel, since taken out). The no_* configurations leave steps out of the pass (TPVERIFY_OMIT,
 # measuring only): the pass without them, so what each costs inside it; `one` runs the MoE
@@ -64,6 +66,8 @@ configs=(
   "gu4 TPVERIFY_INT4_SLICES=4096x7168=4"
   "d1g4 TPVERIFY_INT4_SLICES=7168x2048=1,4096x7168=4"
   "blocks4 TPVERIFY_INT4_SLICES=blocks4"
+  "wps4 TPVERIFY_SKINNY_WARPS_PER_SM=4"
+  "wps16 TPVERIFY_SKINNY_WARPS_PER_SM=16"
   "two_pass TPVERIFY_ATTENTION=two-pass"
   "cluster TPVERIFY_ATTENTION=cluster"
   "softmax_pdl TPVERIFY_SOFTMAX_PDL=1"
