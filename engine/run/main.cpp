@@ -16,7 +16,8 @@
 namespace {
 
 /// Says once, where the caller set NCCL variables, that a one-rank pass under --server sglang
-/// calls no collective (collectives_skipped), so they change nothing in it.
+/// calls no collective (collectives_skipped), so they change nothing in it. NCCL_DEBUG* (logging)
+/// and NCCL_VERSION (which NVIDIA's containers set as a stamp) are not settings of the pass.
 void note_skipped_collectives(const tpverify::Options& options) {
     using namespace tpverify;
     if (!collectives_skipped(options)) return;
