@@ -4,6 +4,7 @@
 // and why (the class, the timeout's kind).
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/inotify.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -77,25 +78,30 @@ TEST_CASE("watch --log: a hand-written SGLang-shaped log with a capture failure 
 TEST_CASE("watch --log --follow: lines appended by another process are judged as they arrive") {
     TempDir dir;
     auto log = dir.write("server.log", "loading weights\n");
-    // A writer that appends a capture failure once the watcher has the log open (a process's fd
-    // links to it in /proc: state, not a guess at how long start-up takes; the poll's pause only
-    // paces it), then stays alive until the test closes the pipe on its stdin (state again, not a
-    // sleep longer than the test).
+    // A writer that appends a capture failure once the watcher has the log open, then stays
+    // alive until the test closes the pipe on its stdin: both are state, not durations. The
+    // opening is seen by inotify, its watch added here before anything else can open the file,
+    // so no open is missed and nothing polls.
     const std::string quoted = ncclsweep::shell_quote(log.string());
-    std::string writer = "until ls -l /proc/[0-9]*/fd 2>/dev/null | grep -qF -- " +
-                         ncclsweep::shell_quote("-> " + log.string()) + "; do sleep 0.05; done; " +
-                         "echo 'Capture cuda graph begin' >> " + quoted +
-                         "; echo 'Capture cuda graph failed: out of memory' >> " + quoted + "; read -r _";
+    const std::string writer = "echo 'Capture cuda graph begin' >> " + quoted +
+                               "; echo 'Capture cuda graph failed: out of memory' >> " + quoted +
+                               "; read -r _";
+    const int opened = ::inotify_init1(IN_CLOEXEC);
+    REQUIRE(opened >= 0);
+    REQUIRE(::inotify_add_watch(opened, log.c_str(), IN_OPEN) >= 0);
     int hold[2];
     REQUIRE(::pipe2(hold, O_CLOEXEC) == 0);
     pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
-        ::setpgid(0, 0);  // its own group, so that killing it takes its poll too
+        ::setpgid(0, 0);  // its own group, so that killing it takes its shell too
+        char event[sizeof(inotify_event) + 4096];
+        if (::read(opened, event, sizeof event) <= 0) _exit(126);  // blocks until the watcher opens the log
         ::dup2(hold[0], 0);
         execl("/bin/sh", "sh", "-c", writer.c_str(), static_cast<char*>(nullptr));
         _exit(127);
     }
+    ::close(opened);
     ::setpgid(pid, pid);  // also here: whichever of the two runs first
     ::close(hold[0]);
     auto r = run_ncclsweep({"watch", "--json", "--log", log.string(), "--follow"});
