@@ -344,31 +344,33 @@ Status RankEngine::collective(const Step& step, PassKind kind, const char* phase
     std::uint64_t elems = step.bytes / 2;
     if (kind == PassKind::gemm_only || kind == PassKind::attention_only || kind == PassKind::ops_only)
         return {};
+    const std::uint64_t row_bytes = std::uint64_t(m_hidden) * 2;
+    const bool hidden_rows =
+        step.bytes % row_bytes == 0 && step.bytes / row_bytes <= std::uint64_t(m_max_rows);
+    const bool norm = step.fused_norm && hidden_rows;
+    if (m_skip_collectives) {
+        // As the server at one rank: no collective runs (the logits stay in this rank's shard,
+        // the whole of them); the norm after an all-reduce does, reading its input (reduce_norm),
+        // in every pass that has norms.
+        if (!norm || kind == PassKind::comm_only) return {};
+        return reduce_norm(int(step.bytes / row_bytes), phase);
+    }
     if (kind == PassKind::norm_kernels) {
-        // Only the separate residual + RMSNorm kernel (with fusion it is part of the collective;
-        // with the collective skipped it is all that runs).
-        std::uint64_t row_bytes = std::uint64_t(m_hidden) * 2;
-        if (!step.fused_norm || (fused() && !m_skip_collectives) || step.bytes % row_bytes != 0 ||
-            step.bytes / row_bytes > std::uint64_t(m_max_rows))
-            return {};
-        TPV_CUDA(phase, add_rmsnorm(reduced_rows(), m_buf.residual, m_buf.gamma, m_buf.normed,
+        // Only the separate residual + RMSNorm kernel (with fusion it is part of the collective).
+        if (!norm || fused()) return {};
+        TPV_CUDA(phase, add_rmsnorm(m_buf.recv, m_buf.residual, m_buf.gamma, m_buf.normed,
                                     int(step.bytes / row_bytes), m_hidden, m_eps, m_stream));
         return {};
     }
     if (step.collective == CollectiveKind::all_gather) {
-        // Skipped: the logits stay in this rank's shard, the whole of them at one rank.
-        if (kind == PassKind::norm_only || m_skip_collectives) return {};
+        if (kind == PassKind::norm_only) return {};
         // Logits: this rank's shard is the last GEMM output (lm_head), gathered from every rank.
         return collective_call(CollectiveKind::all_gather, m_scratch[m_last_scratch], m_buf.gather, elems,
                                phase);
     }
-    std::uint64_t row_bytes = std::uint64_t(m_hidden) * 2;
-    bool hidden_rows = step.bytes % row_bytes == 0 && step.bytes / row_bytes <= std::uint64_t(m_max_rows);
-    bool norm = step.fused_norm && hidden_rows;
-    // Skipped, the comm-only pass has nothing to run (the norm is the norm kernels' part).
-    if (norm && (kind != PassKind::comm_only || (fused() && !m_skip_collectives)))
+    if (norm && (kind != PassKind::comm_only || fused()))
         return reduce_norm(int(step.bytes / row_bytes), phase);
-    if (kind == PassKind::norm_only || m_skip_collectives) return {};
+    if (kind == PassKind::norm_only) return {};
     return collective_call(CollectiveKind::all_reduce, m_buf.send, m_buf.recv, elems, phase);
 }
 
