@@ -22,7 +22,7 @@ if [ -n "${NCU:-}" ]; then
 fi
 # name, then the TPVERIFY_* settings of each configuration: the INT4 kernels whose warps keep
 # their chunks in shared-memory stages that bulk copies fill (TPVERIFY_INT4=bulk4 / bulk8 /
-# bulk16 stages a warp, bulk8f folded; engine-cuda.md) against the default (u4 plain at one row
+# bulk16 stages a warp, bulk8f folded; u8 8 chunks in flight in registers; engine-cuda.md) against the default (u4 plain at one row
 # of 8 experts, u4f folded elsewhere), with the slice rule's k slices or TPVERIFY_INT4_SLICES's;
 # the routed experts' SiLU-and-mul in their down launch's staging of x (fusion group expert_silu)
 # and the layer's expert sum in that launch (expert_sum); k slices per shape for the 1-token
@@ -54,6 +54,7 @@ configs=(
   "bulk8_s2 TPVERIFY_INT4=bulk8 TPVERIFY_INT4_SLICES=2"
   "bulk16_s1 TPVERIFY_INT4=bulk16 TPVERIFY_INT4_SLICES=1"
   "u4_s1 TPVERIFY_INT4=u4 TPVERIFY_INT4_SLICES=1"
+  "u8 TPVERIFY_INT4=u8"
   "sk TPVERIFY_INT4=sk"
   "esilu TPVERIFY_FUSE=mla,moe,expert_silu"
   "esum TPVERIFY_FUSE=mla,moe,expert_sum"
