@@ -22,9 +22,9 @@ if [ -n "${NCU:-}" ]; then
 fi
 # name, then the TPVERIFY_* settings of each configuration: the INT4 kernels whose warps keep
 # their chunks in shared-memory stages that bulk copies fill (TPVERIFY_INT4=bulk4 / bulk8 /
-# bulk16 stages a warp, bulk8f folded; u8 8 chunks in flight in registers; engine-cuda.md) against the default (u4 plain at one row
-# of 8 experts, u4f folded elsewhere), with the slice rule's k slices or TPVERIFY_INT4_SLICES's;
-# the routed experts' SiLU-and-mul in their down launch's staging of x (fusion group expert_silu)
+# bulk16 stages a warp, bulk8f folded; u8 8 chunks in flight in registers; engine-cuda.md)
+# against the default (u4 plain at one row of 8 experts, u4f folded elsewhere), with the slice
+# rule's k slices or TPVERIFY_INT4_SLICES's; the routed experts' SiLU-and-mul in their down launch's staging of x (fusion group expert_silu)
 # and the layer's expert sum in that launch (expert_sum); k slices per shape for the 1-token
 # launches (down 7168x2048: 1 by the rule; gate_up 4096x7168: 4; blocks4 is the rule before
 # it, 2 and 3 at 1 token); wps4 / wps16 the skinny bf16 GEMMs split over k for 4 / 16 warps an
