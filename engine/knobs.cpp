@@ -30,14 +30,19 @@ int env_int(const char* name, int fallback, int min) {
 }
 
 int shape_int(const std::string& text, int n, int k, int fallback, int min) {
+    const std::string v = shape_text(text, n, k, "");
+    return v.empty() ? fallback : std::max(min, std::atoi(v.c_str()));
+}
+
+std::string shape_text(const std::string& text, int n, int k, const std::string& fallback) {
     if (text.empty()) return fallback;
-    if (text.find('=') == std::string::npos) return std::max(min, std::atoi(text.c_str()));
+    if (text.find('=') == std::string::npos) return text;
     const std::string shape = std::to_string(n) + "x" + std::to_string(k) + "=";
     for (std::size_t at = 0; at <= text.size();) {
         const std::size_t end = std::min(text.find(',', at), text.size());
         const std::string item = text.substr(at, end - at);
         if (item.size() > shape.size() && item.compare(0, shape.size(), shape) == 0)
-            return std::max(min, std::atoi(item.c_str() + shape.size()));
+            return item.substr(shape.size());
         at = end + 1;
     }
     return fallback;

@@ -21,6 +21,10 @@ namespace tpverify {
 /// `fallback` to the others; empty, `fallback`. Items that do not read as NxK=V are skipped. Never below
 /// `min`.
 [[nodiscard]] int shape_int(const std::string& text, int n, int k, int fallback, int min = 0);
+/// A word per GEMM shape, read from `text` as shape_int() reads numbers: a value without '=' applies to
+/// every shape; a comma list of `NxK=V` items gives V to the shape n x k (the first item naming it with a
+/// value) and `fallback` to the others; empty, `fallback`.
+[[nodiscard]] std::string shape_text(const std::string& text, int n, int k, const std::string& fallback);
 /// Reads a comma list of names (`text`, a switch's env_or(), kept once) against `names`: bit i of
 /// the result is set when names[i] is in the list. The first item that is none of them, if any,
 /// goes to `unknown` (empty items are skipped).

@@ -28,7 +28,9 @@ fi
 # and the layer's expert sum in that launch (expert_sum); k slices per shape for the 1-token
 # launches (down 7168x2048: 1 by the rule; gate_up 4096x7168: 4; blocks4 is the rule before
 # it, 2 and 3 at 1 token); wps4 / wps16 the skinny bf16 GEMMs split over k for 4 / 16 warps an
-# SM instead of 8 (to compare on the H200, where they took 1-3 us each over their bytes); sk
+# SM instead of 8 (to compare on the H200, where they took 1-3 us each over their bytes);
+# u8_down / u8_gu / sk_down name one TP-1 shape (TPVERIFY_INT4's NxK=name form: the expert
+# down launches 7168x2048, the gate_up ones 4096x7168), the other on the default kernel; sk
 # the stream-K kernel (engine/cuda/stream_k.cuh: the
 # launch's chunks cut evenly over exactly the warps the SMs hold; run29-h100-stream-k.log and
 # run30-h100-refill.log have it and the refilling forms of the plain kernel, since taken out). The no_* configurations leave steps out of the pass (TPVERIFY_OMIT,
@@ -55,7 +57,10 @@ configs=(
   "bulk16_s1 TPVERIFY_INT4=bulk16 TPVERIFY_INT4_SLICES=1"
   "u4_s1 TPVERIFY_INT4=u4 TPVERIFY_INT4_SLICES=1"
   "u8 TPVERIFY_INT4=u8"
+  "u8_down TPVERIFY_INT4=7168x2048=u8"
+  "u8_gu TPVERIFY_INT4=4096x7168=u8"
   "sk TPVERIFY_INT4=sk"
+  "sk_down TPVERIFY_INT4=7168x2048=sk"
   "esilu TPVERIFY_FUSE=mla,moe,expert_silu"
   "esum TPVERIFY_FUSE=mla,moe,expert_sum"
   "esilu_sum TPVERIFY_FUSE=mla,moe,expert_silu,expert_sum"

@@ -100,30 +100,33 @@ constexpr int k_int4_plain = 0;
 constexpr int k_int4_folded = 1;
 constexpr int k_plain_max_experts = 8;
 
-/// The kernel of an INT4 launch of `count` experts carrying at most `max_rows` rows of x each:
-/// TPVERIFY_INT4's (a name above, to compare on the GPU) where set, else the default.
-const Int4Kernel& int4_kernel(int count, int max_rows) {
-    static const Int4Kernel* const chosen = []() -> const Int4Kernel* {
-        const std::string v = env_or("TPVERIFY_INT4");
-        for (const Int4Kernel& k : k_int4_kernels)
-            if (v == k.name) return &k;
-        return nullptr;
-    }();
-    if (chosen != nullptr) return *chosen;
+/// TPVERIFY_INT4 (kept once): a kernel name above, or `sk`, for every INT4 launch, or per shape n x k
+/// (`7168x2048=u8,4096x7168=sk`; shape_text()), to compare on the GPU; the default where unset or
+/// the shape is not named.
+std::string int4_choice(int n, int k) {
+    static const std::string text = env_or("TPVERIFY_INT4");
+    return shape_text(text, n, k, "");
+}
+
+/// The kernel of an INT4 launch of `count` experts carrying at most `max_rows` rows of x each, of
+/// shape n x k: TPVERIFY_INT4's where it names one, else the default.
+const Int4Kernel& int4_kernel(int count, int max_rows, int n, int k) {
+    const std::string v = int4_choice(n, k);
+    for (const Int4Kernel& kernel : k_int4_kernels)
+        if (v == kernel.name) return kernel;
     const bool plain = max_rows <= 1 && count <= k_plain_max_experts;
     return k_int4_kernels[plain ? k_int4_plain : k_int4_folded];
 }
 
-/// TPVERIFY_INT4=sk: INT4 launches on the stream-K kernel (stream_k.cuh) where it can take them (no
-/// SiLU in the staging, no fused expert sum, x of the experts a block touches within its shared
-/// memory); the others on the default kernel. 6 chunks in flight a warp at 2
+/// TPVERIFY_INT4=sk (or `NxK=sk`): INT4 launches on the stream-K kernel (stream_k.cuh) where it can
+/// take them (no SiLU in the staging, no fused expert sum, x of the experts a block touches within
+/// its shared memory); the others on the default kernel. 6 chunks in flight a warp at 2
 /// blocks an SM (127 registers, none spilled), as many as the sliced kernel's 4 at 3 blocks: held
 /// to 80 registers for 3 blocks, 4 chunks in flight spill around the flush, and that form ran the
 /// INT4 launches twice as long on an H100 (docs/benchmarks-gpu.md, 2026-12-07 tenth session).
 constexpr auto k_stream_k_kernel = stream_k_kernel<6, 2>;
-bool stream_k_chosen() {
-    static const bool chosen = env_is("TPVERIFY_INT4", "sk");
-    return chosen;
+bool stream_k_chosen(int n, int k) {
+    return int4_choice(n, k) == "sk";
 }
 
 }  // namespace
@@ -186,12 +189,12 @@ LaunchShape plan_launch(Format format, int n, int k, int count, int max_rows, co
     // kernel's registers: 3 for the 80-register INT4 kernels). bf16: enough blocks for 4 an SM.
     // Each slice at least 2 rounds of the unroll (INT4) or 4 chunks (bf16). For INT4,
     // TPVERIFY_INT4_SLICES's number instead where set.
-    const int min_len = int4 ? 2 * int4_kernel(count, max_rows).unroll : 4 * k_bf16_unroll;
+    const int min_len = int4 ? 2 * int4_kernel(count, max_rows, n, k).unroll : 4 * k_bf16_unroll;
     const int choice = int4 ? int4_slices_choice(n, k) : 0;
     auto smem_of = [&](int slice_chunks) {
         return std::size_t(std::max(max_rows, 1)) * (slice_chunks * k_chunk + k_pad) * sizeof(bf16) +
-               (int4 && int4_kernel(count, max_rows).fold ? fold_bytes(slice_chunks) : 0) +
-               (int4 ? ring_bytes(int4_kernel(count, max_rows).ring) : 0);
+               (int4 && int4_kernel(count, max_rows, n, k).fold ? fold_bytes(slice_chunks) : 0) +
+               (int4 ? ring_bytes(int4_kernel(count, max_rows, n, k).ring) : 0);
     };
     int slices = 1;
     if (choice > 0) {
@@ -203,7 +206,7 @@ LaunchShape plan_launch(Format format, int n, int k, int count, int max_rows, co
         slices = (chunks + k_int4_longest_slice - 1) / k_int4_longest_slice;
         int resident = 0;
         if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                &resident, int4_kernel(count, max_rows).kernel, k_threads,
+                &resident, int4_kernel(count, max_rows, n, k).kernel, k_threads,
                 smem_of((chunks + slices - 1) / slices)) != cudaSuccess)
             resident = 1;
         const long long target = (long long)std::max(resident, 1) * g_sms;
@@ -295,7 +298,7 @@ cudaError_t run(Format format, const Batch& batch, int n, int k, int ldx, bool a
             max_rows = std::max(max_rows, part.rows[i]);
         }
         const int acc = accumulate ? 1 : 0;
-        if (format == Format::int4 && stream_k_chosen() && !silu && sum.y == nullptr) {
+        if (format == Format::int4 && stream_k_chosen(n, k) && !silu && sum.y == nullptr) {
             const StreamKShape sk = plan_stream_k(n, k, part.count, max_rows, ws);
             if (sk.ok) {
                 if (cudaError_t e =
@@ -325,7 +328,7 @@ cudaError_t run(Format format, const Batch& batch, int n, int k, int ldx, bool a
         config.numAttrs = skinny::pdl_enabled() ? 1 : 0;
         cudaError_t launched =
             format == Format::int4
-                ? cudaLaunchKernelEx(&config, int4_kernel(part.count, max_rows).kernel, part, n, k, ldx,
+                ? cudaLaunchKernelEx(&config, int4_kernel(part.count, max_rows, n, k).kernel, part, n, k, ldx,
                                      shape.slice_chunks, shape.slices, acc, ws, prefetch, silu ? 1 : 0, sum)
                 : cudaLaunchKernelEx(&config, stream_gemm_kernel<Format::bf16, k_bf16_unroll>, part, n, k,
                                      ldx, shape.slice_chunks, shape.slices, acc, ws, prefetch, silu ? 1 : 0,

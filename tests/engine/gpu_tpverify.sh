@@ -101,10 +101,12 @@ for tokens in 1 4; do
 done
 # The INT4 kernels whose warps keep their chunks in shared-memory stages filled by bulk copies
 # (TPVERIFY_INT4=bulk*): plain at 4 tokens with the slice rule's k slices, folded at 1 token, 16
-# stages unsplit; and the stream-K kernel (TPVERIFY_INT4=sk: engine/cuda/stream_k.cuh) at 1
-# and 4 tokens: the W4A16 GEMMs at the pass's shapes against the host reference.
+# stages unsplit; the stream-K kernel (TPVERIFY_INT4=sk: engine/cuda/stream_k.cuh) at 1
+# and 4 tokens; and 8 chunks in flight a warp (u8) on the expert down launches only (the per-shape
+# form, n x k at this TP), the gate_up launches on the default kernel: the W4A16 GEMMs at the
+# pass's shapes against the host reference.
 for form in "4 TPVERIFY_INT4=bulk8" "1 TPVERIFY_INT4=bulk8f" "4 TPVERIFY_INT4=bulk16 TPVERIFY_INT4_SLICES=1" \
-  "1 TPVERIFY_INT4=sk" "4 TPVERIFY_INT4=sk"; do
+  "1 TPVERIFY_INT4=sk" "4 TPVERIFY_INT4=sk" "1 TPVERIFY_INT4=7168x$((2048 / n))=u8"; do
   read -r tokens settings <<<"$form"
   # shellcheck disable=SC2086
   out=$(env $settings "$tpv" "${small[@]}" --tokens $tokens --check 2>&1); rc=$?

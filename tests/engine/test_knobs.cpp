@@ -99,6 +99,21 @@ TEST_CASE("knobs: a per-shape number names its shape as NxK=V, a bare number eve
     CHECK(shape_int("4096x7168=4", 7168, 2048, 6) == 6);
 }
 
+TEST_CASE("knobs: a per-shape word names its shape as NxK=V, a bare word every shape") {
+    CHECK(shape_text("", 7168, 2048, "default") == "default");
+    CHECK(shape_text("u8", 7168, 2048, "") == "u8");
+    CHECK(shape_text("u8", 4096, 7168, "") == "u8");
+    const std::string list = "4096x7168=sk,7168x2048=u8,7168x2048=u4";
+    CHECK(shape_text(list, 7168, 2048, "") == "u8");  // the first naming it wins
+    CHECK(shape_text(list, 4096, 7168, "") == "sk");
+    CHECK(shape_text(list, 2048, 7168, "none") == "none");  // not named: the fallback
+    CHECK(shape_text(list, 716, 2048, "none") == "none");   // a prefix of a named n is another shape
+    CHECK(shape_text("7168x2048=,7168x2048=bulk8", 7168, 2048, "") == "bulk8");  // an empty value skipped
+    KnobEnv e(k_knob, "7168x2048=u8");
+    CHECK(shape_text(env_or(k_knob), 7168, 2048, "") == "u8");
+    CHECK(shape_text(env_or(k_knob), 4096, 7168, "") == "");
+}
+
 TEST_CASE("knobs: a name list sets one bit a known name and reports the first unknown one") {
     std::string unknown;
     CHECK(name_set("", {"a", "bb", "c"}, unknown) == 0);
