@@ -35,7 +35,7 @@ fi
 # launch's chunks cut evenly over exactly the warps the SMs hold; run29-h100-stream-k.log and
 # run30-h100-refill.log have it and the refilling forms of the plain kernel, since taken out). The no_* configurations leave steps out of the pass (TPVERIFY_OMIT,
 # measuring only): the pass without them, so what each costs inside it; `one` runs the MoE
-# block on one stream; two_pass the two-pass MLA attention, cluster the cluster one, fused the
+# block on one stream, `late` with the shared SiLU and down after the routed SiLU; two_pass the two-pass MLA attention, cluster the cluster one, fused the
 # split kernel with its combine, softmax_pdl the cuBLAS path's softmax on PDL, values (values16) the
 # cuBLAS scores GEMM then one cluster kernel of 8 (16) context parts for softmax and values, probs
 # (probs16) the same kernel after the cuBLAS path's softmax, for its values GEMM and reduce, head_cublas
@@ -89,6 +89,7 @@ configs=(
   "no_esum TPVERIFY_OMIT=expert_sum"
   "no_small TPVERIFY_OMIT=attention,mla_ops,silu,expert_sum"
   "one TPVERIFY_MOE_STREAMS=1"
+  "late TPVERIFY_MOE_STREAMS=2l"
 )
 all_configs=$(for c in "${configs[@]}"; do printf '%s ' "${c%% *}"; done)
 split_settings() {  # $1: VAR=VALUE words into envs, --flag=value words into flags

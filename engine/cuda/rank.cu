@@ -96,9 +96,11 @@ std::string omitted_name(const Omit& o) {
 }
 
 MoeStreams moe_streams() {
-    static const MoeStreams m = env_enum(
-        "TPVERIFY_MOE_STREAMS", {std::pair{"1", MoeStreams::one}, std::pair{"2r", MoeStreams::routed_alt}},
-        MoeStreams::shared_alt);
+    static const MoeStreams m =
+        env_enum("TPVERIFY_MOE_STREAMS",
+                 {std::pair{"1", MoeStreams::one}, std::pair{"2r", MoeStreams::routed_alt},
+                  std::pair{"2l", MoeStreams::shared_late}},
+                 MoeStreams::shared_alt);
     return m;
 }
 
@@ -130,6 +132,8 @@ const char* moe_streams_name(MoeStreams m) {
             return "1";
         case MoeStreams::routed_alt:
             return "2r";
+        case MoeStreams::shared_late:
+            return "2l";
         default:
             return "2";
     }
@@ -151,6 +155,7 @@ RankEngine::~RankEngine() {
     if (m_end != nullptr) cudaEventDestroy(m_end);
     if (m_fork != nullptr) cudaEventDestroy(m_fork);
     if (m_join != nullptr) cudaEventDestroy(m_join);
+    if (m_routed_silu != nullptr) cudaEventDestroy(m_routed_silu);
     if (m_prefetch_fork != nullptr) cudaEventDestroy(m_prefetch_fork);
     if (m_prefetch_join != nullptr) cudaEventDestroy(m_prefetch_join);
     if (m_prefetch != nullptr) cudaStreamDestroy(m_prefetch);
@@ -194,6 +199,7 @@ Status RankEngine::setup(const std::vector<const PassPlan*>& plans, const ncclUn
     TPV_CUDA("init", cudaStreamCreateWithPriority(&m_alt, cudaStreamNonBlocking, moe_priority() ? least : 0));
     TPV_CUDA("init", cudaEventCreateWithFlags(&m_fork, cudaEventDisableTiming));
     TPV_CUDA("init", cudaEventCreateWithFlags(&m_join, cudaEventDisableTiming));
+    TPV_CUDA("init", cudaEventCreateWithFlags(&m_routed_silu, cudaEventDisableTiming));
     // The prefetch's own stream only where a prefetch will fork one (off by default).
     const L2PrefetchBudget& prefetch = l2_prefetch_budget();
     if ((prefetch.attention > 0 || prefetch.layer_end > 0) && !prefetch_on_main_stream()) {
@@ -545,7 +551,7 @@ Status RankEngine::enqueue_moe_streams(const PassPlan& plan, std::size_t index, 
         OnStream& operator=(const OnStream&) = delete;
     };
     const std::size_t routed = index + steps - 4;  // experts.gate_up
-    const bool shared_alt = layout == MoeStreams::shared_alt;
+    const bool shared_alt = layout != MoeStreams::routed_alt;
     auto steps_on = [&](bool alt, std::size_t from, std::size_t to) -> Status {
         std::optional<OnStream> on;
         if (alt) on.emplace(*this, m_alt);
@@ -566,15 +572,31 @@ Status RankEngine::enqueue_moe_streams(const PassPlan& plan, std::size_t index, 
     TPV_CUDA(phase, cudaEventRecord(m_fork, m_stream));
     if (moe_fault() != MoeFault::fork) TPV_CUDA(phase, cudaStreamWaitEvent(m_alt, m_fork, 0));
     if (m_alt_delay_ns > 0) TPV_CUDA(phase, spin(m_alt_delay_ns, m_alt));
-    TPV_TRY(steps_on(!shared_alt, index, index + 2));  // router, top-k
-    TPV_TRY(steps_on(shared_alt, index + 2, routed));  // shared gate_up, SiLU-and-mul, down
     // With fusion group expert_sum (the routed path on this stream, one down launch) the down
     // launch does the weighted sum: the join comes before it, not before the expert_sum step.
     const bool sum_in_down = shared_alt && expert_sum_fusable(plan, routed + 2);
     const std::size_t joined = !sum_in_down                            ? routed + 3
                                : expert_silu_fusable(plan, routed + 1) ? routed + 1
                                                                        : routed + 2;
-    TPV_TRY(steps_on(!shared_alt, routed, joined));  // experts gate_up, SiLU-and-mul, down
+    // shared_late where the routed SiLU-and-mul and down are launches of their own and the join
+    // comes after the down; else the shared_alt order.
+    const bool late =
+        layout == MoeStreams::shared_late && !sum_in_down && !expert_silu_fusable(plan, routed + 1);
+    TPV_TRY(steps_on(!shared_alt, index, index + 2));  // router, top-k
+    if (late) {
+        // The shared expert's steps read and write what they do in the shared_alt order (its
+        // gate_up's output in the scratch buffer the routed steps do not touch, the layer output
+        // first): only when its last two run changes.
+        TPV_TRY(steps_on(true, index + 2, index + 3));  // shared gate_up
+        TPV_TRY(steps_on(false, routed, routed + 2));   // experts gate_up, SiLU-and-mul
+        TPV_CUDA(phase, cudaEventRecord(m_routed_silu, m_stream));
+        TPV_CUDA(phase, cudaStreamWaitEvent(m_alt, m_routed_silu, 0));
+        TPV_TRY(steps_on(true, index + 3, routed));    // shared SiLU-and-mul, down
+        TPV_TRY(steps_on(false, routed + 2, joined));  // experts down
+    } else {
+        TPV_TRY(steps_on(shared_alt, index + 2, routed));  // shared gate_up, SiLU-and-mul, down
+        TPV_TRY(steps_on(!shared_alt, routed, joined));    // experts gate_up, SiLU-and-mul, down
+    }
     // Join: the weighted sum adds the routed rows to the shared expert's output.
     TPV_CUDA(phase, cudaEventRecord(m_join, m_alt));
     if (moe_fault() != MoeFault::join) TPV_CUDA(phase, cudaStreamWaitEvent(m_stream, m_join, 0));

@@ -56,8 +56,11 @@ std::string omitted_name(const Omit& o);
 /// (forward_normal_dual_stream), on two streams forked after the norm and joined before the
 /// weighted sum: `shared_alt` (unset or 2: the routed path on the pass's stream, the shared
 /// expert on the second, as SGLang now orders them), `routed_alt` (2r: the other way round, as
-/// earlier SGLang releases did); `one` (1): one stream, in plan order.
-enum class MoeStreams { one, shared_alt, routed_alt };
+/// earlier SGLang releases did); `one` (1): one stream, in plan order; `shared_late` (2l, to
+/// compare on the GPU): as shared_alt, but the shared expert's SiLU-and-mul and down wait on the
+/// second stream until the routed SiLU-and-mul is done, so that the shared down's blocks take the
+/// SMs the routed down's last round leaves idle instead of sharing the router's time.
+enum class MoeStreams { one, shared_alt, routed_alt, shared_late };
 MoeStreams moe_streams();
 /// TPVERIFY_MOE_PRIORITY=1 (to compare on the GPU): the pass's stream at the greatest priority,
 /// the second stream at the least, graphs instantiated to run with them.
@@ -66,7 +69,7 @@ bool moe_priority();
 /// second stream's wait for the norm, `join` the pass's wait for the second stream; unset: none.
 enum class MoeFault { none, fork, join };
 MoeFault moe_fault();
-/// "1", "2" or "2r" (the TPVERIFY_MOE_STREAMS value).
+/// "1", "2", "2r" or "2l" (the TPVERIFY_MOE_STREAMS value).
 const char* moe_streams_name(MoeStreams m);
 
 /// L2 prefetch of the coming GEMMs' first weights (tpverify::prefetch_regions), issued on a
@@ -215,7 +218,8 @@ private:
     cudaStream_t m_stream = nullptr;
     cudaStream_t m_alt = nullptr;  ///< the second stream of a two-stream MoE block
     cudaEvent_t m_fork = nullptr, m_join = nullptr;
-    cudaStream_t m_prefetch = nullptr;  ///< L2 prefetches (fork_prefetch)
+    cudaEvent_t m_routed_silu = nullptr;  ///< shared_late: the routed SiLU-and-mul done
+    cudaStream_t m_prefetch = nullptr;    ///< L2 prefetches (fork_prefetch)
     cudaEvent_t m_prefetch_fork = nullptr, m_prefetch_join = nullptr;
     bool m_prefetch_pending = false;
     int m_sms = 1;

@@ -56,6 +56,17 @@ for fault in fork join; do
   [ $rc -eq 1 ] || fail "TPVERIFY_MOE_FAULT=$fault --check exited $rc, not 1"
   grep -q "on two streams: [1-9]" <<<"$out" || fail "TPVERIFY_MOE_FAULT=$fault: the check did not report the MoE block"
 done
+# The shared expert's SiLU-and-mul and down held back until the routed SiLU-and-mul
+# (TPVERIFY_MOE_STREAMS=2l, to compare): the block against one stream bit for bit, in a graph at
+# 1 and 4 tokens, and without its join (eager) caught.
+for tokens in 1 4; do
+  out=$(TPVERIFY_MOE_STREAMS=2l "$tpv" "${small[@]}" --tokens $tokens --check 2>&1); rc=$?
+  [ $rc -eq 0 ] || fail "TPVERIFY_MOE_STREAMS=2l --tokens $tokens --check exited $rc"
+  grep -q '"moe_streams":"2l"' <<<"$out" || fail "TPVERIFY_MOE_STREAMS=2l: the start event does not say 2l"
+  grep -q '"check_moe_stream_outputs":[1-9]' <<<"$out" || fail "TPVERIFY_MOE_STREAMS=2l ($tokens tokens): the block was not checked"
+done
+out=$(TPVERIFY_MOE_STREAMS=2l TPVERIFY_MOE_FAULT=join "$tpv" "${small[@]}" --check --graph off 2>&1); rc=$?
+[ $rc -eq 1 ] || fail "TPVERIFY_MOE_STREAMS=2l TPVERIFY_MOE_FAULT=join --check exited $rc, not 1"
 # The fused MLA attention in each of its forms: 32 query rows a split block and the wide combine
 # (the default), 64 and 16 rows, the first (serial) combine.
 for form in "" TPVERIFY_MLA_ROWS=64 TPVERIFY_MLA_ROWS=16 TPVERIFY_MLA_COMBINE=serial; do
