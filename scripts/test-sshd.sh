@@ -14,6 +14,8 @@ set -euo pipefail
 sshd_bin=${SSHD:-/usr/sbin/sshd}
 
 die() { echo "test-sshd: $*" >&2; exit 1; }
+# $1 with the extended-regex metacharacters escaped (for pgrep -f).
+regex_quote() { printf '%s' "$1" | sed 's/[][\\.*^$+?(){}|]/\\&/g'; }
 
 start() {
   local dir=$1 port=${2:-}
@@ -56,8 +58,14 @@ CONF
     rm -f "$dir/sshd.pid"
     # Without -D, sshd binds before it detaches: a busy port makes it exit non-zero here.
     if "$sshd_bin" -f "$dir/sshd_config" -E "$dir/sshd.log"; then
-      for _ in $(seq 50); do [ -s "$dir/sshd.pid" ] && break; sleep 0.05; done
-      [ -s "$dir/sshd.pid" ] || die "sshd started but wrote no pid file; see $dir/sshd.log"
+      # The daemon sshd left behind writes the pid file: wait for the file or for the daemon's end,
+      # with no deadline (2.5 s was once too short on a loaded 2-core machine under ASan tests).
+      while [ ! -s "$dir/sshd.pid" ]; do
+        if ! pgrep -f -- "-f $(regex_quote "$dir")/sshd_config" >/dev/null; then
+          [ -s "$dir/sshd.pid" ] || die "sshd started, but its daemon ended without a pid file; see $dir/sshd.log"
+        fi
+        sleep 0.05
+      done
       echo "$try_port" >"$dir/port"
       echo "[127.0.0.1]:$try_port $(cut -d' ' -f1,2 "$dir/host_key.pub")" >"$dir/known_hosts"
       echo "$try_port"
