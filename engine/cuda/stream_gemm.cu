@@ -189,12 +189,12 @@ LaunchShape plan_launch(Format format, int n, int k, int count, int max_rows, co
     // kernel's registers: 3 for the 80-register INT4 kernels). bf16: enough blocks for 4 an SM.
     // Each slice at least 2 rounds of the unroll (INT4) or 4 chunks (bf16). For INT4,
     // TPVERIFY_INT4_SLICES's number instead where set.
-    const int min_len = int4 ? 2 * int4_kernel(count, max_rows, n, k).unroll : 4 * k_bf16_unroll;
+    const Int4Kernel* const kernel = int4 ? &int4_kernel(count, max_rows, n, k) : nullptr;
+    const int min_len = int4 ? 2 * kernel->unroll : 4 * k_bf16_unroll;
     const int choice = int4 ? int4_slices_choice(n, k) : 0;
     auto smem_of = [&](int slice_chunks) {
         return std::size_t(std::max(max_rows, 1)) * (slice_chunks * k_chunk + k_pad) * sizeof(bf16) +
-               (int4 && int4_kernel(count, max_rows, n, k).fold ? fold_bytes(slice_chunks) : 0) +
-               (int4 ? ring_bytes(int4_kernel(count, max_rows, n, k).ring) : 0);
+               (int4 && kernel->fold ? fold_bytes(slice_chunks) : 0) + (int4 ? ring_bytes(kernel->ring) : 0);
     };
     int slices = 1;
     if (choice > 0) {
@@ -206,8 +206,7 @@ LaunchShape plan_launch(Format format, int n, int k, int count, int max_rows, co
         slices = (chunks + k_int4_longest_slice - 1) / k_int4_longest_slice;
         int resident = 0;
         if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                &resident, int4_kernel(count, max_rows, n, k).kernel, k_threads,
-                smem_of((chunks + slices - 1) / slices)) != cudaSuccess)
+                &resident, kernel->kernel, k_threads, smem_of((chunks + slices - 1) / slices)) != cudaSuccess)
             resident = 1;
         const long long target = (long long)std::max(resident, 1) * g_sms;
         if (blocks * slices < target) slices = int((target + blocks - 1) / blocks);
