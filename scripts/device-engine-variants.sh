@@ -24,8 +24,9 @@ fi
 # their chunks in shared-memory stages that bulk copies fill (TPVERIFY_INT4=bulk4 / bulk8 /
 # bulk16 stages a warp, bulk8f folded; u8 8 chunks in flight in registers; engine-cuda.md)
 # against the default (u4 plain at one row of 8 experts, u4f folded elsewhere), with the slice
-# rule's k slices or TPVERIFY_INT4_SLICES's; the routed experts' SiLU-and-mul in their down launch's staging of x (fusion group expert_silu)
-# and the layer's expert sum in that launch (expert_sum); k slices per shape for the 1-token
+# rule's k slices or TPVERIFY_INT4_SLICES's; the routed experts' SiLU-and-mul in their down
+# launch's staging of x (fusion group expert_silu) and the layer's expert sum in that launch
+# (expert_sum); k slices per shape for the 1-token
 # launches (down 7168x2048: 1 by the rule; gate_up 4096x7168: 4; blocks4 is the rule before
 # it, 2 and 3 at 1 token); wps4 / wps16 the skinny bf16 GEMMs split over k for 4 / 16 warps an
 # SM instead of 8 (to compare on the H200, where they took 1-3 us each over their bytes);
@@ -35,8 +36,9 @@ fi
 # launch's chunks cut evenly over exactly the warps the SMs hold; run29-h100-stream-k.log and
 # run30-h100-refill.log have it and the refilling forms of the plain kernel, since taken out). The no_* configurations leave steps out of the pass (TPVERIFY_OMIT,
 # measuring only): the pass without them, so what each costs inside it; `one` runs the MoE
-# block on one stream, `late` with the shared SiLU and down after the routed SiLU; two_pass the two-pass MLA attention, cluster the cluster one, fused the
-# split kernel with its combine, softmax_pdl the cuBLAS path's softmax on PDL, values (values16) the
+# block on one stream, `late` with the shared SiLU and down after the routed SiLU; two_pass
+# the two-pass MLA attention, cluster the cluster one, fused the split kernel with its combine,
+# softmax_pdl the cuBLAS path's softmax on PDL, values (values16) the
 # cuBLAS scores GEMM then one cluster kernel of 8 (16) context parts for softmax and values, probs
 # (probs16) the same kernel after the cuBLAS path's softmax, for its values GEMM and reduce, head_cublas
 # the draft's GQA attention on the cuBLAS path instead of its one kernel (head_decode.cu;
