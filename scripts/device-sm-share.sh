@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (device tool): the 1-token INT4 pass with the GPU's SMs limited by an
+# MPS share (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), so that an H100 (3.0 TB/s over 132 SMs) runs
+# with an H200's bandwidth per SM (4.26 TB/s over 132 SMs: 71 % of the H100's SMs). Each
+# configuration in CONFIGS (';'-separated: a name, then VAR=VALUE words) runs at every share in
+# SHARES (percent; default "100 71"). The question it asks: does a kernel that keeps more bytes
+# in flight a warp (u8) win once each SM must move an H200's share of the bandwidth, as the
+# H200's INT4 launches at 68-83 % of copy bandwidth suggest (docs/benchmarks-gpu.md)? A proxy
+# only: the L2 and the DRAM stay the H100's, so an H200 run decides. Written 2026-12-08 and not
+# yet run: whether the MPS daemon starts on the device machine is untested (without it every
+# configuration runs once, on the whole GPU). TOKENS (default 1) picks the pass.
+# Output: $OUT/sm-share.log (a line a run) and each run's JSON and stderr.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+out=${OUT:-./device-out}
+mkdir -p "$out"
+log=$out/sm-share.log
+exec > >(tee "$log") 2>&1
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
+bash scripts/device-build-engine.sh || exit 1
+export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
+mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+shares=${SHARES:-100 71}
+if nvidia-cuda-mps-control -d; then
+  trap 'echo quit | nvidia-cuda-mps-control' EXIT
+else
+  echo "mps: cannot start the daemon; the whole GPU only"
+  shares=100
+fi
+IFS=';' read -r -a configs <<< "${CONFIGS:-default;late TPVERIFY_MOE_STREAMS=2l;u8_down TPVERIFY_INT4=7168x2048=u8;u8_gu TPVERIFY_INT4=4096x7168=u8;u8 TPVERIFY_INT4=u8;sk_down TPVERIFY_INT4=7168x2048=sk;default_again}"
+for share in $shares; do
+  sms=$(CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$share /opt/torch/.venv/bin/python3 -c \
+    'import torch; print(torch.cuda.get_device_properties(0).multi_processor_count)' 2>&1 | tail -1)
+  echo "== share $share %: SMs seen $sms"
+  for c in "${configs[@]}"; do
+    read -r -a words <<< "$c"
+    name=${words[0]}
+    f=$out/t${TOKENS:-1}-$share-$name.json
+    env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="$share" "${words[@]:1}" build-device/engine/tpverify \
+      --backend cuda --json --model kimi-k2.5 --iters 30 --warmup 5 --tokens "${TOKENS:-1}" \
+      > "$f" 2> "${f%.json}.err"
+    rc=$?
+    python3 - "$f" "$share" "$name" "$rc" <<'PY'
+import json, sys
+f, share, name, rc = sys.argv[1:]
+res = None
+for line in open(f):
+    try: e = json.loads(line)
+    except ValueError: continue
+    if e.get("event") == "result": res = e
+if res is None: print(f"share {share} {name}: rc {rc}, no result"); sys.exit()
+gemm = round((res.get("parts_us") or {}).get("gemm") or 0)
+print(f"share {share} {name}: rc {rc} p50 {res['verify_us_p50']:.0f} (p10 {res['verify_us_p10']:.0f} "
+      f"p90 {res['verify_us_p90']:.0f}) roofline {res['roofline_us']:.0f} ratio {res['roofline_ratio']:.3f} "
+      f"gemm_only {gemm} copy {res['copy_gbps']:.0f}")
+PY
+  done
+done
