@@ -128,7 +128,9 @@ std::vector<std::string> fingerprint_differences(const PlanFingerprint& stored, 
         if (current != value)
             out.push_back(fmt::format("{}: was {}, now {}", what, show(value), show(current)));
     }
-    for (const auto& [what, value] : now.parts) {
+    for (const auto& part : now.parts) {  // not a binding: the lambda captures `what` (clang 14)
+        const std::string& what = part.first;
+        const std::string& value = part.second;
         bool known = std::any_of(stored.parts.begin(), stored.parts.end(),
                                  [&](const auto& p) { return p.first == what; });
         if (!known && !value.empty()) out.push_back(fmt::format("{}: was (none), now {}", what, show(value)));

@@ -51,7 +51,11 @@ std::vector<Assignment> inherited_settings(const std::string& env_output,
                                            const std::vector<Experiment>& experiments,
                                            const std::vector<Assignment>& runner_env) {
     std::vector<Assignment> out;
-    for (const auto& [name, value] : parse_env_output(env_output)) {
+    for (const Assignment& setting : parse_env_output(env_output)) {
+        // Named, not a structured binding: lambdas below capture it (clang before 16 cannot
+        // capture a binding, and the fuzz build uses Debian 12's clang 14).
+        const std::string& name = setting.first;
+        const std::string& value = setting.second;
         if (!is_inherited_setting(name)) continue;
         const bool runner_sets = std::any_of(runner_env.begin(), runner_env.end(),
                                              [&](const Assignment& a) { return a.first == name; });
@@ -123,7 +127,9 @@ std::string defaults_point_conflict(const std::vector<Assignment>& inherited,
     }
     if (!defaults) return {};
     std::string list, names;
-    for (const auto& [name, value] : inherited) {
+    for (const Assignment& setting : inherited) {
+        const std::string& name = setting.first;  // captured below: see inherited_settings
+        const std::string& value = setting.second;
         const bool set_by_defaults = std::any_of(defaults->env.begin(), defaults->env.end(),
                                                  [&](const Assignment& a) { return a.first == name; });
         if (!swept.count(name) || set_by_defaults) continue;

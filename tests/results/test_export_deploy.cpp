@@ -81,7 +81,7 @@ TEST_CASE("exported sitecustomize sets the best point's environment in python3")
     TempDir dir;
     auto sweep = test::make_export_sweep((dir.path() / "x.db").string());
     ExportRequest request;
-    request.format = exports::Format::sitecustomize;
+    request.format = results::exports::Format::sitecustomize;
     request.best = true;
     auto text = export_sweep(sweep, request);
     REQUIRE(text);
@@ -104,7 +104,7 @@ TEST_CASE(
     TempDir dir;
     auto sweep = test::make_export_sweep((dir.path() / "x.db").string());
     ExportRequest request;
-    request.format = exports::Format::sitecustomize;
+    request.format = results::exports::Format::sitecustomize;
     request.best = true;
     auto text = export_sweep(sweep, request);
     REQUIRE(text);
@@ -135,7 +135,7 @@ TEST_CASE("exported env file loads in sh with exact values") {
     TempDir dir;
     auto sweep = test::make_export_sweep((dir.path() / "x.db").string());
     ExportRequest request;
-    request.format = exports::Format::env;
+    request.format = results::exports::Format::env;
     request.experiment = 4;
     auto text = export_sweep(sweep, request);
     REQUIRE(text);
@@ -158,7 +158,7 @@ TEST_CASE(
     TempDir dir;
     auto sweep = test::make_export_sweep((dir.path() / "x.db").string());
     ExportRequest request;
-    request.format = exports::Format::nccl_tuner;
+    request.format = results::exports::Format::nccl_tuner;
     request.best = true;
     auto text = export_sweep(sweep, request);
     REQUIRE(text);

@@ -51,7 +51,7 @@ SweepData sweep_of(const std::vector<Point>& points, std::string name = "tuner s
 
 Result<std::string> export_profile(const SweepData& sweep, std::optional<int> experiment = std::nullopt) {
     ExportRequest request;
-    request.format = exports::Format::tuner_profile;
+    request.format = results::exports::Format::tuner_profile;
     request.best = !experiment;
     request.experiment = experiment;
     return export_sweep(sweep, request);
@@ -220,7 +220,7 @@ TEST_CASE("tuner-profile leaves to NCCL what a rule cannot say and keeps hostile
 TEST_CASE("tuner-profile errors say what is missing") {
     auto sweep = sweep_of({{{{"NCCL_ALGO", "allreduce:ring"}, {"NCCL_PROTO", "LL"}}, "4", 100}});
     ExportRequest request;
-    request.format = exports::Format::tuner_profile;
+    request.format = results::exports::Format::tuner_profile;
     request.best = true;
     request.metric = "gbps";
     auto no_metric = export_sweep(sweep, request);
@@ -240,14 +240,14 @@ TEST_CASE("tuner-profile errors say what is missing") {
     auto parse = export_profile(bad, 1);
     REQUIRE_FALSE(parse);
     CHECK(parse.error().message.find("separate entries with ';'") != std::string::npos);
-    CHECK(exports::parse_format("tuner-profile").value() == exports::Format::tuner_profile);
-    CHECK(is_point_format(exports::Format::tuner_profile));
+    CHECK(results::exports::parse_format("tuner-profile").value() == results::exports::Format::tuner_profile);
+    CHECK(is_point_format(results::exports::Format::tuner_profile));
 }
 
 TEST_CASE("nccl-tuner export carries the example plugin's one-channel warning") {
     auto sweep = sweep_of({{{{"NCCL_ALGO", "allreduce:ring"}, {"NCCL_PROTO", "LL"}}, "4", 100}});
     ExportRequest request;
-    request.format = exports::Format::nccl_tuner;
+    request.format = results::exports::Format::nccl_tuner;
     request.best = true;
     auto text = export_sweep(sweep, request);
     REQUIRE(text);
