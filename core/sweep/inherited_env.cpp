@@ -51,7 +51,7 @@ std::vector<Assignment> inherited_settings(const std::string& env_output,
                                            const std::vector<Experiment>& experiments,
                                            const std::vector<Assignment>& runner_env) {
     std::vector<Assignment> out;
-    for (const Assignment& setting : parse_env_output(env_output)) {
+    for (const auto& setting : parse_env_output(env_output)) {  // a map: pair<const string, string>
         // Named, not a structured binding: lambdas below capture it (clang before 16 cannot
         // capture a binding, and the fuzz build uses Debian 12's clang 14).
         const std::string& name = setting.first;
