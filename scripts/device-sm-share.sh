@@ -21,17 +21,26 @@ bash scripts/device-build-engine.sh || exit 1
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
 mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
 shares=${SHARES:-100 71}
+sms_seen() {  # the SM count a CUDA client sees at share $1 (empty if it cannot start)
+  CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$1 /opt/torch/.venv/bin/python3 -c \
+    'import torch; print(torch.cuda.get_device_properties(0).multi_processor_count)' 2>/dev/null | tail -1
+}
 if nvidia-cuda-mps-control -d; then
   trap 'echo quit | nvidia-cuda-mps-control' EXIT
+  if [ -z "$(sms_seen 100)" ]; then  # the daemon runs, but its clients cannot connect
+    echo "mps: a client cannot start under the daemon; the whole GPU only, without MPS"
+    echo quit | nvidia-cuda-mps-control
+    trap - EXIT
+    unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+    shares=100
+  fi
 else
   echo "mps: cannot start the daemon; the whole GPU only"
   shares=100
 fi
 IFS=';' read -r -a configs <<< "${CONFIGS:-default;late TPVERIFY_MOE_STREAMS=2l;u8_down TPVERIFY_INT4=7168x2048=u8;u8_gu TPVERIFY_INT4=4096x7168=u8;u8 TPVERIFY_INT4=u8;sk_down TPVERIFY_INT4=7168x2048=sk;default_again}"
 for share in $shares; do
-  sms=$(CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$share /opt/torch/.venv/bin/python3 -c \
-    'import torch; print(torch.cuda.get_device_properties(0).multi_processor_count)' 2>&1 | tail -1)
-  echo "== share $share %: SMs seen $sms"
+  echo "== share $share %: SMs seen $(sms_seen "$share")"
   for c in "${configs[@]}"; do
     read -r -a words <<< "$c"
     name=${words[0]}
