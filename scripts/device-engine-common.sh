@@ -1,4 +1,4 @@
-# Sourced by scripts/device-engine.sh and scripts/device-engine-variants.sh (GPU machine, device
+# Sourced by scripts/device-engine.sh, device-engine-variants.sh and device-sm-share.sh (GPU machine, device
 # tool): the output folder, the log, one tpverify run, and the summary table of every run.
 #   device_setup LOG     $out (OUT, default ./device-out), $runs (a temporary folder), stdout
 #                        and stderr copied to $out/LOG

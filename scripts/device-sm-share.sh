@@ -9,13 +9,12 @@
 # only: the L2 and the DRAM stay the H100's, so an H200 run decides. Written 2026-12-08 and not
 # yet run: whether the MPS daemon starts on the device machine is untested (without it every
 # configuration runs once, on the whole GPU). TOKENS (default 1) picks the pass.
-# Output: $OUT/sm-share.log (a line a run) and each run's JSON and stderr.
+# Output (scripts/device-engine-common.sh's): $OUT/sm-share.log with the summary table last, and
+# runs.tar.gz (every run's JSON and stderr); run t1_s71_u8 is configuration u8 at share 71 %.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-out=${OUT:-./device-out}
-mkdir -p "$out"
-log=$out/sm-share.log
-exec > >(tee "$log") 2>&1
+source scripts/device-engine-common.sh
+device_setup sm-share.log
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
 bash scripts/device-build-engine.sh || exit 1
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
@@ -39,29 +38,14 @@ else
   shares=100
 fi
 IFS=';' read -r -a configs <<< "${CONFIGS:-default;late TPVERIFY_MOE_STREAMS=2l;u8_down TPVERIFY_INT4=7168x2048=u8;u8_gu TPVERIFY_INT4=4096x7168=u8;u8 TPVERIFY_INT4=u8;sk_down TPVERIFY_INT4=7168x2048=sk;default_again}"
+tokens=${TOKENS:-1}
 for share in $shares; do
   echo "== share $share %: SMs seen $(sms_seen "$share")"
   for c in "${configs[@]}"; do
     read -r -a words <<< "$c"
-    name=${words[0]}
-    f=$out/t${TOKENS:-1}-$share-$name.json
-    env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="$share" "${words[@]:1}" build-device/engine/tpverify \
-      --backend cuda --json --model kimi-k2.5 --iters 30 --warmup 5 --tokens "${TOKENS:-1}" \
-      > "$f" 2> "${f%.json}.err"
-    rc=$?
-    python3 - "$f" "$share" "$name" "$rc" <<'PY'
-import json, sys
-f, share, name, rc = sys.argv[1:]
-res = None
-for line in open(f):
-    try: e = json.loads(line)
-    except ValueError: continue
-    if e.get("event") == "result": res = e
-if res is None: print(f"share {share} {name}: rc {rc}, no result"); sys.exit()
-gemm = round((res.get("parts_us") or {}).get("gemm") or 0)
-print(f"share {share} {name}: rc {rc} p50 {res['verify_us_p50']:.0f} (p10 {res['verify_us_p10']:.0f} "
-      f"p90 {res['verify_us_p90']:.0f}) roofline {res['roofline_us']:.0f} ratio {res['roofline_ratio']:.3f} "
-      f"gemm_only {gemm} copy {res['copy_gbps']:.0f}")
-PY
+    run "t${tokens}_s${share}_${words[0]}" env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="$share" "${words[@]:1}" \
+      build-device/engine/tpverify --backend cuda --json --model kimi-k2.5 --iters 30 --warmup 5 \
+      --tokens "$tokens"
   done
 done
+summarize
